@@ -1,0 +1,3 @@
+from tirc.driver import main
+
+main()

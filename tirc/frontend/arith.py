@@ -1,0 +1,119 @@
+"""Typing of operators as TVM does it: literals adopt the other operand's dtype,
+narrower integers widen, integers meet floats as floats, scalars broadcast to vectors."""
+from __future__ import annotations
+
+from tirc.diagnostics import Diagnostic, Span
+from tirc.frontend.values import describe, literal_expr
+from tirc.ir.dtype import BOOL, DataType
+from tirc.ir.expr import (COMPARE_OPS, LOGIC_OPS, BinOp, Broadcast, Cast, FloatImm, IntImm,
+                          PrimExpr)
+
+_PY_FOLD = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b,
+    "min": min, "max": max,
+    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
+    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
+    "shift_left": lambda a, b: a << b, "shift_right": lambda a, b: a >> b,
+    "bitwise_and": lambda a, b: a & b, "bitwise_or": lambda a, b: a | b,
+    "bitwise_xor": lambda a, b: a ^ b,
+}
+_INT_ONLY = ("floordiv", "floormod", "shift_left", "shift_right", "bitwise_and",
+             "bitwise_or", "bitwise_xor")
+
+SYMBOLS = {
+    "add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%",
+    "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "and",
+    "or": "or", "shift_left": "<<", "shift_right": ">>", "bitwise_and": "&",
+    "bitwise_or": "|", "bitwise_xor": "^", "mod": "truncmod", "min": "min", "max": "max",
+}
+
+
+def _is_py_number(v: object) -> bool:
+    return isinstance(v, (int, float)) and not isinstance(v, bool)
+
+
+def cast_to(e: PrimExpr, dtype: DataType, span: Span | None) -> PrimExpr:
+    if e.dtype == dtype:
+        return e
+    if e.dtype.lanes == 1 and dtype.lanes > 1:
+        return Broadcast(cast_to(e, dtype.element(), span), dtype.lanes, span)
+    if isinstance(e, IntImm) and dtype.is_integer and e.dtype.is_integer:
+        return IntImm(dtype, e.value, e.span)
+    if isinstance(e, (IntImm, FloatImm)) and dtype.is_float and not e.dtype.is_bool:
+        return FloatImm(dtype, float(e.value), e.span)
+    return Cast(dtype, e, span)
+
+
+def _common(a: DataType, b: DataType, span: Span | None, op: str) -> DataType:
+    if a == b:
+        return a
+    lanes = max(a.lanes, b.lanes)
+    if a.lanes not in (1, lanes) or b.lanes not in (1, lanes):
+        raise Diagnostic(f"operands of '{SYMBOLS.get(op, op)}' have different lane counts: "
+                         f"{a} and {b}", span)
+    ea, eb = a.element(), b.element()
+    if ea == eb:
+        res = ea
+    elif ea.is_float and eb.is_float:
+        res = ea if ea.bits >= eb.bits else eb
+    elif ea.is_float and (eb.is_integer or eb.is_bool):
+        res = ea
+    elif eb.is_float and (ea.is_integer or ea.is_bool):
+        res = eb
+    elif (ea.is_integer or ea.is_bool) and (eb.is_integer or eb.is_bool):
+        if ea.is_bool:
+            res = eb
+        elif eb.is_bool:
+            res = ea
+        elif ea.bits != eb.bits:
+            res = ea if ea.bits > eb.bits else eb
+        else:
+            res = ea if ea.is_int else eb  # int32 with uint32: TVM keeps the signed one
+    else:
+        raise Diagnostic(f"operands of '{SYMBOLS.get(op, op)}' have incompatible dtypes "
+                         f"{a} and {b}", span)
+    return res.with_lanes(lanes)
+
+
+def binary(op: str, a: object, b: object, span: Span | None) -> object:
+    """``a op b`` for evaluated operands; folds when both are Python numbers."""
+    if _is_py_number(a) and _is_py_number(b) or (isinstance(a, bool) and isinstance(b, bool)):
+        if op in _PY_FOLD and not (op in _INT_ONLY and (isinstance(a, float) or isinstance(b, float))):
+            if op in ("floordiv", "floormod") and b == 0:
+                raise Diagnostic("division by zero", span)
+            return _PY_FOLD[op](a, b)
+    for v in (a, b):
+        if not isinstance(v, (PrimExpr, int, float, bool)):
+            raise Diagnostic(f"operand of '{SYMBOLS.get(op, op)}' must be an expression, "
+                             f"not {describe(v)}", span)
+    if not isinstance(a, PrimExpr):
+        a = literal_expr(a, span, _literal_hint(a, b))
+    if not isinstance(b, PrimExpr):
+        b = literal_expr(b, span, _literal_hint(b, a))
+    return typed_binary(op, a, b, span)
+
+
+def _literal_hint(lit: object, other: PrimExpr) -> DataType | None:
+    dt = other.dtype.element()
+    if isinstance(lit, float) and not dt.is_float:
+        return None
+    if isinstance(lit, bool) and not dt.is_bool:
+        return None
+    if dt.is_handle or dt.is_void:
+        return None
+    return dt
+
+
+def typed_binary(op: str, a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr:
+    if op in LOGIC_OPS:
+        for v in (a, b):
+            if not v.dtype.element().is_bool:
+                raise Diagnostic(f"operands of '{op}' must be bool, got {v.dtype}", span)
+    dtype = _common(a.dtype, b.dtype, span, op)
+    if op in _INT_ONLY and op.startswith(("shift", "bitwise")) and dtype.element().is_float:
+        raise Diagnostic(f"'{SYMBOLS[op]}' needs integer operands, got {dtype}", span)
+    a = cast_to(a, dtype, span)
+    b = cast_to(b, dtype, span)
+    result = BOOL.with_lanes(dtype.lanes) if op in COMPARE_OPS else dtype
+    return BinOp(op, a, b, result, span)

@@ -1,0 +1,135 @@
+"""Buffer declarations: ``T.Buffer``, ``T.match_buffer``, ``T.alloc_buffer`` and kin."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from tirc.diagnostics import Diagnostic, Span
+from tirc.frontend.calls import Construct
+from tirc.frontend.values import describe, literal_expr
+from tirc.ir.buffer import SCOPES, Buffer
+from tirc.ir.dtype import FLOAT32, HANDLE, INT32, DataType
+from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
+
+if TYPE_CHECKING:
+    from tirc.frontend.builder import FunctionBuilder
+
+# Positional parameters of each constructor, after any leading handle (match_buffer).
+_SIGNATURES = {
+    "Buffer": ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
+               "offset_factor", "buffer_type", "axis_separators"),
+    "match_buffer": ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
+                     "offset_factor", "buffer_type", "axis_separators"),
+    "decl_buffer": ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
+                    "offset_factor", "buffer_type", "axis_separators"),
+    "alloc_buffer": ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
+                     "offset_factor", "buffer_type", "axis_separators"),
+    "alloc_shared": ("shape", "dtype", "strides", "elem_offset", "align", "offset_factor"),
+    "alloc_local": ("shape", "dtype", "strides", "elem_offset", "align", "offset_factor"),
+    "allocate": ("extents", "dtype", "scope", "condition", "annotations"),
+}
+_FIXED_SCOPE = {"alloc_shared": "shared", "alloc_local": "local"}
+
+
+def bind_arguments(c: Construct, skip: int = 0) -> dict[str, tuple[object, Span | None]]:
+    names = _SIGNATURES[c.name]
+    args = c.args[skip:]
+    if len(args) > len(names):
+        raise Diagnostic(f"T.{c.name} takes at most {len(names) + skip} positional arguments", c.span)
+    out = dict(zip(names, args))
+    for key, val in c.kwargs.items():
+        if key not in names:
+            raise Diagnostic(f"T.{c.name} got an unexpected keyword argument '{key}'", val[1])
+        if key in out:
+            raise Diagnostic(f"T.{c.name} got two values for '{key}'", val[1])
+        out[key] = val
+    return out
+
+
+def _shape(b: "FunctionBuilder", value: object, span: Span | None) -> tuple[PrimExpr, ...]:
+    items = value if isinstance(value, (list, tuple)) else (value,)
+    out: list[PrimExpr] = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(b.shape_var(item, span))
+            continue
+        if isinstance(item, bool) or item is None:
+            raise Diagnostic(f"a shape holds integers, not {describe(item)}", span)
+        e = b.as_expr(item, span)
+        if not (e.dtype.is_integer and e.dtype.lanes == 1):
+            raise Diagnostic(f"a shape holds integers, got {e.dtype}", span)
+        if isinstance(e, IntImm) and e.value < 0:
+            raise Diagnostic(f"negative extent {e.value} in shape", span)
+        out.append(e)
+    return tuple(out)
+
+
+def _int(value: object, span: Span | None, what: str) -> int:
+    if isinstance(value, IntImm):
+        value = value.value
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise Diagnostic(f"{what} must be an integer constant", span)
+    return value
+
+
+def make_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None,
+                skip: int = 0) -> Buffer:
+    """A buffer from ``T.Buffer(...)``-like arguments (``skip`` leading ones)."""
+    a = bind_arguments(c, skip)
+    if "shape" not in a:
+        raise Diagnostic(f"T.{c.name} needs a shape", c.span)
+    shape = _shape(b, *a["shape"])
+    dtype = b.dtype_of(*a["dtype"]) if "dtype" in a else FLOAT32
+    scope = _FIXED_SCOPE.get(c.name, "global")
+    if "scope" in a:
+        scope, sspan = a["scope"]
+        if not isinstance(scope, str):
+            raise Diagnostic("scope must be a string", sspan)
+        if scope not in SCOPES:
+            raise Diagnostic(f"unknown storage scope '{scope}'; expected one of: "
+                             + ", ".join(SCOPES), sspan)
+    data_value = a.get("data", (None, None))
+    if data_value[0] is not None:
+        data = data_value[0]
+        if not (isinstance(data, Var) and data.dtype == HANDLE):
+            raise Diagnostic(f"'data' must be a handle variable, not {describe(data)}", data_value[1])
+        if data.ptr is not None and "scope" not in a:
+            scope = data.ptr.scope
+    else:
+        data = Var(name, HANDLE, PointerType(dtype, scope), span)
+    strides: tuple[PrimExpr, ...] = ()
+    if a.get("strides", (None, None))[0] is not None:
+        strides = _shape(b, *a["strides"])
+        if len(strides) != len(shape):
+            raise Diagnostic(f"{len(strides)} strides for {len(shape)} dimensions", a["strides"][1])
+    elem_offset = None
+    if a.get("elem_offset", (None, None))[0] is not None:
+        v, vspan = a["elem_offset"]
+        elem_offset = b.shape_var(v, vspan) if isinstance(v, str) else b.as_expr(v, vspan, INT32)
+    align = _int(*a["align"], "align") if "align" in a else 0
+    offset_factor = _int(*a["offset_factor"], "offset_factor") if "offset_factor" in a else 0
+    if data_value[0] is not None and data.ptr is not None and data.ptr.scope != scope:
+        data = data  # a view in another scope is the caller's business; keep the variable
+    return Buffer(name, data, dtype, shape, strides, elem_offset, max(align, 0), offset_factor, span)
+
+
+def scalar_buffer(name: str, dtype: DataType, span: Span | None) -> Buffer:
+    """The one-element local buffer behind a mutable scalar."""
+    data = Var(name, HANDLE, PointerType(dtype, "local"), span)
+    return Buffer(name, data, dtype, (IntImm(INT32, 1, span),), span=span)
+
+
+def allocate_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None) -> Buffer:
+    """``ptr = T.allocate([n], "float32", "shared")``: ``ptr`` names the data pointer."""
+    a = bind_arguments(c)
+    if "extents" not in a or "dtype" not in a:
+        raise Diagnostic("T.allocate needs extents and a dtype", c.span)
+    shape = _shape(b, *a["extents"])
+    dtype = b.dtype_of(*a["dtype"])
+    scope, sspan = a.get("scope", ("global", None))
+    if not isinstance(scope, str) or scope not in SCOPES:
+        raise Diagnostic(f"unknown storage scope '{scope}'; expected one of: " + ", ".join(SCOPES), sspan)
+    data = Var(name, HANDLE, PointerType(dtype, scope), span)
+    return Buffer(name, data, dtype, shape, span=span)
+
+
+__all__ = ["make_buffer", "scalar_buffer", "allocate_buffer", "literal_expr"]

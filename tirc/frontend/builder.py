@@ -1,0 +1,360 @@
+"""Parse tree to IR: modules, functions and statements.
+
+TVM prints several statements flat (``x: T.int32 = v``, ``A = T.alloc_buffer(...)``,
+``bx = T.launch_thread(...)``, ``T.attr(...)``); each of them scopes over the rest of
+its block, and becomes a scoped IR statement whose body is that rest.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+from typing import Callable
+
+import lark
+
+from tirc.diagnostics import Diagnostic, Span
+from tirc.frontend.arith import cast_to
+from tirc.frontend.calls import Construct, VarDecl
+from tirc.frontend.exprs import ExprBuilder
+from tirc.frontend.functions import FunctionHeader, read_header, scan_mutable
+from tirc.frontend.loops import build_for
+from tirc.frontend.buffers import make_buffer
+from tirc.frontend.scope import Scope
+from tirc.frontend.values import LetType, Slot, TName, ThreadDecl, describe
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import (FloatImm, IntImm, PointerType, PrimExpr, StringImm, Var)
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore, Continue,
+                          DeclBuffer, Evaluate, IfThenElse, IterVar, LetStmt, Return, Stmt,
+                          While, seq)
+from tirc.target import Target
+
+MAX_BLOCK_DEPTH = 100
+
+
+@dataclass
+class Binder:
+    """A flat statement: wraps the rest of its block."""
+
+    wrap: Callable[[Stmt], Stmt]
+
+
+def build_module(tree: lark.Tree, filename: str) -> IRModule:
+    if sys.getrecursionlimit() < 10000:
+        sys.setrecursionlimit(10000)
+    return ModuleBuilder(filename).module(tree)
+
+
+class ModuleBuilder:
+    def __init__(self, filename: str):
+        self.filename = filename
+
+    def _span(self, node) -> Span | None:
+        return ExprBuilder.span(self, node)  # type: ignore[arg-type]
+
+    def module(self, tree: lark.Tree) -> IRModule:
+        items = [c for c in tree.children if isinstance(c, lark.Tree) and c.data == "decorated"]
+        if not items:
+            raise Diagnostic("expected an '@I.ir_module' class or a '@T.prim_func' function",
+                             Span(self.filename, 1, 1))
+        if len(items) > 1:
+            raise Diagnostic("only one module or function per file; put several functions "
+                             "in one '@I.ir_module' class", self._span(items[1]))
+        decorated = items[0]
+        *decorators, definition = decorated.children
+        if definition.data == "classdef":
+            self._expect_decorator(decorators, "I.ir_module", definition)
+            module_name = str(definition.children[0])
+            funcs = [c for c in definition.children[1:] if isinstance(c, lark.Tree) and c.data == "decorated"]
+            for c in definition.children[1:]:
+                if isinstance(c, lark.Tree) and c.data == "decorated" and c.children[-1].data != "funcdef":
+                    raise Diagnostic("expected a function definition", self._span(c))
+        else:
+            module_name = None
+            funcs = [decorated]
+        headers: list[FunctionHeader] = []
+        names: dict[str, FunctionHeader] = {}
+        for f in funcs:
+            header = read_header(self, f)
+            if header.name in names:
+                raise Diagnostic(f"duplicate function '{header.name}'", header.name_span)
+            names[header.name] = header
+            headers.append(header)
+        signatures = {h.name: (h.ret_type, h.param_types) for h in headers}
+        functions: dict[str, PrimFunc] = {}
+        for h in headers:
+            functions[h.name] = FunctionBuilder(self.filename, module_name, signatures).function(h)
+        return IRModule(functions, module_name or "Module", self._span(decorated))
+
+    def _expect_decorator(self, decorators, name: str, definition) -> None:
+        found = [".".join(str(t) for t in d.children[0].children) for d in decorators]
+        if name not in found:
+            raise Diagnostic(f"expected '@{name}' on this definition", self._span(definition))
+        for d, text in zip(decorators, found):
+            if text != name:
+                raise Diagnostic(f"unknown decorator '@{text}'", self._span(d))
+
+
+class FunctionBuilder(ExprBuilder):
+    def __init__(self, filename: str, module_name: str | None, signatures: dict):
+        super().__init__()
+        self.filename = filename
+        self.module_name = module_name
+        self.signatures = signatures
+        self.scope = Scope()
+        self.block_depth = 0
+        self.mutable: set[str] = set()
+        self.attrs: dict = {}
+        self.buffer_map: list[tuple[Var, Buffer]] = []
+        self.params: list[Var] = []
+        self.declared: dict[str, DataType] = {}
+
+    # -- functions -------------------------------------------------------------------------
+    def function(self, h: FunctionHeader) -> PrimFunc:
+        body_tree = h.body
+        stmts = body_tree.children if body_tree.data == "suite" else [body_tree.children[0]]
+        self.mutable = scan_mutable(stmts)
+        self.declared = self._leading_declarations(stmts)
+        for pname, ann, pspan in h.params:
+            self._param(pname, ann, pspan)
+        body = self.block(stmts, top=True)
+        ret = h.ret_type
+        return PrimFunc(tuple(self.params), body, ret, tuple(self.buffer_map), self.attrs,
+                        h.private, h.span)
+
+    def _leading_declarations(self, stmts) -> dict[str, DataType]:
+        """``n = T.int32()`` at the top: the dtypes of shape variables named in params."""
+        out: dict[str, DataType] = {}
+        for s in stmts:
+            small = s.children[0] if s.data == "simple_stmt" else None
+            if small is None or small.data != "assign_stmt":
+                continue
+            lhs, rhs = small.children
+            if (isinstance(lhs, lark.Tree) and lhs.data == "name" and isinstance(rhs, lark.Tree)
+                    and rhs.data == "call" and rhs.children[1] is None):
+                fn = rhs.children[0]
+                if (fn.data == "getattr" and fn.children[0].data == "name"
+                        and str(fn.children[0].children[0]) == "T"):
+                    try:
+                        out[str(lhs.children[0])] = self.dtype_of(TName(str(fn.children[1])), None)
+                    except Diagnostic:
+                        pass
+        return out
+
+    def _param(self, name: str, ann: lark.Tree, span: Span | None) -> None:
+        if self.scope.defined_here(name):
+            raise Diagnostic(f"duplicate parameter '{name}'", span)
+        v = self.value(ann)
+        if isinstance(v, TName):
+            if v.name == "handle":
+                var = Var(name, DataType("handle"), None, span)
+            else:
+                var = Var(name, self.dtype_of(v, self.span(ann)), None, span)
+        elif isinstance(v, Construct) and v.name == "handle":
+            var = self.pointer_var(name, v, span)
+        elif isinstance(v, Construct) and v.name == "Buffer":
+            var = Var(name, DataType("handle"), None, span)
+            buf = make_buffer(self, name, v, span)
+            self.buffer_map.append((var, buf))
+            self.params.append(var)
+            self.scope.define(name, buf)
+            return
+        else:
+            raise Diagnostic(f"parameter '{name}' needs a type: T.int32, T.handle or T.Buffer(...), "
+                             f"not {describe(v)}", self.span(ann))
+        self.params.append(var)
+        self.scope.define(name, var)
+
+    def pointer_var(self, name: str, c: Construct, span: Span | None) -> Var:
+        from tirc.ir.dtype import HANDLE
+        dtype = self.dtype_of(*c.args[0]) if c.args else None
+        scope = c.args[1][0] if len(c.args) > 1 else c.kwargs.get("storage_scope", ("global", None))[0]
+        if not isinstance(scope, str):
+            raise Diagnostic("storage scope must be a string", c.span)
+        return Var(name, HANDLE, PointerType(dtype, scope) if dtype is not None else None, span)
+
+    def shape_var(self, name: str, span: Span | None) -> Var:
+        """A shape given as a string (``T.Buffer(("n",), ...)``) names a size variable."""
+        found = self.scope.lookup(name)
+        if isinstance(found, Var):
+            return found
+        if found is not None:
+            raise Diagnostic(f"'{name}' is not a variable", span)
+        var = Var(name, self.declared.get(name, DataType("int32")), None, span)
+        self.scope.define(name, var)
+        return var
+
+    # -- blocks ------------------------------------------------------------------------------
+    def block(self, stmts, top: bool = False) -> Stmt:
+        self.block_depth += 1
+        if self.block_depth > MAX_BLOCK_DEPTH and stmts:
+            raise Diagnostic(f"statements nested more than {MAX_BLOCK_DEPTH} levels deep",
+                             self.span(stmts[0]))
+        if not top:
+            self.scope.push()
+        frames: list[tuple[Binder, list[Stmt]]] = []
+        current: list[Stmt] = []
+        try:
+            for s in stmts:
+                r = self.stmt(s, top)
+                if isinstance(r, Binder):
+                    frames.append((r, current))
+                    current = []
+                elif r is not None:
+                    current.append(r)
+        finally:
+            if not top:
+                self.scope.pop()
+            self.block_depth -= 1
+        body = seq(current)
+        for binder, before in reversed(frames):
+            body = seq(before + [binder.wrap(body)])
+        return body
+
+    def suite(self, tree: lark.Tree) -> Stmt:
+        if tree.data == "inline_suite":
+            return self.block([tree.children[0]])
+        return self.block(tree.children)
+
+    # -- statements ------------------------------------------------------------------------
+    def stmt(self, tree: lark.Tree, top: bool) -> Stmt | Binder | None:
+        if tree.data == "simple_stmt":
+            tree = tree.children[0]
+        handler = getattr(self, "_s_" + tree.data)
+        return handler(tree, self.span(tree), top)
+
+    def _s_pass_stmt(self, tree, span, top):
+        return None
+
+    def _s_break_stmt(self, tree, span, top):
+        return Break(span)
+
+    def _s_continue_stmt(self, tree, span, top):
+        return Continue(span)
+
+    def _s_return_stmt(self, tree, span, top):
+        if tree.children[0] is None:
+            raise Diagnostic("'return' needs a value", span)
+        return Return(self.expr(tree.children[0]), span)
+
+    def _s_assert_stmt(self, tree, span, top):
+        cond = self._as_bool(self.value(tree.children[0]), self.span(tree.children[0]))
+        msg = self.value(tree.children[1]) if tree.children[1] is not None else ""
+        msg_e = self.as_expr(msg, span)
+        return Binder(lambda body: AssertStmt(cond, msg_e, body, span))
+
+    def _s_expr_stmt(self, tree, span, top):
+        v = self.value(tree.children[0])
+        if isinstance(v, Construct):
+            return self._construct_stmt(v, top)
+        if isinstance(v, str):
+            return None  # a docstring
+        if isinstance(v, PrimExpr):
+            return Evaluate(v, span)
+        if isinstance(v, (int, bool)):
+            return Evaluate(self.as_expr(v, span), span)
+        raise Diagnostic(f"{describe(v)} is not a statement", span)
+
+    def _construct_stmt(self, c: Construct, top: bool) -> Stmt | Binder | None:
+        from tirc.frontend import constructs
+        return constructs.statement(self, c, top)
+
+    def _s_assign_stmt(self, tree, span, top):
+        lhs, rhs = tree.children
+        if isinstance(lhs, lark.Tree) and lhs.data == "subscript":
+            return self._store(lhs, rhs, span)
+        if not (isinstance(lhs, lark.Tree) and lhs.data == "name"):
+            raise Diagnostic("can only assign to a name or a buffer element", self.span(lhs))
+        name = str(lhs.children[0])
+        nspan = self.span(lhs)
+        v = self.value(rhs)
+        from tirc.frontend import constructs
+        if isinstance(v, (VarDecl, Construct)):
+            return constructs.named(self, name, v, nspan, top)
+        existing = self.scope.lookup(name)
+        if isinstance(existing, Slot):
+            value = self.as_expr(v, self.span(rhs), existing.buffer.dtype)
+            return BufferStore(existing.buffer, self._coerce(value, existing.buffer.dtype, self.span(rhs)),
+                               (IntImm(DataType("int32"), 0, span),), span)
+        if isinstance(v, Buffer):
+            raise Diagnostic("a buffer cannot be renamed by assignment", span)
+        value = self.as_expr(v, self.span(rhs))
+        return self._bind(name, value.dtype, value, nspan, span, "annotated")
+
+    def _s_annassign_stmt(self, tree, span, top):
+        target, ann, rhs = tree.children
+        if not (isinstance(target, lark.Tree) and target.data == "name"):
+            raise Diagnostic("an annotated assignment needs a plain name", self.span(target))
+        name = str(target.children[0])
+        a = self.value(ann)
+        if isinstance(a, LetType):
+            dtype, form = a.dtype, "let"
+        else:
+            dtype, form = self.dtype_of(a, self.span(ann)), "annotated"
+        value = self.as_expr(self.value(rhs), self.span(rhs), dtype)
+        value = self._coerce(value, dtype, self.span(rhs))
+        if form == "let":
+            return self._let(name, dtype, value, self.span(target), span, form)
+        return self._bind(name, dtype, value, self.span(target), span, form)
+
+    def _coerce(self, value: PrimExpr, dtype: DataType, span: Span | None) -> PrimExpr:
+        if value.dtype == dtype:
+            return value
+        if isinstance(value, (IntImm, FloatImm)) and not value.dtype.is_bool:
+            return cast_to(value, dtype, span)
+        raise Diagnostic(f"value of type {value.dtype} where {dtype} is expected", span)
+
+    def _bind(self, name, dtype, value, nspan, span, form) -> Binder:
+        """``x: dtype = value``: a let, or a mutable scalar when ``x`` is reassigned."""
+        if name in self.mutable:
+            from tirc.frontend.buffers import scalar_buffer
+            buf = scalar_buffer(name, dtype, nspan)
+            store = BufferStore(buf, value, (IntImm(DataType("int32"), 0, span),), span)
+            self.scope.define(name, Slot(buf))
+            return Binder(lambda body: AllocBuffer(buf, seq([store, body]), span))
+        return self._let(name, dtype, value, nspan, span, form)
+
+    def _let(self, name, dtype, value, nspan, span, form) -> Binder:
+        var = Var(name, dtype, None, nspan)
+        self.scope.define(name, var)
+        return Binder(lambda body: LetStmt(var, value, body, span, form))
+
+    def _store(self, lhs, rhs, span) -> Stmt:
+        obj = self.value(lhs.children[0])
+        if not isinstance(obj, Buffer):
+            raise Diagnostic(f"cannot store into {describe(obj)}", self.span(lhs.children[0]))
+        items = [c for c in lhs.children[1].children if c is not None]
+        indices = tuple(self.index(i) for i in items)
+        lanes = max((i.dtype.lanes for i in indices), default=1)
+        want = obj.dtype if lanes == 1 else obj.dtype.with_lanes(lanes * obj.dtype.lanes)
+        value = self.as_expr(self.value(rhs), self.span(rhs), want.element())
+        if value.dtype != want and isinstance(value, (IntImm, FloatImm)) and not value.dtype.is_bool:
+            value = cast_to(value, want, self.span(rhs))
+        return BufferStore(obj, value, indices, span)
+
+    def _s_for_stmt(self, tree, span, top):
+        return build_for(self, tree, span)
+
+    def _s_while_stmt(self, tree, span, top):
+        cond = self._as_bool(self.value(tree.children[0]), self.span(tree.children[0]))
+        return While(cond, self.suite(tree.children[1]), span)
+
+    def _s_if_stmt(self, tree, span, top):
+        cond_t, then_t, *rest = tree.children
+        elifs = [c for c in rest if isinstance(c, lark.Tree) and c.data == "elif_clause"]
+        else_t = rest[-1] if rest and isinstance(rest[-1], lark.Tree) and rest[-1].data == "else_clause" else None
+        else_stmt = self.suite(else_t.children[0]) if else_t is not None else None
+        for clause in reversed(elifs):
+            c = self._as_bool(self.value(clause.children[0]), self.span(clause.children[0]))
+            else_stmt = IfThenElse(c, self.suite(clause.children[1]), else_stmt, self.span(clause))
+        cond = self._as_bool(self.value(cond_t), self.span(cond_t))
+        return IfThenElse(cond, self.suite(then_t), else_stmt, span)
+
+    def _s_with_stmt(self, tree, span, top):
+        from tirc.frontend import constructs
+        return constructs.with_stmt(self, tree, span)
+
+
+__all__ = ["build_module", "Binder", "FunctionBuilder", "StringImm", "ThreadDecl", "IterVar",
+           "AttrStmt", "DeclBuffer", "Target"]

@@ -1,0 +1,285 @@
+"""Calls in expressions: ``T.<intrinsic>(...)``, dtype constructors, ``Module.f(...)``.
+
+Script constructs that only make sense as statements (``T.alloc_buffer``,
+``T.launch_thread``, ...) evaluate to a :class:`Construct` the statement builder reads.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from tirc.diagnostics import Diagnostic, Span
+from tirc.frontend.arith import binary, cast_to
+from tirc.frontend.values import TName, check_int_range, describe, literal_expr
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import BOOL, VOID, DataType, is_dtype_name, parse_dtype
+from tirc.ir.expr import (Broadcast, Call, Cast, FloatImm, GlobalVar, IntImm,
+                          PointerType, PrimExpr, Ramp, Select, StringImm)
+from tirc.ir.ops import INTRINSICS, result_dtype
+from tirc.target import Target, TargetError, parse_target
+
+if TYPE_CHECKING:
+    from tirc.frontend.exprs import ExprBuilder
+
+Arg = tuple[object, "Span | None"]
+
+# Constructs read by the statement builder, with the statement form they take.
+STATEMENT_CONSTRUCTS = frozenset({
+    "Buffer", "match_buffer", "alloc_buffer", "alloc_shared", "alloc_local", "decl_buffer",
+    "allocate", "launch_thread", "env_thread", "attr", "func_attr", "bind", "evaluate",
+    "LetStmt", "Assert", "grid", "serial", "parallel", "vectorized", "unroll",
+    "thread_binding", "handle", "prim_func", "I.ir_module", "Ptr",
+})
+
+_BINARY_BUILDERS = {
+    "min": "min", "max": "max", "Min": "min", "Max": "max", "floordiv": "floordiv",
+    "floormod": "floormod", "FloorDiv": "floordiv", "FloorMod": "floormod",
+    "truncdiv": "div", "Div": "div", "truncmod": "mod", "Mod": "mod",
+    "shift_left": "shift_left", "shift_right": "shift_right", "bitwise_and": "bitwise_and",
+    "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "Add": "add", "Sub": "sub",
+    "Mul": "mul", "EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge",
+    "And": "and", "Or": "or",
+}
+
+
+@dataclass
+class Construct:
+    """A statement-level script construct with its evaluated arguments."""
+
+    name: str
+    args: list[Arg]
+    kwargs: dict[str, Arg]
+    span: Span | None
+    node: Any = field(default=None, repr=False)
+
+
+@dataclass(frozen=True)
+class VarDecl:
+    """``T.int32()`` / ``T.handle("float32", "shared")``: declares a variable."""
+
+    dtype: DataType
+    ptr: PointerType | None = None
+
+
+def _arity(name: str, args: list[Arg], lo: int, hi: int | None, span: Span | None) -> None:
+    n = len(args)
+    if n < lo or (hi is not None and n > hi):
+        want = str(lo) if hi == lo else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
+        raise Diagnostic(f"T.{name} takes {want} argument{'s' if want != '1' else ''}, got {n}", span)
+
+
+def _no_kwargs(name: str, kwargs: dict[str, Arg], allowed: tuple[str, ...] = ()) -> None:
+    for key, (_, span) in kwargs.items():
+        if key not in allowed:
+            raise Diagnostic(f"T.{name} got an unexpected keyword argument '{key}'", span)
+
+
+def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg],
+         span: Span | None, node: Any) -> object:
+    if isinstance(func, tuple) and func and func[0] == "function":
+        return module_call(b, func[1], args, kwargs, span)
+    if not isinstance(func, TName):
+        raise Diagnostic(f"{describe(func)} is not callable", span)
+    name = func.name
+    if name in STATEMENT_CONSTRUCTS:
+        return Construct(name, args, kwargs, span, node)
+    if name == "bool" or is_dtype_name(name):
+        return dtype_call(b, parse_dtype(name), args, kwargs, span)
+    if name in _BINARY_BUILDERS:
+        _no_kwargs(name, kwargs)
+        _arity(name, args, 2, 2, span)
+        op = _BINARY_BUILDERS[name]
+        a, c = (b.as_expr(v, s) if not isinstance(v, (int, float)) else v for v, s in args)
+        if isinstance(a, (int, float)) and isinstance(c, (int, float)):
+            a = literal_expr(a, args[0][1])
+        result = binary(op, a, c, span)
+        if not isinstance(result, PrimExpr):
+            result = literal_expr(result, span)
+        return result
+    builder = _BUILDERS.get(name)
+    if builder is not None:
+        return builder(b, name, args, kwargs, span)
+    if name in INTRINSICS:
+        exprs = [b.as_expr(v, s) for v, s in args] if INTRINSICS[name].result != "dtype" else args
+        return make_call(b, name, exprs, kwargs, span)
+    raise Diagnostic(f"unknown name 'T.{name}'", span)
+
+
+def make_call(b: "ExprBuilder", name: str, args: list, kwargs: dict[str, Arg], span: Span | None) -> Call:
+    intr = INTRINSICS[name]
+    _no_kwargs(name, kwargs)
+    _arity(name, args, intr.min_args, intr.max_args, span)
+    if intr.result == "dtype":
+        dtype = b.dtype_of(args[0][0], args[0][1])
+        rest = [b.as_expr(v, s) for v, s in args[1:]]
+        if name in ("call_extern", "call_pure_extern") and not isinstance(rest[0], StringImm):
+            raise Diagnostic(f"T.{name} needs the function name as a string", args[1][1])
+        return Call(dtype, name, tuple(rest), span)
+    exprs: list[PrimExpr] = list(args)
+    if name == "if_then_else":
+        cond = exprs[0]
+        if not cond.dtype.element().is_bool:
+            raise Diagnostic(f"T.if_then_else needs a bool condition, got {cond.dtype}", span)
+        t, f = _match(exprs[1], exprs[2], span)
+        exprs = [cond, t, f]
+    elif intr.result == "arg0" and len(exprs) > 1:
+        first = exprs[0]
+        exprs = [first] + [cast_to(e, first.dtype, span) if isinstance(e, (IntImm, FloatImm)) else e
+                           for e in exprs[1:]]
+    dtype = result_dtype(intr, [e.dtype for e in exprs])
+    return Call(dtype, name, tuple(exprs), span)
+
+
+def _match(a: PrimExpr, c: PrimExpr, span: Span | None) -> tuple[PrimExpr, PrimExpr]:
+    if a.dtype == c.dtype:
+        return a, c
+    if isinstance(c, (IntImm, FloatImm)):
+        return a, cast_to(c, a.dtype, span)
+    if isinstance(a, (IntImm, FloatImm)):
+        return cast_to(a, c.dtype, span), c
+    raise Diagnostic(f"branches have different dtypes {a.dtype} and {c.dtype}", span)
+
+
+def dtype_call(b: "ExprBuilder", dtype: DataType, args: list[Arg], kwargs: dict[str, Arg],
+               span: Span | None) -> object:
+    """``T.int32()`` declares; ``T.float32(1.5)`` is a literal; ``T.float32(x)`` casts."""
+    _no_kwargs(str(dtype), kwargs, ("is_size_var",))
+    if not args:
+        return VarDecl(dtype)
+    _arity(str(dtype), args, 1, 1, span)
+    v, vspan = args[0]
+    if isinstance(v, str) and dtype.is_float:
+        special = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
+        if v.lower() not in special:
+            raise Diagnostic(f"invalid {dtype} literal '{v}'", vspan)
+        return FloatImm(dtype, special[v.lower()], span)
+    if isinstance(v, bool):
+        return literal_expr(v, span, dtype)
+    if isinstance(v, int):
+        if dtype.is_integer:
+            check_int_range(v, dtype, vspan)
+        if dtype.lanes > 1:
+            return Broadcast(literal_expr(v, span, dtype.element()), dtype.lanes, span)
+        return literal_expr(v, span, dtype)
+    if isinstance(v, float):
+        if not dtype.is_float:
+            raise Diagnostic(f"float literal {v!r} where {dtype} is expected", vspan)
+        if dtype.lanes > 1:
+            return Broadcast(FloatImm(dtype.element(), v, span), dtype.lanes, span)
+        return FloatImm(dtype, v, span)
+    e = b.as_expr(v, vspan)
+    if e.dtype == dtype:
+        return e
+    return Cast(dtype, e, span)
+
+
+def module_call(b: "ExprBuilder", fname: str, args: list[Arg], kwargs: dict[str, Arg],
+                span: Span | None) -> Call:
+    if kwargs:
+        key, (_, kspan) = next(iter(kwargs.items()))
+        raise Diagnostic(f"calls of module functions take no keyword arguments ('{key}')", kspan)
+    ret, params = b.signatures[fname]
+    values: list[object] = []
+    for i, (v, s) in enumerate(args):
+        if isinstance(v, Buffer):
+            values.append(v)
+            continue
+        hint = params[i] if i < len(params) and isinstance(params[i], DataType) else None
+        values.append(b.as_expr(v, s, hint))
+    return Call(ret if ret is not None else VOID, GlobalVar(fname), tuple(values), span)
+
+
+def _cast(b, name, args, kwargs, span):
+    _no_kwargs(name, kwargs)
+    _arity(name, args, 2, 2, span)
+    if name == "Cast":  # T.Cast("float32", x)
+        (dt, dspan), (v, vspan) = args
+    else:  # T.cast(x, "float32")
+        (v, vspan), (dt, dspan) = args
+    dtype = b.dtype_of(dt, dspan)
+    e = b.as_expr(v, vspan)
+    return Cast(dtype, e, span)
+
+
+def _select(b, name, args, kwargs, span):
+    _no_kwargs(name, kwargs)
+    _arity(name, args, 3, 3, span)
+    cond, t, f = (b.as_expr(v, s) for v, s in args)
+    if not cond.dtype.element().is_bool:
+        raise Diagnostic(f"T.Select needs a bool condition, got {cond.dtype}", args[0][1])
+    t, f = _match(t, f, span)
+    return Select(cond, t, f, span)
+
+
+def _lanes(v: object, span: Span | None) -> int:
+    if isinstance(v, IntImm):
+        v = v.value
+    if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+        raise Diagnostic("lanes must be a positive integer constant", span)
+    return v
+
+
+def _ramp(b, name, args, kwargs, span):
+    _no_kwargs(name, kwargs)
+    _arity(name, args, 3, 3, span)
+    base = b.as_expr(args[0][0], args[0][1])
+    stride = b.as_expr(args[1][0], args[1][1], base.dtype)
+    return Ramp(base, cast_to(stride, base.dtype, span), _lanes(*args[2]), span)
+
+
+def _broadcast(b, name, args, kwargs, span):
+    _no_kwargs(name, kwargs)
+    _arity(name, args, 2, 2, span)
+    return Broadcast(b.as_expr(*args[0]), _lanes(*args[1]), span)
+
+
+def _abs(b, name, args, kwargs, span):
+    _no_kwargs(name, kwargs)
+    _arity(name, args, 1, 1, span)
+    e = b.as_expr(*args[0])
+    return Call(e.dtype, "abs", (e,), span)
+
+
+def _limit(b, name, args, kwargs, span):
+    _no_kwargs(name, kwargs)
+    _arity(name, args, 1, 1, span)
+    dtype = b.dtype_of(*args[0])
+    return Call(dtype, name, (StringImm(str(dtype), span),), span)
+
+
+def _target(b, name, args, kwargs, span):
+    _no_kwargs(name, kwargs, ("host",))
+    _arity(name, args, 1, 1, span)
+    spec, sspan = args[0]
+    host = kwargs.get("host", (None, None))
+    try:
+        return parse_target(_plain(spec, sspan), _plain(host[0], host[1]) if host[0] is not None else None)
+    except TargetError as e:
+        raise Diagnostic(f"invalid target: {e}", sspan) from None
+
+
+def _plain(v: object, span: Span | None) -> object:
+    """A JSON-like Python value from an evaluated script value (for targets)."""
+    if isinstance(v, (str, bool, int, float)) or v is None:
+        return v
+    if isinstance(v, Target):
+        return v
+    if isinstance(v, (list, tuple)):
+        return [_plain(x, span) for x in v]
+    if isinstance(v, dict):
+        return {k: _plain(x, span) for k, x in v.items()}
+    if isinstance(v, IntImm):
+        return bool(v.value) if v.dtype == BOOL else v.value
+    if isinstance(v, FloatImm):
+        return v.value
+    if isinstance(v, StringImm):
+        return v.value
+    raise Diagnostic(f"expected a constant, got {describe(v)}", span)
+
+
+_BUILDERS = {
+    "Cast": _cast, "cast": _cast, "Select": _select, "Ramp": _ramp, "ramp": _ramp,
+    "Broadcast": _broadcast, "broadcast": _broadcast, "abs": _abs, "max_value": _limit,
+    "min_value": _limit, "infinity": _limit, "target": _target,
+}

@@ -1,0 +1,368 @@
+"""Expressions of the parse tree to values and IR expressions."""
+from __future__ import annotations
+
+from typing import Any
+
+import lark
+
+from tirc.diagnostics import Diagnostic, Span
+from tirc.frontend import calls
+from tirc.frontend.arith import binary, cast_to, typed_binary
+from tirc.frontend.scope import Scope
+from tirc.frontend.values import (LetType, ModuleRef, Namespace, Slot, TName, ThreadDecl,
+                                  describe, literal_expr)
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import BOOL, DataType, is_dtype_name, parse_dtype
+from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp, Var)
+
+MAX_DEPTH = 150
+
+_BINARY_TOKENS = {
+    "+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "floormod",
+    "<<": "shift_left", ">>": "shift_right", "&": "bitwise_and", "|": "bitwise_or",
+    "^": "bitwise_xor",
+}
+_COMPARE_TOKENS = {"==": "eq", "!=": "ne", "<": "lt", "<=": "le", ">": "gt", ">=": "ge"}
+_ESCAPES = {"n": "\n", "t": "\t", "r": "\r", "0": "\0", "\\": "\\", "'": "'", '"': '"'}
+
+
+def unquote(token: str) -> str:
+    """The value of a string literal, escapes decoded by hand (never evaluated)."""
+    body = token[1:-1]
+    if "\\" not in body:
+        return body
+    out, i = [], 0
+    while i < len(body):
+        ch = body[i]
+        if ch == "\\" and i + 1 < len(body):
+            nxt = body[i + 1]
+            if nxt == "x" and i + 3 < len(body) + 0:
+                try:
+                    out.append(chr(int(body[i + 2:i + 4], 16)))
+                    i += 4
+                    continue
+                except ValueError:
+                    pass
+            out.append(_ESCAPES.get(nxt, "\\" + nxt))
+            i += 2
+        else:
+            out.append(ch)
+            i += 1
+    return "".join(out)
+
+
+class ExprBuilder:
+    """Evaluates expression subtrees. Subclasses provide ``filename`` and ``scope``."""
+
+    filename: str
+    scope: Scope
+    module_name: str | None
+    signatures: dict[str, Any]
+
+    def __init__(self) -> None:
+        self._depth = 0
+
+    # -- locations -------------------------------------------------------------------
+    def span(self, node: lark.Tree | lark.Token | None) -> Span | None:
+        if node is None:
+            return None
+        if isinstance(node, lark.Token):
+            if node.line is None:
+                return None
+            return Span(self.filename, node.line, node.column, node.end_line, node.end_column)
+        meta = node.meta
+        if getattr(meta, "empty", True):
+            return None
+        return Span(self.filename, meta.line, meta.column, meta.end_line, meta.end_column)
+
+    # -- evaluation ------------------------------------------------------------------
+    def value(self, node: lark.Tree | lark.Token) -> object:
+        """Evaluate an expression subtree to a value (see :mod:`tirc.frontend.values`)."""
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise Diagnostic(f"expression nested more than {MAX_DEPTH} levels deep",
+                                 self.span(node))
+            if isinstance(node, lark.Token):
+                return self._name(str(node), self.span(node))
+            handler = getattr(self, "_x_" + node.data, None)
+            if handler is None:
+                raise Diagnostic(f"unexpected {node.data.replace('_', ' ')} here", self.span(node))
+            return handler(node, self.span(node))
+        finally:
+            self._depth -= 1
+
+    def expr(self, node: lark.Tree | lark.Token, dtype: DataType | None = None) -> PrimExpr:
+        """Evaluate to an IR expression (typing bare literals with ``dtype`` if given)."""
+        return self.as_expr(self.value(node), self.span(node), dtype)
+
+    def as_expr(self, v: object, span: Span | None, dtype: DataType | None = None) -> PrimExpr:
+        if isinstance(v, Slot):
+            return BufferLoad(v.buffer, (IntImm(v.buffer.shape[0].dtype, 0, span),), v.buffer.dtype, span)
+        if isinstance(v, PrimExpr):
+            return v
+        if isinstance(v, (bool, int, float)) or (isinstance(v, str) and dtype is None):
+            return literal_expr(v, span, dtype)
+        raise Diagnostic(f"expected an expression, got {describe(v)}", span)
+
+    def _name(self, name: str, span: Span | None) -> object:
+        found = self.scope.lookup(name)
+        if found is not None:
+            if isinstance(found, ThreadDecl):
+                return found.var
+            return found
+        if name == "T":
+            return Namespace("T")
+        if name == "I":
+            return Namespace("I")
+        if self.module_name is not None and name == self.module_name:
+            return ModuleRef(name)
+        raise Diagnostic(f"undefined name '{name}'", span)
+
+    def _x_name(self, node, span):
+        return self._name(str(node.children[0]), span)
+
+    def _x_int_lit(self, node, span):
+        text = str(node.children[0]).lower()
+        if text.startswith("0x"):
+            return int(text, 16)
+        if text.startswith("0b"):
+            return int(text, 2)
+        if text.startswith("0o"):
+            return int(text, 8)
+        return int(text, 10)
+
+    def _x_float_lit(self, node, span):
+        return float(str(node.children[0]))
+
+    def _x_string_lit(self, node, span):
+        return "".join(unquote(str(t)) for t in node.children)
+
+    def _x_true_lit(self, node, span):
+        return True
+
+    def _x_false_lit(self, node, span):
+        return False
+
+    def _x_none_lit(self, node, span):
+        return None
+
+    def _x_paren(self, node, span):
+        return self.value(node.children[0])
+
+    def _x_tuple_lit(self, node, span):
+        return tuple(self.value(c) for c in node.children if c is not None)
+
+    def _x_list_lit(self, node, span):
+        return [self.value(c) for c in node.children if c is not None]
+
+    def _x_dict_lit(self, node, span):
+        out: dict[Any, Any] = {}
+        for item in node.children:
+            if item is None:
+                continue
+            key = self.value(item.children[0])
+            if not isinstance(key, str):
+                raise Diagnostic("dict keys must be strings", self.span(item.children[0]))
+            out[key] = self.value(item.children[1])
+        return out
+
+    # -- operators ---------------------------------------------------------------------
+    def _x_binary(self, node, span):
+        children = node.children
+        acc = self.value(children[0])
+        for i in range(1, len(children), 2):
+            tok = str(children[i])
+            rhs = self.value(children[i + 1])
+            op_span = self.span(children[i])
+            if tok == "/":
+                acc = self._true_div(acc, rhs, op_span)
+            else:
+                acc = binary(_BINARY_TOKENS[tok], self._operand(acc), self._operand(rhs), op_span)
+        return acc
+
+    def _operand(self, v: object) -> object:
+        if isinstance(v, Slot):
+            return self.as_expr(v, None)
+        return v
+
+    def _true_div(self, a: object, b: object, span: Span | None) -> object:
+        a, b = self._operand(a), self._operand(b)
+        if isinstance(a, (int, float)) and isinstance(b, (int, float)) and not isinstance(a, PrimExpr):
+            if b == 0:
+                raise Diagnostic("division by zero", span)
+            return a / b
+        result = binary("div", a, b, span)
+        if isinstance(result, BinOp) and not result.dtype.element().is_float:
+            raise Diagnostic("'/' on integers is ambiguous; use '//' (floor division) or "
+                             "T.truncdiv", span)
+        return result
+
+    def _x_compare(self, node, span):
+        children = node.children
+        if len(children) > 3:
+            raise Diagnostic("chained comparisons are not supported; use 'and'", span)
+        a, b = self._operand(self.value(children[0])), self._operand(self.value(children[2]))
+        return binary(_COMPARE_TOKENS[str(children[1])], a, b, self.span(children[1]))
+
+    def _logic(self, op: str, node, span):
+        values = [self.value(c) for c in node.children]
+        acc = self._as_bool(values[0], self.span(node.children[0]))
+        for c, v in zip(node.children[1:], values[1:]):
+            acc = typed_binary(op, acc, self._as_bool(v, self.span(c)), span)
+        return acc
+
+    def _as_bool(self, v: object, span: Span | None) -> PrimExpr:
+        e = self.as_expr(v, span)
+        if not e.dtype.element().is_bool:
+            raise Diagnostic(f"expected a bool condition, got {e.dtype}", span)
+        return e
+
+    def _x_or_expr(self, node, span):
+        return self._logic("or", node, span)
+
+    def _x_and_expr(self, node, span):
+        return self._logic("and", node, span)
+
+    def _x_not_expr(self, node, span):
+        v = self.value(node.children[0])
+        if isinstance(v, bool):
+            return not v
+        return Not(self._as_bool(v, self.span(node.children[0])), span)
+
+    def _x_unary(self, node, span):
+        tok = str(node.children[0])
+        v = self._operand(self.value(node.children[1]))
+        if tok == "+":
+            if not isinstance(v, (int, float, PrimExpr)):
+                raise Diagnostic(f"unary '+' needs an expression, not {describe(v)}", span)
+            return v
+        if tok == "-":
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return -v
+            e = self.as_expr(v, span)
+            if isinstance(e, IntImm) and e.dtype.is_int:
+                return IntImm(e.dtype, -e.value, span)
+            if isinstance(e, FloatImm):
+                return FloatImm(e.dtype, -e.value, span)
+            return typed_binary("sub", cast_to(IntImm(e.dtype.element(), 0, span) if not e.dtype.is_float
+                                               else FloatImm(e.dtype.element(), 0.0, span), e.dtype, span), e, span)
+        # "~"
+        if isinstance(v, int) and not isinstance(v, bool):
+            return ~v
+        e = self.as_expr(v, span)
+        if not e.dtype.element().is_integer:
+            raise Diagnostic(f"'~' needs an integer operand, got {e.dtype}", span)
+        return calls.make_call(self, "bitwise_not", [e], {}, span)
+
+    # -- attribute access, subscripts, calls -------------------------------------------
+    def _x_getattr(self, node, span):
+        obj = self.value(node.children[0])
+        attr = str(node.children[1])
+        if isinstance(obj, Namespace):
+            return TName(attr) if obj.name == "T" else TName("I." + attr)
+        if isinstance(obj, ModuleRef):
+            if attr not in self.signatures:
+                raise Diagnostic(f"module '{obj.name}' has no function '{attr}'", self.span(node.children[1]))
+            return ("function", attr)
+        if isinstance(obj, Buffer):
+            if attr == "data":
+                return obj.data
+            if attr == "dtype":
+                return str(obj.dtype)
+            if attr == "shape":
+                return tuple(obj.shape)
+            if attr == "strides":
+                return tuple(obj.strides)
+            if attr == "elem_offset" and obj.elem_offset is not None:
+                return obj.elem_offset
+        raise Diagnostic(f"{describe(obj)} has no attribute '{attr}'", self.span(node.children[1]))
+
+    def _x_subscript(self, node, span):
+        obj = self.value(node.children[0])
+        items = [c for c in node.children[1].children if c is not None]
+        if isinstance(obj, TName) and obj.name == "let":
+            if len(items) != 1:
+                raise Diagnostic("T.let[...] takes one dtype", span)
+            return LetType(self.dtype_of(self.value(items[0]), self.span(items[0])))
+        if isinstance(obj, tuple):
+            if len(items) != 1:
+                raise Diagnostic("a tuple takes one index", span)
+            index = self.value(items[0])
+            if not isinstance(index, int) or not -len(obj) <= index < len(obj):
+                raise Diagnostic("tuple index out of range", self.span(items[0]))
+            return obj[index]
+        if isinstance(obj, Slot):
+            raise Diagnostic(f"'{obj.buffer.name}' is a scalar and cannot be indexed", span)
+        if not isinstance(obj, Buffer):
+            raise Diagnostic(f"{describe(obj)} cannot be indexed", span)
+        indices = tuple(self.index(item) for item in items)
+        return self.load(obj, indices, span)
+
+    def index(self, item) -> PrimExpr:
+        if isinstance(item, lark.Tree) and item.data == "slice":
+            start, stop, step = item.children
+            span = self.span(item)
+            if start is None or stop is None:
+                raise Diagnostic("a slice index needs a start and a stop", span)
+            a = self.expr(start)
+            lanes_v = binary("sub", self.value(stop), self.value(start), span)
+            step_v = self.value(step) if step is not None else 1
+            if isinstance(lanes_v, IntImm):
+                lanes_v = lanes_v.value
+            if not isinstance(lanes_v, int) or not isinstance(step_v, int) or step_v <= 0:
+                raise Diagnostic("a slice index needs constant bounds and step", span)
+            lanes = -(-lanes_v // step_v)
+            if lanes < 1:
+                raise Diagnostic("empty slice", span)
+            if lanes == 1:
+                return a
+            return Ramp(a, literal_expr(step_v, span, a.dtype), lanes, span)
+        e = self.expr(item)
+        if not e.dtype.element().is_integer:
+            raise Diagnostic(f"buffer index must be an integer, got {e.dtype}", self.span(item))
+        return e
+
+    def load(self, buf: Buffer, indices: tuple[PrimExpr, ...], span: Span | None) -> BufferLoad:
+        lanes = max((i.dtype.lanes for i in indices), default=1)
+        dtype = buf.dtype if lanes == 1 else buf.dtype.with_lanes(lanes * buf.dtype.lanes)
+        return BufferLoad(buf, indices, dtype, span)
+
+    def _x_call(self, node, span):
+        func = self.value(node.children[0])
+        args, kwargs = self.arguments(node.children[1])
+        return calls.call(self, func, args, kwargs, span, node)
+
+    def arguments(self, arglist) -> tuple[list[tuple[object, Span | None]], dict[str, tuple[object, Span | None]]]:
+        args: list[tuple[object, Span | None]] = []
+        kwargs: dict[str, tuple[object, Span | None]] = {}
+        if arglist is None:
+            return args, kwargs
+        for a in arglist.children:
+            if a is None:
+                continue
+            if isinstance(a, lark.Tree) and a.data == "kwarg":
+                key = str(a.children[0])
+                if key in kwargs:
+                    raise Diagnostic(f"keyword argument '{key}' given twice", self.span(a))
+                kwargs[key] = (self.value(a.children[1]), self.span(a.children[1]))
+            else:
+                if kwargs:
+                    raise Diagnostic("positional argument after keyword argument", self.span(a))
+                args.append((self.value(a), self.span(a)))
+        return args, kwargs
+
+    # -- dtypes --------------------------------------------------------------------------
+    def dtype_of(self, v: object, span: Span | None) -> DataType:
+        """A dtype from ``"float32"``, ``T.float32`` or ``T.float32x4``."""
+        if isinstance(v, str):
+            name = v
+        elif isinstance(v, TName):
+            name = v.name
+        else:
+            raise Diagnostic(f"expected a dtype, got {describe(v)}", span)
+        if name == "bool" or is_dtype_name(name):
+            return parse_dtype(name)
+        raise Diagnostic(f"unknown dtype '{name}'", span)
+
+

@@ -1,0 +1,127 @@
+"""``for`` statements: ``range``, ``T.serial``, ``T.parallel``, ``T.vectorized``,
+``T.unroll``, ``T.thread_binding`` and ``T.grid``."""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import lark
+
+from tirc.diagnostics import Diagnostic, Span
+from tirc.frontend.arith import binary, cast_to
+from tirc.frontend.calls import Construct
+from tirc.frontend.values import describe
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.stmt import For, Stmt
+
+if TYPE_CHECKING:
+    from tirc.frontend.builder import FunctionBuilder
+
+_KINDS = {"serial": "serial", "range": "serial", "parallel": "parallel",
+          "vectorized": "vectorized", "unroll": "unrolled", "thread_binding": "thread_binding"}
+THREAD_TAGS = tuple(f"{p}.{a}" for p in ("blockIdx", "threadIdx", "vthread") for a in "xyz") + ("vthread",)
+
+
+def _iter_construct(b: "FunctionBuilder", node) -> Construct:
+    """The loop's iterator; ``range(...)`` is read here since ``range`` is no script name."""
+    if (isinstance(node, lark.Tree) and node.data == "call" and isinstance(node.children[0], lark.Tree)
+            and node.children[0].data == "name" and str(node.children[0].children[0]) == "range"
+            and b.scope.lookup("range") is None):
+        args, kwargs = b.arguments(node.children[1])
+        return Construct("range", args, kwargs, b.span(node), node)
+    v = b.value(node)
+    if not isinstance(v, Construct) or v.name not in (*_KINDS, "grid"):
+        raise Diagnostic(f"cannot loop over {describe(v)}; expected range(...), T.serial, "
+                         "T.parallel, T.vectorized, T.unroll, T.thread_binding or T.grid", b.span(node))
+    return v
+
+
+def _bounds(b: "FunctionBuilder", c: Construct, args) -> tuple[PrimExpr, PrimExpr]:
+    if not 1 <= len(args) <= 2:
+        raise Diagnostic(f"{_label(c)} takes 1 or 2 bounds, got {len(args)}", c.span)
+    if len(args) == 1:
+        extent = b.as_expr(*args[0])
+        start = IntImm(extent.dtype if extent.dtype.is_integer else DataType("int32"), 0, c.span)
+    else:
+        (lo, lspan), (hi, hspan) = args
+        lo_e, hi_e = b.as_expr(lo, lspan), b.as_expr(hi, hspan)
+        if isinstance(lo, int) and not isinstance(lo, bool):
+            lo_e = cast_to(lo_e, hi_e.dtype, lspan) if hi_e.dtype.is_integer else lo_e
+        if isinstance(hi, int) and not isinstance(hi, bool):
+            hi_e = cast_to(hi_e, lo_e.dtype, hspan) if lo_e.dtype.is_integer else hi_e
+        start = lo_e
+        extent_v = binary("sub", hi_e, lo_e, c.span)
+        extent = b.as_expr(extent_v, c.span)
+        if isinstance(lo_e, IntImm) and isinstance(hi_e, IntImm):
+            extent = IntImm(extent.dtype, hi_e.value - lo_e.value, c.span)
+    for e, what in ((start, "start"), (extent, "extent")):
+        if not (e.dtype.is_integer and e.dtype.lanes == 1):
+            raise Diagnostic(f"loop {what} must be a scalar integer, got {e.dtype}", c.span)
+    return start, extent
+
+
+def _label(c: Construct) -> str:
+    return "range" if c.name == "range" else f"T.{c.name}"
+
+
+def build_for(b: "FunctionBuilder", tree: lark.Tree, span: Span | None) -> Stmt:
+    target, iter_node, body_tree = tree.children
+    c = _iter_construct(b, iter_node)
+    names = _target_names(b, target)
+    if c.name == "grid":
+        if c.kwargs:
+            raise Diagnostic("T.grid takes no keyword arguments", c.span)
+        if len(names) != len(c.args):
+            raise Diagnostic(f"T.grid has {len(c.args)} extents but {len(names)} loop variables", c.span)
+        loops = [(IntImm(b.as_expr(*a).dtype, 0, c.span), b.as_expr(*a)) for a in c.args]
+        kind, tag, annotations = "serial", None, ()
+    else:
+        if len(names) != 1:
+            raise Diagnostic(f"{_label(c)} binds one loop variable", b.span(target))
+        args = list(c.args)
+        kwargs = dict(c.kwargs)
+        tag = None
+        if c.name == "thread_binding":
+            if "thread" in kwargs:
+                tag_v, tag_span = kwargs.pop("thread")
+            elif args and isinstance(args[-1][0], str):
+                tag_v, tag_span = args.pop()
+            else:
+                raise Diagnostic("T.thread_binding needs thread=\"blockIdx.x\" or similar", c.span)
+            if not isinstance(tag_v, str) or tag_v not in THREAD_TAGS:
+                raise Diagnostic(f"unknown thread tag {tag_v!r}; expected one of: "
+                                 + ", ".join(THREAD_TAGS), tag_span)
+            tag = tag_v
+        annotations = ()
+        if "annotations" in kwargs:
+            ann, aspan = kwargs.pop("annotations")
+            if not isinstance(ann, dict):
+                raise Diagnostic("annotations must be a dict", aspan)
+            annotations = tuple(sorted(ann.items()))
+        if "step" in kwargs:
+            step, sspan = kwargs.pop("step")
+            if step != 1:
+                raise Diagnostic("loops with a step other than 1 are not supported", sspan)
+        for key, (_, kspan) in kwargs.items():
+            raise Diagnostic(f"{_label(c)} got an unexpected keyword argument '{key}'", kspan)
+        loops = [_bounds(b, c, args)]
+        kind = _KINDS[c.name]
+    b.scope.push()
+    try:
+        loop_vars = []
+        for (name, nspan), (start, extent) in zip(names, loops):
+            var = Var(name, extent.dtype, None, nspan)
+            b.scope.define(name, var)
+            loop_vars.append((var, start, extent))
+        body = b.suite(body_tree)
+    finally:
+        b.scope.pop()
+    for var, start, extent in reversed(loop_vars):
+        body = For(var, start, extent, kind, body, tag, annotations, span)
+    return body
+
+
+def _target_names(b: "FunctionBuilder", target) -> list[tuple[str, Span | None]]:
+    if isinstance(target, lark.Token):
+        return [(str(target), b.span(target))]
+    return [(str(t), b.span(t)) for t in target.children if t is not None]

@@ -1,0 +1,105 @@
+"""Data types as TVM spells them: ``int32``, ``float16``, ``bfloat16``, ``float32x4`` ..."""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+
+# Scalar base names and their bit widths.
+_FLOAT8 = ("float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
+           "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu")
+_BASES: dict[str, int] = {
+    "bool": 1,
+    "int8": 8, "int16": 16, "int32": 32, "int64": 64,
+    "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
+    "float16": 16, "float32": 32, "float64": 64, "bfloat16": 16,
+    **{name: 8 for name in _FLOAT8},
+    "float6_e2m3fn": 6, "float6_e3m2fn": 6, "float4_e2m1fn": 4,
+    "handle": 64, "void": 0,
+}
+_LANES = re.compile(r"^(?P<base>[a-z0-9_]+?)x(?P<lanes>[0-9]+)$")
+
+
+@dataclass(frozen=True, slots=True)
+class DataType:
+    """A scalar base type with a lane count (1 for scalars)."""
+
+    base: str
+    lanes: int = 1
+
+    def __str__(self) -> str:
+        return self.base if self.lanes == 1 else f"{self.base}x{self.lanes}"
+
+    @property
+    def bits(self) -> int:
+        return _BASES[self.base]
+
+    @property
+    def is_bool(self) -> bool:
+        return self.base == "bool"
+
+    @property
+    def is_int(self) -> bool:
+        return self.base.startswith("int")
+
+    @property
+    def is_uint(self) -> bool:
+        return self.base.startswith("uint")
+
+    @property
+    def is_integer(self) -> bool:
+        """Signed or unsigned integer (not bool)."""
+        return self.is_int or self.is_uint
+
+    @property
+    def is_float(self) -> bool:
+        return self.base.startswith("float") or self.base == "bfloat16"
+
+    @property
+    def is_handle(self) -> bool:
+        return self.base == "handle"
+
+    @property
+    def is_void(self) -> bool:
+        return self.base == "void"
+
+    @property
+    def is_scalar(self) -> bool:
+        return self.lanes == 1
+
+    def element(self) -> "DataType":
+        return DataType(self.base) if self.lanes != 1 else self
+
+    def with_lanes(self, lanes: int) -> "DataType":
+        return DataType(self.base, lanes)
+
+
+@lru_cache(maxsize=None)
+def parse_dtype(text: str) -> DataType:
+    """Parse a dtype name; raises ValueError naming the bad text."""
+    if text in _BASES:
+        return DataType(text)
+    m = _LANES.match(text)
+    if m and m.group("base") in _BASES and int(m.group("lanes")) > 1:
+        return DataType(m.group("base"), int(m.group("lanes")))
+    raise ValueError(f"unknown dtype '{text}'")
+
+
+def is_dtype_name(text: str) -> bool:
+    try:
+        parse_dtype(text)
+    except ValueError:
+        return False
+    return True
+
+
+def base_names() -> tuple[str, ...]:
+    return tuple(_BASES)
+
+
+BOOL = DataType("bool")
+INT32 = DataType("int32")
+INT64 = DataType("int64")
+FLOAT32 = DataType("float32")
+HANDLE = DataType("handle")
+VOID = DataType("void")

@@ -1,0 +1,186 @@
+"""Expression nodes. Immutable; ``span`` takes no part in equality.
+
+Variables are compared by identity (two ``Var("i")`` are different variables);
+:mod:`tirc.ir.equal` compares whole trees up to renaming.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Union
+
+from tirc.diagnostics import Span
+from tirc.ir.dtype import BOOL, HANDLE, INT32, DataType
+
+if TYPE_CHECKING:
+    from tirc.ir.buffer import Buffer
+
+_SPAN = dict(default=None, compare=False, repr=False)
+
+
+class PrimExpr:
+    """Base of every expression; each subclass has a ``dtype``."""
+
+    __slots__ = ()
+    dtype: DataType
+
+
+@dataclass(frozen=True, slots=True)
+class PointerType:
+    """The type annotation of a handle variable that points at ``dtype`` in ``scope``."""
+
+    dtype: DataType
+    scope: str = "global"
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Var(PrimExpr):
+    name: str
+    dtype: DataType = INT32
+    ptr: PointerType | None = None
+    span: Span | None = field(**_SPAN)
+
+    def __repr__(self) -> str:
+        return f"Var({self.name}:{self.dtype})"
+
+
+@dataclass(frozen=True, slots=True)
+class IntImm(PrimExpr):
+    dtype: DataType
+    value: int
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class FloatImm(PrimExpr):
+    dtype: DataType
+    value: float
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class StringImm(PrimExpr):
+    value: str
+    span: Span | None = field(**_SPAN)
+    dtype: DataType = field(default=HANDLE, repr=False)
+
+
+# Binary operators: arithmetic, comparison, logic, bitwise. ``op`` is one of BINARY_OPS.
+ARITH_OPS = ("add", "sub", "mul", "div", "mod", "floordiv", "floormod", "min", "max")
+COMPARE_OPS = ("eq", "ne", "lt", "le", "gt", "ge")
+LOGIC_OPS = ("and", "or")
+BITWISE_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_right")
+BINARY_OPS = ARITH_OPS + COMPARE_OPS + LOGIC_OPS + BITWISE_OPS
+
+
+@dataclass(frozen=True, slots=True)
+class BinOp(PrimExpr):
+    """``a op b``. ``div``/``mod`` truncate (C semantics); ``floordiv``/``floormod`` floor."""
+
+    op: str
+    a: PrimExpr
+    b: PrimExpr
+    dtype: DataType
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class Not(PrimExpr):
+    a: PrimExpr
+    span: Span | None = field(**_SPAN)
+
+    @property
+    def dtype(self) -> DataType:  # type: ignore[override]
+        return BOOL.with_lanes(self.a.dtype.lanes)
+
+
+@dataclass(frozen=True, slots=True)
+class Select(PrimExpr):
+    """Both branches are evaluated (unlike ``T.if_then_else``)."""
+
+    condition: PrimExpr
+    true_value: PrimExpr
+    false_value: PrimExpr
+    span: Span | None = field(**_SPAN)
+
+    @property
+    def dtype(self) -> DataType:  # type: ignore[override]
+        return self.true_value.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class Cast(PrimExpr):
+    dtype: DataType
+    value: PrimExpr
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class BufferLoad(PrimExpr):
+    buffer: "Buffer"
+    indices: tuple[PrimExpr, ...]
+    dtype: DataType
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class Ramp(PrimExpr):
+    """The vector ``base, base+stride, ..., base+(lanes-1)*stride``."""
+
+    base: PrimExpr
+    stride: PrimExpr
+    lanes: int
+    span: Span | None = field(**_SPAN)
+
+    @property
+    def dtype(self) -> DataType:  # type: ignore[override]
+        return self.base.dtype.with_lanes(self.lanes)
+
+
+@dataclass(frozen=True, slots=True)
+class Broadcast(PrimExpr):
+    value: PrimExpr
+    lanes: int
+    span: Span | None = field(**_SPAN)
+
+    @property
+    def dtype(self) -> DataType:  # type: ignore[override]
+        return self.value.dtype.with_lanes(self.lanes)
+
+
+@dataclass(frozen=True, slots=True)
+class Let(PrimExpr):
+    var: Var
+    value: PrimExpr
+    body: PrimExpr
+    span: Span | None = field(**_SPAN)
+
+    @property
+    def dtype(self) -> DataType:  # type: ignore[override]
+        return self.body.dtype
+
+
+@dataclass(frozen=True, slots=True)
+class GlobalVar:
+    """A function of the module, by name."""
+
+    name: str
+
+
+@dataclass(frozen=True, slots=True)
+class Call(PrimExpr):
+    """A call of an intrinsic (``op`` is its name, e.g. ``"exp"``, ``"call_extern"``)
+    or of a function of the same module (``op`` is a :class:`GlobalVar`)."""
+
+    dtype: DataType
+    op: Union[str, GlobalVar]
+    args: tuple[PrimExpr, ...]
+    span: Span | None = field(**_SPAN)
+
+
+def const(value: int | float | bool, dtype: DataType | None = None) -> PrimExpr:
+    """An immediate of ``dtype`` (int32/float32/bool chosen from the Python type if omitted)."""
+    if isinstance(value, bool):
+        return IntImm(dtype or BOOL, int(value))
+    if isinstance(value, int):
+        return IntImm(dtype or INT32, value)
+    return FloatImm(dtype or DataType("float32"), float(value))

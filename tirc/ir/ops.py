@@ -1,0 +1,83 @@
+"""The intrinsics ``T.<name>(...)`` the front end knows, with arity and result type.
+
+``result`` says how a call's dtype is found:
+  ``"arg0"``     the dtype of the first argument
+  ``"arg1"``     the dtype of the second argument (``if_then_else``)
+  ``"bool"``     bool, with the lanes of the first argument
+  ``"int32"``    int32
+  ``"handle"``   handle
+  ``"dtype"``    the first argument is a dtype string (``call_extern("int32", ...)``)
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tirc.ir.dtype import DataType
+
+
+@dataclass(frozen=True, slots=True)
+class Intrinsic:
+    name: str
+    min_args: int
+    max_args: int | None  # None: any number
+    result: str
+    pure: bool = True
+
+
+_UNARY_MATH = ("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+               "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh",
+               "acosh", "atanh", "erf", "sigmoid", "floor", "ceil", "round", "trunc",
+               "nearbyint", "fabs", "popcount", "clz", "likely", "bitwise_not")
+_BINARY_MATH = ("pow", "atan2", "hypot", "copysign", "nextafter", "fmod", "ldexp")
+
+INTRINSICS: dict[str, Intrinsic] = {}
+
+
+def _add(name: str, lo: int, hi: int | None, result: str, pure: bool = True) -> None:
+    INTRINSICS[name] = Intrinsic(name, lo, hi, result, pure)
+
+
+for _n in _UNARY_MATH:
+    _add(_n, 1, 1, "arg0")
+for _n in _BINARY_MATH:
+    _add(_n, 2, 2, "arg0")
+_add("fma", 3, 3, "arg0")
+for _n in ("isnan", "isinf", "isfinite", "isnullptr"):
+    _add(_n, 1, 1, "bool")
+_add("if_then_else", 3, 3, "arg1")
+_add("call_extern", 2, None, "dtype", pure=False)
+_add("call_pure_extern", 2, None, "dtype")
+_add("call_intrin", 2, None, "dtype", pure=False)
+_add("call_llvm_intrin", 2, None, "dtype", pure=False)
+_add("call_llvm_pure_intrin", 2, None, "dtype")
+_add("reinterpret", 2, 2, "dtype")
+_add("tvm_storage_sync", 1, 3, "int32", pure=False)
+_add("address_of", 1, 1, "handle")
+_add("assume", 1, 1, "bool")
+_add("undef", 0, 0, "int32")
+_add("ret", 1, 1, "arg0", pure=False)
+
+# Names the front end builds into dedicated nodes rather than calls.
+NODE_BUILDERS = ("Select", "Cast", "cast", "Ramp", "ramp", "Broadcast", "broadcast", "min",
+                 "max", "Min", "Max", "floordiv", "floormod", "truncdiv", "truncmod", "Div",
+                 "Mod", "FloorDiv", "FloorMod", "shift_left", "shift_right", "bitwise_and",
+                 "bitwise_or", "bitwise_xor", "Let", "abs", "target", "max_value",
+                 "min_value", "infinity", "Add", "Sub", "Mul", "EQ", "NE", "LT", "LE", "GT",
+                 "GE", "And", "Or", "Not")
+
+
+def result_dtype(intr: Intrinsic, arg_dtypes: list[DataType]) -> DataType | None:
+    """The call's dtype, or None when it comes from a dtype argument."""
+    from tirc.ir.dtype import BOOL, HANDLE, INT32
+
+    if intr.result == "arg0":
+        return arg_dtypes[0]
+    if intr.result == "arg1":
+        return arg_dtypes[1]
+    if intr.result == "bool":
+        return BOOL.with_lanes(arg_dtypes[0].lanes) if arg_dtypes else BOOL
+    if intr.result == "int32":
+        return INT32
+    if intr.result == "handle":
+        return HANDLE
+    return None

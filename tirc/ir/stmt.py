@@ -1,0 +1,161 @@
+"""Statement nodes. Immutable; ``span`` takes no part in equality.
+
+Scoped statements (``LetStmt``, ``AllocBuffer``, ``DeclBuffer``, ``AttrStmt``) own the
+body their definition is visible in. The printer writes them in TVM's flat form
+(``x: T.int32 = v`` followed by the body's statements).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from tirc.diagnostics import Span
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import PrimExpr, Var
+
+_SPAN = dict(default=None, compare=False, repr=False)
+
+
+class Stmt:
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class BufferStore(Stmt):
+    buffer: Buffer
+    value: PrimExpr
+    indices: tuple[PrimExpr, ...]
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class LetStmt(Stmt):
+    """Binds an immutable ``var`` to ``value`` for ``body``.
+
+    ``form`` records how the text spelled it (``"annotated"``: ``x: T.int32 = v``,
+    ``"let"``: ``x: T.let[T.int32] = v``) so printing keeps it; it is not compared."""
+
+    var: Var
+    value: PrimExpr
+    body: Stmt
+    span: Span | None = field(**_SPAN)
+    form: str = field(default="annotated", compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class IterVar:
+    """A thread axis: ``var`` bound to ``thread_tag`` (``blockIdx.x``, ``threadIdx.y``...)."""
+
+    var: Var
+    thread_tag: str
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class AttrStmt(Stmt):
+    """``T.attr(node, key, value)`` over ``body``. With key ``thread_extent`` and an
+    :class:`IterVar` node this is ``T.launch_thread``; with key ``target`` and a
+    :class:`~tirc.target.Target` node, a region delegated to another target."""
+
+    node: Any
+    key: str
+    value: PrimExpr
+    body: Stmt
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class AssertStmt(Stmt):
+    condition: PrimExpr
+    message: PrimExpr
+    body: Stmt
+    span: Span | None = field(**_SPAN)
+
+
+FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
+
+
+@dataclass(frozen=True, slots=True)
+class For(Stmt):
+    loop_var: Var
+    min: PrimExpr
+    extent: PrimExpr
+    kind: str
+    body: Stmt
+    thread_tag: str | None = None
+    annotations: tuple[tuple[str, Any], ...] = ()
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class While(Stmt):
+    condition: PrimExpr
+    body: Stmt
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class IfThenElse(Stmt):
+    condition: PrimExpr
+    then_case: Stmt
+    else_case: Stmt | None = None
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class SeqStmt(Stmt):
+    stmts: tuple[Stmt, ...]
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class Evaluate(Stmt):
+    value: PrimExpr
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class AllocBuffer(Stmt):
+    """Allocates ``buffer`` (in its scope) for ``body``."""
+
+    buffer: Buffer
+    body: Stmt
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class DeclBuffer(Stmt):
+    """Declares ``buffer`` as a view of memory allocated elsewhere, for ``body``."""
+
+    buffer: Buffer
+    body: Stmt
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class Return(Stmt):
+    value: PrimExpr
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class Break(Stmt):
+    span: Span | None = field(**_SPAN)
+
+
+@dataclass(frozen=True, slots=True)
+class Continue(Stmt):
+    span: Span | None = field(**_SPAN)
+
+
+def seq(stmts: list[Stmt] | tuple[Stmt, ...], span: Span | None = None) -> Stmt:
+    """One statement for a list: the statement itself when there is one."""
+    flat: list[Stmt] = []
+    for s in stmts:
+        if isinstance(s, SeqStmt):
+            flat.extend(s.stmts)
+        else:
+            flat.append(s)
+    if len(flat) == 1:
+        return flat[0]
+    return SeqStmt(tuple(flat), span)
