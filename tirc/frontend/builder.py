@@ -85,7 +85,7 @@ class ModuleBuilder:
         functions: dict[str, PrimFunc] = {}
         for h in headers:
             functions[h.name] = FunctionBuilder(self.filename, module_name, signatures).function(h)
-        return IRModule(functions, module_name or "Module", self._span(decorated))
+        return IRModule(functions, module_name, self._span(decorated))
 
     def _expect_decorator(self, decorators, name: str, definition) -> None:
         found = [".".join(str(t) for t in d.children[0].children) for d in decorators]

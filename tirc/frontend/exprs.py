@@ -203,7 +203,8 @@ class ExprBuilder:
         if len(children) > 3:
             raise Diagnostic("chained comparisons are not supported; use 'and'", span)
         a, b = self._operand(self.value(children[0])), self._operand(self.value(children[2]))
-        return binary(_COMPARE_TOKENS[str(children[1])], a, b, self.span(children[1]))
+        op_token = children[1].children[0]
+        return binary(_COMPARE_TOKENS[str(op_token)], a, b, self.span(op_token))
 
     def _logic(self, op: str, node, span):
         values = [self.value(c) for c in node.children]

@@ -40,10 +40,11 @@ class PrimFunc:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class IRModule:
-    """Functions by name, in insertion order. ``name`` is the class name in the text."""
+    """Functions by name, in insertion order. ``name`` is the class name in the text,
+    None for a bare ``@T.prim_func``."""
 
     functions: dict[str, PrimFunc]
-    name: str = "Module"
+    name: str | None = "Module"
     span: Span | None = field(default=None, compare=False, repr=False)
 
     def __getitem__(self, name: str) -> PrimFunc:

@@ -1,0 +1,83 @@
+"""Variables a function uses without defining them (size variables of symbolic shapes,
+variables declared with ``n = T.int32()``), in order of first use."""
+from __future__ import annotations
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import Let, Var
+from tirc.ir.function import PrimFunc
+from tirc.ir.stmt import AllocBuffer, AttrStmt, DeclBuffer, For, IterVar, LetStmt
+from tirc.ir.visitor import Visitor
+
+
+class _Uses(Visitor):
+    def __init__(self) -> None:
+        self.defined: set[int] = set()
+        self.order: list[Var] = []
+        self.seen: set[int] = set()
+        self.buffers_seen: set[int] = set()
+
+    def use(self, v: Var) -> None:
+        if id(v) not in self.defined and id(v) not in self.seen:
+            self.seen.add(id(v))
+            self.order.append(v)
+
+    def visit_Var(self, v: Var) -> None:
+        self.use(v)
+
+    def visit_buffer(self, b: Buffer) -> None:
+        if id(b) in self.buffers_seen:
+            return
+        self.buffers_seen.add(id(b))
+        for e in (*b.shape, *b.strides, *((b.elem_offset,) if b.elem_offset is not None else ())):
+            self.visit(e)
+        self.visit(b.data)
+
+    def define(self, v: Var) -> None:
+        self.defined.add(id(v))
+
+    def visit_For(self, s: For) -> None:
+        self.visit(s.min)
+        self.visit(s.extent)
+        self.define(s.loop_var)
+        self.visit(s.body)
+
+    def visit_LetStmt(self, s: LetStmt) -> None:
+        self.visit(s.value)
+        self.define(s.var)
+        self.visit(s.body)
+
+    def visit_Let(self, e: Let) -> None:
+        self.visit(e.value)
+        self.define(e.var)
+        self.visit(e.body)
+
+    def visit_AttrStmt(self, s: AttrStmt) -> None:
+        self.visit(s.value)
+        if isinstance(s.node, IterVar):
+            self.define(s.node.var)
+        elif isinstance(s.node, Buffer):
+            self.visit_buffer(s.node)
+        elif isinstance(s.node, Var):
+            self.visit(s.node)
+        self.visit(s.body)
+
+    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
+        self.define(s.buffer.data)
+        self.visit_buffer(s.buffer)
+        self.visit(s.body)
+
+    def visit_DeclBuffer(self, s: DeclBuffer) -> None:
+        self.visit_buffer(s.buffer)
+        self.visit(s.body)
+
+
+def free_vars(func: PrimFunc) -> list[Var]:
+    u = _Uses()
+    for p in func.params:
+        u.define(p)
+    for _, buf in func.buffer_map:
+        u.define(buf.data)
+    for _, buf in func.buffer_map:
+        u.visit_buffer(buf)
+    u.visit(func.body)
+    return u.order

@@ -1,0 +1,445 @@
+"""IR to TVMScript, in the form TVM 0.27 prints and parses. Deterministic: names come
+from the IR, made unique per function with ``_1``, ``_2`` suffixes in print order."""
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar,
+                          IntImm, Let, Not, PrimExpr, Ramp, Select, StringImm, Var)
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore, Continue,
+                          DeclBuffer, Evaluate, For, IfThenElse, IterVar, LetStmt, Return,
+                          SeqStmt, Stmt, While)
+from tirc.ir.scalars import scalar_buffers
+from tirc.ir.freevars import free_vars
+from tirc.target import Target
+
+HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
+
+# Python operator precedence, higher binds tighter.
+_PREC = {"or": 1, "and": 2, "not": 3, "eq": 4, "ne": 4, "lt": 4, "le": 4, "gt": 4, "ge": 4,
+         "bitwise_or": 5, "bitwise_xor": 6, "bitwise_and": 7, "shift_left": 8,
+         "shift_right": 8, "add": 9, "sub": 9, "mul": 10, "floordiv": 10, "floormod": 10,
+         "div": 10}
+_ATOM = 12
+_UNARY = 11
+_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%",
+           "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "and",
+           "or": "or", "shift_left": "<<", "shift_right": ">>", "bitwise_and": "&",
+           "bitwise_or": "|", "bitwise_xor": "^"}
+_FUNCTION_FORM = {"min": "T.min", "max": "T.max", "mod": "T.truncmod"}
+_DTYPE_FIRST = ("call_extern", "call_pure_extern", "call_intrin", "call_llvm_intrin",
+                "call_llvm_pure_intrin", "reinterpret")
+_LOOP_FN = {"parallel": "T.parallel", "vectorized": "T.vectorized", "unrolled": "T.unroll",
+            "serial": "T.serial"}
+
+
+def quote(text: str) -> str:
+    out = ['"']
+    for ch in text:
+        if ch == '"':
+            out.append('\\"')
+        elif ch == "\\":
+            out.append("\\\\")
+        elif ch == "\n":
+            out.append("\\n")
+        elif ch == "\t":
+            out.append("\\t")
+        elif ch == "\r":
+            out.append("\\r")
+        elif ord(ch) < 32 or ord(ch) == 127:
+            out.append(f"\\x{ord(ch):02x}")
+        else:
+            out.append(ch)
+    out.append('"')
+    return "".join(out)
+
+
+def format_float(value: float) -> str:
+    if math.isnan(value):
+        return '"nan"'
+    if math.isinf(value):
+        return '"inf"' if value > 0 else '"-inf"'
+    return repr(float(value))
+
+
+def py_value(value: Any, printer: "FunctionPrinter | None" = None) -> str:
+    """A JSON-like value (attributes, target options) as Python literal text."""
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return format_float(value) if math.isfinite(value) else f"float({format_float(value)})"
+    if isinstance(value, str):
+        return quote(value)
+    if isinstance(value, Target):
+        return f"T.target({py_value(value.to_dict())})"
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(py_value(v, printer) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{quote(k)}: {py_value(v, printer)}" for k, v in sorted(value.items())) + "}"
+    if isinstance(value, PrimExpr) and printer is not None:
+        return printer.expr(value)
+    raise TypeError(f"cannot print attribute value {value!r}")
+
+
+def print_module(mod: IRModule) -> str:
+    """The whole module as TVMScript text."""
+    names = sorted(mod.functions)
+    if mod.name is None and len(names) == 1:
+        return HEADER + "\n" + FunctionPrinter(mod.functions[names[0]], names[0], None).text(0)
+    lines = [HEADER, "@I.ir_module", f"class {mod.name}:"]
+    body = []
+    for name in names:
+        body.append(FunctionPrinter(mod.functions[name], name, mod.name).text(1))
+    return "\n".join(lines) + "\n" + "\n".join(body)
+
+
+def print_func(func: PrimFunc, name: str = "main") -> str:
+    return HEADER + "\n" + FunctionPrinter(func, name, None).text(0)
+
+
+class FunctionPrinter:
+    def __init__(self, func: PrimFunc, name: str, module_name: str | None):
+        self.func = func
+        self.name = name
+        self.module_name = module_name
+        self.names: dict[int, str] = {}
+        self.used: dict[str, int] = {}
+        self.frames: list[list[str]] = []
+        self.data_owner: dict[int, Buffer] = {}
+        self.scalars = scalar_buffers(func.body)
+        self.lines: list[str] = []
+        self.introduced: set[int] = set()
+
+    # -- naming ------------------------------------------------------------------------
+    def define(self, obj: object, base: str) -> str:
+        key = id(obj)
+        if key in self.names:
+            return self.names[key]
+        base = base if base.isidentifier() else "v"
+        candidate, n = base, 0
+        while candidate in self.used or candidate in ("T", "I", self.module_name, "range"):
+            n += 1
+            candidate = f"{base}_{n}"
+        self.used[candidate] = 1
+        if self.frames:
+            self.frames[-1].append(candidate)
+        self.names[key] = candidate
+        return candidate
+
+    def block(self, s: Stmt, level: int, loop_var: Var | None = None) -> None:
+        """Print a nested block; names defined in it are free again after it."""
+        self.frames.append([])
+        try:
+            if loop_var is not None:
+                self.define(loop_var, loop_var.name)
+            self.stmt(s, level)
+        finally:
+            for name in self.frames.pop():
+                self.used.pop(name, None)
+
+    def var(self, v: Var) -> str:
+        if id(v) in self.names:
+            return self.names[id(v)]
+        owner = self.data_owner.get(id(v))
+        if owner is not None:
+            return f"{self.buffer_name(owner)}.data"
+        return self.define(v, v.name)
+
+    def buffer_name(self, b: Buffer) -> str:
+        return self.define(b, b.name)
+
+    # -- function ---------------------------------------------------------------------
+    def text(self, level: int) -> str:
+        f = self.func
+        ind = "    " * level
+        out = [ind + ("@T.prim_func(private=True)" if f.private else "@T.prim_func")]
+        for p in f.params:
+            self.define(p, p.name)
+        params = []
+        body_decls: list[str] = []
+        free = free_vars(f)
+        for p in f.params:
+            buf = f.buffer_of(p)
+            if buf is None:
+                params.append(f"{self.names[id(p)]}: {self.annotation(p)}")
+            elif buf.name == p.name:
+                self.names[id(buf)] = self.names[id(p)]
+                self.data_owner[id(buf.data)] = buf
+                params.append(f"{self.names[id(p)]}: {self.buffer_ctor('T.Buffer', buf, free)}")
+            else:
+                params.append(f"{self.names[id(p)]}: T.handle")
+        ret = f" -> {self.dtype_ann(f.ret_type)}" if f.ret_type is not None and not f.ret_type.is_void else ""
+        out.append(f"{ind}def {self.name}({', '.join(params)}){ret}:")
+        inner = ind + "    "
+        for v in free:
+            if id(v) not in self.introduced and id(v) not in self.names:
+                body_decls.append(f"{inner}{self.define(v, v.name)} = {self.annotation(v)}()"
+                                  if v.ptr is None else
+                                  f"{inner}{self.define(v, v.name)} = {self.annotation(v)}")
+            elif id(v) in self.introduced:
+                body_decls.append(f"{inner}{self.names[id(v)]} = {self.annotation(v)}()")
+        for p in f.params:
+            buf = f.buffer_of(p)
+            if buf is not None and buf.name != p.name:
+                self.data_owner[id(buf.data)] = buf
+                args = self.buffer_args(buf, free)
+                body_decls.append(f"{inner}{self.buffer_name(buf)} = T.match_buffer({self.names[id(p)]}, {args})")
+        attrs = {k: v for k, v in f.attrs.items() if not (k == "global_symbol" and v == self.name)}
+        if attrs:
+            body_decls.append(f"{inner}T.func_attr({py_value(attrs, self)})")
+        self.lines = list(body_decls)
+        self.stmt(f.body, level + 1)
+        if len(self.lines) == len(body_decls):
+            self.lines.append(f"{inner}T.evaluate(0)")
+        return "\n".join(out + self.lines) + "\n"
+
+    def annotation(self, v: Var) -> str:
+        if v.ptr is not None:
+            dtype = "" if v.ptr.dtype is None else quote(str(v.ptr.dtype))
+            scope = "" if v.ptr.scope == "global" else f", {quote(v.ptr.scope)}"
+            return f"T.handle({dtype}{scope})"
+        return self.dtype_ann(v.dtype)
+
+    @staticmethod
+    def dtype_ann(dtype) -> str:
+        return f"T.{dtype}"
+
+    def shape_item(self, e: PrimExpr, free: list[Var]) -> str:
+        if isinstance(e, Var) and id(e) not in self.names and any(e is v for v in free):
+            self.introduced.add(id(e))
+            self.define(e, e.name)
+            return quote(self.names[id(e)])
+        return self.expr(e)
+
+    def buffer_args(self, b: Buffer, free: list[Var], scope_kw: bool = True, data: bool = False) -> str:
+        shape = ", ".join(self.shape_item(s, free) for s in b.shape)
+        if len(b.shape) == 1:
+            shape += ","
+        args = [f"({shape})", quote(str(b.dtype))]
+        if data:
+            args.append(f"data={self.var(b.data)}")
+        if b.strides:
+            strides = ", ".join(self.shape_item(s, free) for s in b.strides)
+            args.append(f"strides=({strides}{',' if len(b.strides) == 1 else ''})")
+        if b.elem_offset is not None:
+            args.append(f"elem_offset={self.shape_item(b.elem_offset, free)}")
+        if scope_kw and b.scope != "global":
+            args.append(f"scope={quote(b.scope)}")
+        if b.align:
+            args.append(f"align={b.align}")
+        if b.offset_factor:
+            args.append(f"offset_factor={b.offset_factor}")
+        return ", ".join(args)
+
+    def buffer_ctor(self, ctor: str, b: Buffer, free: list[Var]) -> str:
+        return f"{ctor}({self.buffer_args(b, free)})"
+
+    # -- statements ----------------------------------------------------------------------
+    def emit(self, level: int, text: str) -> None:
+        self.lines.append("    " * level + text)
+
+    def stmt(self, s: Stmt, level: int) -> None:
+        # Flat scoped statements continue at the same level: iterate, don't recurse.
+        while True:
+            if isinstance(s, SeqStmt):
+                if not s.stmts:
+                    return
+                for child in s.stmts[:-1]:
+                    self.stmt(child, level)
+                s = s.stmts[-1]
+                continue
+            nxt = self.flat(s, level)
+            if nxt is None:
+                return
+            s = nxt
+
+    def flat(self, s: Stmt, level: int) -> Stmt | None:
+        """Print ``s``; return the body still to print at the same level, if any."""
+        if isinstance(s, LetStmt):
+            name = self.define(s.var, s.var.name)
+            ann = f"T.let[{self.dtype_ann(s.var.dtype)}]" if s.form == "let" else self.dtype_ann(s.var.dtype)
+            self.emit(level, f"{name}: {ann} = {self.expr(s.value)}")
+            return s.body
+        if isinstance(s, AllocBuffer):
+            b = s.buffer
+            name = self.buffer_name(b)
+            self.data_owner.setdefault(id(b.data), b)
+            if id(b) in self.scalars:
+                first = _first(s.body)
+                assert isinstance(first, BufferStore)
+                self.emit(level, f"{name}: {self.dtype_ann(b.dtype)} = {self.expr(first.value)}")
+                return _rest(s.body)
+            self.emit(level, f"{name} = T.alloc_buffer({self.buffer_args(b, [])})")
+            return s.body
+        if isinstance(s, DeclBuffer):
+            b = s.buffer
+            self.emit(level, f"{self.buffer_name(b)} = T.decl_buffer({self.buffer_args(b, [], data=True)})")
+            self.data_owner.setdefault(id(b.data), b)
+            return s.body
+        if isinstance(s, AttrStmt):
+            if s.key == "thread_extent" and isinstance(s.node, IterVar):
+                name = self.define(s.node.var, s.node.var.name)
+                self.emit(level, f"{name} = T.launch_thread({quote(s.node.thread_tag)}, {self.expr(s.value)})")
+                return s.body
+            self.emit(level, f"with T.attr({self.attr_node(s.node)}, {quote(s.key)}, {self.expr(s.value)}):")
+            self.block(s.body, level + 1)
+            return None
+        if isinstance(s, AssertStmt):
+            self.emit(level, f"assert {self.expr(s.condition)}, {self.expr(s.message)}")
+            return s.body
+        self.simple(s, level)
+        return None
+
+    def attr_node(self, node: object) -> str:
+        if isinstance(node, Target):
+            return py_value(node)
+        if isinstance(node, Buffer):
+            return self.buffer_name(node)
+        if isinstance(node, IterVar):
+            return self.var(node.var)
+        if isinstance(node, PrimExpr):
+            return self.expr(node)
+        return py_value(node, self)
+
+    def simple(self, s: Stmt, level: int) -> None:
+        if isinstance(s, BufferStore):
+            if id(s.buffer) in self.scalars:
+                self.emit(level, f"{self.buffer_name(s.buffer)} = {self.expr(s.value)}")
+            else:
+                self.emit(level, f"{self.load_text(s.buffer, s.indices)} = {self.expr(s.value)}")
+        elif isinstance(s, For):
+            header = len(self.lines)
+            self.emit(level, "")
+            iter_text = self.loop_iter(s)
+            self.block(s.body, level + 1, s.loop_var)
+            self.lines[header] = "    " * level + f"for {self.names[id(s.loop_var)]} in {iter_text}:"
+        elif isinstance(s, While):
+            self.emit(level, f"while {self.expr(s.condition)}:")
+            self.block(s.body, level + 1)
+        elif isinstance(s, IfThenElse):
+            self.emit(level, f"if {self.expr(s.condition)}:")
+            self.block(s.then_case, level + 1)
+            if s.else_case is not None:
+                self.emit(level, "else:")
+                self.block(s.else_case, level + 1)
+        elif isinstance(s, Evaluate):
+            if isinstance(s.value, Call):
+                self.emit(level, self.expr(s.value))
+            else:
+                self.emit(level, f"T.evaluate({self.expr(s.value)})")
+        elif isinstance(s, Return):
+            self.emit(level, f"return {self.expr(s.value)}")
+        elif isinstance(s, Break):
+            self.emit(level, "break")
+        elif isinstance(s, Continue):
+            self.emit(level, "continue")
+        else:
+            raise TypeError(f"cannot print statement {type(s).__name__}")
+
+    def loop_iter(self, s: For) -> str:
+        zero = isinstance(s.min, IntImm) and s.min.value == 0
+        if zero:
+            bounds = self.expr(s.extent)
+        else:
+            stop = BinOp("add", s.min, s.extent, s.min.dtype)
+            bounds = f"{self.expr(s.min)}, {self.expr(stop)}"
+        extra = ""
+        if s.annotations:
+            extra = f", annotations={py_value(dict(s.annotations), self)}"
+        if s.kind == "thread_binding":
+            return f"T.thread_binding({bounds}, thread={quote(s.thread_tag or '')}{extra})"
+        if s.kind == "serial" and not extra:
+            return f"range({bounds})"
+        return f"{_LOOP_FN[s.kind]}({bounds}{extra})"
+
+    # -- expressions ---------------------------------------------------------------------
+    def expr(self, e: object) -> str:
+        return self._expr(e)[0]
+
+    def load_text(self, buf: Buffer, indices) -> str:
+        parts = []
+        for i in indices:
+            if isinstance(i, Ramp) and isinstance(i.stride, IntImm) and i.stride.value == 1:
+                stop = BinOp("add", i.base, IntImm(i.base.dtype, i.lanes), i.base.dtype)
+                parts.append(f"{self.expr(i.base)}:{self.expr(stop)}")
+            else:
+                parts.append(self.expr(i))
+        return f"{self.buffer_name(buf)}[{', '.join(parts)}]"
+
+    def _expr(self, e: object) -> tuple[str, int]:
+        if isinstance(e, Var):
+            return self.var(e), _ATOM
+        if isinstance(e, Buffer):
+            return self.buffer_name(e), _ATOM
+        if isinstance(e, IntImm):
+            if e.dtype.is_bool:
+                return f"T.bool({bool(e.value)})", _ATOM
+            if str(e.dtype) == "int32":
+                return str(e.value), (_ATOM if e.value >= 0 else _UNARY)
+            return f"T.{e.dtype}({e.value})", _ATOM
+        if isinstance(e, FloatImm):
+            return f"T.{e.dtype}({format_float(e.value)})", _ATOM
+        if isinstance(e, StringImm):
+            return quote(e.value), _ATOM
+        if isinstance(e, BinOp):
+            return self._binop(e)
+        if isinstance(e, Not):
+            return f"not {self._operand(e.a, _PREC['not'], False)}", _PREC["not"]
+        if isinstance(e, Select):
+            return f"T.Select({self.expr(e.condition)}, {self.expr(e.true_value)}, {self.expr(e.false_value)})", _ATOM
+        if isinstance(e, Cast):
+            return f"T.Cast({quote(str(e.dtype))}, {self.expr(e.value)})", _ATOM
+        if isinstance(e, BufferLoad):
+            if id(e.buffer) in self.scalars:
+                return self.buffer_name(e.buffer), _ATOM
+            return self.load_text(e.buffer, e.indices), _ATOM
+        if isinstance(e, Ramp):
+            return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _ATOM
+        if isinstance(e, Broadcast):
+            return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _ATOM
+        if isinstance(e, Call):
+            return self._call(e), _ATOM
+        if isinstance(e, Let):
+            name = self.define(e.var, e.var.name)
+            return f"T.Let({self.expr(e.body)}, where={{{name}: {self.expr(e.value)}}})", _ATOM
+        raise TypeError(f"cannot print expression {type(e).__name__}")
+
+    def _operand(self, e: PrimExpr, prec: int, right: bool) -> str:
+        text, p = self._expr(e)
+        if p < prec or (right and p == prec) or (prec == 4 and p == 4):
+            return f"({text})"
+        return text
+
+    def _binop(self, e: BinOp) -> tuple[str, int]:
+        if e.op in _FUNCTION_FORM:
+            return f"{_FUNCTION_FORM[e.op]}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+        if e.op == "div" and not e.dtype.element().is_float:
+            return f"T.Div({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
+        prec = _PREC[e.op]
+        a = self._operand(e.a, prec, False)
+        b = self._operand(e.b, prec, True)
+        return f"{a} {_SYMBOL[e.op]} {b}", prec
+
+    def _call(self, e: Call) -> str:
+        args = [self.expr(a) for a in e.args]
+        if isinstance(e.op, GlobalVar):
+            callee = f"{self.module_name}.{e.op.name}" if self.module_name else e.op.name
+            return f"{callee}({', '.join(args)})"
+        if e.op in _DTYPE_FIRST:
+            args.insert(0, quote(str(e.dtype)))
+        return f"T.{e.op}({', '.join(args)})"
+
+
+def _first(s: Stmt) -> Stmt:
+    return s.stmts[0] if isinstance(s, SeqStmt) and s.stmts else s
+
+
+def _rest(s: Stmt) -> Stmt | None:
+    if isinstance(s, SeqStmt):
+        return SeqStmt(s.stmts[1:]) if len(s.stmts) > 1 else None
+    return None

@@ -1,0 +1,35 @@
+"""Mutable scalars: one-element local buffers that TVMScript writes as plain names
+(``x: T.int32 = 0`` ... ``x = x + 1``)."""
+from __future__ import annotations
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import BufferLoad, IntImm
+from tirc.ir.stmt import AllocBuffer, BufferStore, SeqStmt, Stmt
+from tirc.ir.visitor import walk
+
+
+def is_scalar_shape(b: Buffer) -> bool:
+    return (b.scope == "local" and len(b.shape) == 1 and isinstance(b.shape[0], IntImm)
+            and b.shape[0].value == 1 and not b.strides and b.elem_offset is None
+            and b.dtype.lanes == 1)
+
+
+def scalar_buffers(body: Stmt) -> set[int]:
+    """Ids of buffers printed as scalars: allocated one-element local buffers whose body
+    starts with a store to them, stored again later, and only ever indexed at 0."""
+    allocs: dict[int, Buffer] = {}
+    stores: dict[int, int] = {}
+    bad: set[int] = set()
+    for node in walk(body):
+        if isinstance(node, AllocBuffer) and is_scalar_shape(node.buffer):
+            first = node.body.stmts[0] if isinstance(node.body, SeqStmt) and node.body.stmts else node.body
+            if isinstance(first, BufferStore) and first.buffer is node.buffer:
+                allocs[id(node.buffer)] = node.buffer
+        if isinstance(node, (BufferStore, BufferLoad)):
+            key = id(node.buffer)
+            if not (len(node.indices) == 1 and isinstance(node.indices[0], IntImm)
+                    and node.indices[0].value == 0):
+                bad.add(key)
+            if isinstance(node, BufferStore):
+                stores[key] = stores.get(key, 0) + 1
+    return {k for k in allocs if k not in bad and stores.get(k, 0) >= 2}

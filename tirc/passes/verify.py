@@ -1,0 +1,238 @@
+"""Verify: well-formedness of a module. Every variable and buffer is defined before use
+and used only inside its scope; stores match their buffer's dtype; indices match a
+buffer's rank; calls name functions of the module with matching arguments; ``return``
+stands only in functions that return a value; storage scopes are known."""
+from __future__ import annotations
+
+from tirc.diagnostics import Diagnostic, Span
+from tirc.ir.buffer import SCOPES, Buffer
+from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, Let, PrimExpr, Var
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, For,
+                          IfThenElse, IterVar, LetStmt, Return, While)
+from tirc.ir.visitor import Visitor
+
+
+def verify(mod: IRModule) -> IRModule:
+    """Raise a :class:`Diagnostic` for the first problem found; return ``mod`` unchanged."""
+    symbols: dict[str, str] = {}
+    for name, func in mod.functions.items():
+        if not func.private:
+            symbol = func.attrs.get("global_symbol", name)
+            if symbol in symbols:
+                raise Diagnostic(f"functions '{symbols[symbol]}' and '{name}' both export the "
+                                 f"symbol '{symbol}'", func.span)
+            symbols[symbol] = name
+        _FunctionVerifier(mod, name, func).run()
+    return mod
+
+
+class _FunctionVerifier(Visitor):
+    def __init__(self, mod: IRModule, name: str, func: PrimFunc):
+        self.mod = mod
+        self.name = name
+        self.func = func
+        self.vars: set[int] = set()
+        self.buffers: set[int] = set()
+        self.where: list[Span | None] = [func.span]
+
+    # -- helpers ---------------------------------------------------------------------
+    def span(self) -> Span | None:
+        for s in reversed(self.where):
+            if s is not None:
+                return s
+        return None
+
+    def error(self, message: str, span: Span | None = None) -> None:
+        raise Diagnostic(message, span or self.span())
+
+    def visit(self, node) -> None:
+        span = getattr(node, "span", None)
+        self.where.append(span)
+        try:
+            super().visit(node)
+        finally:
+            self.where.pop()
+
+    def scoped(self, define_vars=(), define_buffers=(), body=None) -> None:
+        added_v = [v for v in define_vars if id(v) not in self.vars]
+        added_b = [b for b in define_buffers if id(b) not in self.buffers]
+        self.vars.update(id(v) for v in added_v)
+        self.buffers.update(id(b) for b in added_b)
+        try:
+            if body is not None:
+                self.visit(body)
+        finally:
+            self.vars.difference_update(id(v) for v in added_v)
+            self.buffers.difference_update(id(b) for b in added_b)
+
+    def check_buffer_decl(self, b: Buffer) -> None:
+        if b.scope not in SCOPES:
+            self.error(f"unknown storage scope '{b.scope}' of buffer '{b.name}'; expected one "
+                       "of: " + ", ".join(SCOPES), b.span)
+        for e in (*b.shape, *b.strides, *([b.elem_offset] if b.elem_offset is not None else [])):
+            self.visit(e)
+
+    # -- the function ----------------------------------------------------------------------
+    def run(self) -> None:
+        f = self.func
+        for p in f.params:
+            self.vars.add(id(p))
+        for _, buf in f.buffer_map:
+            self.vars.add(id(buf.data))
+            self.buffers.add(id(buf))
+            for e in (*buf.shape, *buf.strides, *([buf.elem_offset] if buf.elem_offset is not None else [])):
+                if isinstance(e, Var):
+                    self.vars.add(id(e))
+        for _, buf in f.buffer_map:
+            self.check_buffer_decl(buf)
+        self.visit(f.body)
+
+    # -- definitions -------------------------------------------------------------------
+    def visit_Var(self, v: Var) -> None:
+        if id(v) not in self.vars:
+            self.error(f"variable '{v.name}' is used outside the scope that defines it"
+                       if v.span is not None and v.span != self.span() else
+                       f"undefined variable '{v.name}'")
+
+    def visit_For(self, s: For) -> None:
+        self.visit(s.min)
+        self.visit(s.extent)
+        for e, what in ((s.min, "start"), (s.extent, "extent")):
+            if not e.dtype.is_integer or e.dtype.lanes != 1:
+                self.error(f"loop {what} must be a scalar integer, got {e.dtype}", s.span)
+        self.scoped([s.loop_var], (), s.body)
+
+    def visit_LetStmt(self, s: LetStmt) -> None:
+        self.visit(s.value)
+        if s.value.dtype != s.var.dtype:
+            self.error(f"'{s.var.name}' is {s.var.dtype} but is bound to a {s.value.dtype} value", s.span)
+        self.scoped([s.var], (), s.body)
+
+    def visit_Let(self, e: Let) -> None:
+        self.visit(e.value)
+        self.scoped([e.var], (), e.body)
+
+    def visit_AttrStmt(self, s: AttrStmt) -> None:
+        self.visit(s.value)
+        if isinstance(s.node, IterVar):
+            self.scoped([s.node.var], (), s.body)
+            return
+        if isinstance(s.node, Buffer):
+            self.visit_buffer(s.node)
+        elif isinstance(s.node, PrimExpr):
+            self.visit(s.node)
+        self.visit(s.body)
+
+    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
+        self.check_buffer_decl(s.buffer)
+        self.scoped([s.buffer.data], [s.buffer], s.body)
+
+    def visit_DeclBuffer(self, s: DeclBuffer) -> None:
+        self.check_buffer_decl(s.buffer)
+        self.visit(s.buffer.data)
+        self.scoped((), [s.buffer], s.body)
+
+    # -- uses --------------------------------------------------------------------------
+    def visit_buffer(self, b: Buffer) -> None:
+        if id(b) not in self.buffers:
+            self.error(f"buffer '{b.name}' is used outside the scope that defines it")
+
+    def check_indices(self, b: Buffer, indices) -> None:
+        if len(indices) != len(b.shape):
+            self.error(f"buffer '{b.name}' has {len(b.shape)} dimension{'s' if len(b.shape) != 1 else ''} "
+                       f"but is indexed with {len(indices)}")
+        for i in indices:
+            if not i.dtype.element().is_integer:
+                self.error(f"index of buffer '{b.name}' must be an integer, got {i.dtype}")
+
+    def visit_BufferLoad(self, e: BufferLoad) -> None:
+        self.visit_buffer(e.buffer)
+        self.check_indices(e.buffer, e.indices)
+        for i in e.indices:
+            self.visit(i)
+
+    def visit_BufferStore(self, s: BufferStore) -> None:
+        self.visit_buffer(s.buffer)
+        self.check_indices(s.buffer, s.indices)
+        for i in s.indices:
+            self.visit(i)
+        self.visit(s.value)
+        lanes = max((i.dtype.lanes for i in s.indices), default=1)
+        want = s.buffer.dtype if lanes == 1 else s.buffer.dtype.with_lanes(lanes * s.buffer.dtype.lanes)
+        if s.value.dtype != want:
+            self.error(f"cannot store a {s.value.dtype} value into buffer '{s.buffer.name}' of "
+                       f"{want}", s.span)
+
+    def visit_IfThenElse(self, s: IfThenElse) -> None:
+        self.check_condition(s.condition, "if")
+        self.generic_visit(s)
+
+    def visit_While(self, s: While) -> None:
+        self.check_condition(s.condition, "while")
+        self.generic_visit(s)
+
+    def visit_AssertStmt(self, s: AssertStmt) -> None:
+        self.check_condition(s.condition, "assert")
+        self.generic_visit(s)
+
+    def check_condition(self, cond: PrimExpr, what: str) -> None:
+        if not cond.dtype.is_bool:
+            self.error(f"the condition of '{what}' must be bool, got {cond.dtype}",
+                       getattr(cond, "span", None))
+
+    def visit_Return(self, s: Return) -> None:
+        ret = self.func.ret_type
+        if ret is None or ret.is_void:
+            self.error(f"'return' with a value in function '{self.name}', which declares no "
+                       "return type", s.span)
+        self.visit(s.value)
+        if s.value.dtype != ret:
+            self.error(f"function '{self.name}' returns {ret} but this returns {s.value.dtype}", s.span)
+
+    def visit_Call(self, e: Call) -> None:
+        if isinstance(e.op, GlobalVar):
+            self.check_module_call(e)
+        for a in e.args:
+            if isinstance(a, Buffer):
+                self.visit_buffer(a)
+            else:
+                self.visit(a)
+
+    def check_module_call(self, e: Call) -> None:
+        name = e.op.name
+        if name not in self.mod.functions:
+            self.error(f"call to '{name}', which is not a function of this module", e.span)
+        callee = self.mod.functions[name]
+        if len(e.args) != len(callee.params):
+            self.error(f"'{name}' takes {len(callee.params)} argument"
+                       f"{'s' if len(callee.params) != 1 else ''}, got {len(e.args)}", e.span)
+        for i, (arg, param) in enumerate(zip(e.args, callee.params)):
+            expected = callee.buffer_of(param)
+            if expected is not None:
+                self.check_buffer_arg(name, i, arg, expected, e.span)
+            elif isinstance(arg, Buffer):
+                self.error(f"argument {i + 1} of '{name}' is the buffer '{arg.name}', but "
+                           f"parameter '{param.name}' is a {param.dtype} scalar", e.span)
+            elif arg.dtype != param.dtype:
+                self.error(f"argument {i + 1} of '{name}' is {arg.dtype}, but parameter "
+                           f"'{param.name}' is {param.dtype}", e.span)
+
+    def check_buffer_arg(self, name: str, i: int, arg, expected: Buffer, span) -> None:
+        if not isinstance(arg, Buffer):
+            if isinstance(arg, PrimExpr) and arg.dtype.is_handle:
+                return  # a data pointer (A.data): the callee's buffer describes it
+            self.error(f"argument {i + 1} of '{name}' must be a buffer like "
+                       f"'{expected.name}', got a {arg.dtype} value", span)
+        if arg.dtype != expected.dtype:
+            self.error(f"argument {i + 1} of '{name}': buffer '{arg.name}' holds {arg.dtype}, "
+                       f"parameter '{expected.name}' wants {expected.dtype}", span)
+        if len(arg.shape) != len(expected.shape):
+            self.error(f"argument {i + 1} of '{name}': buffer '{arg.name}' has "
+                       f"{len(arg.shape)} dimensions, parameter '{expected.name}' has "
+                       f"{len(expected.shape)}", span)
+        for d, (a, b) in enumerate(zip(arg.shape, expected.shape)):
+            if isinstance(a, IntImm) and isinstance(b, IntImm) and a.value != b.value:
+                self.error(f"argument {i + 1} of '{name}': shape mismatch in dimension {d}: "
+                           f"buffer '{arg.name}' has {a.value}, parameter '{expected.name}' "
+                           f"wants {b.value}", span)
