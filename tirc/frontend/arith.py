@@ -117,3 +117,21 @@ def typed_binary(op: str, a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimEx
     b = cast_to(b, dtype, span)
     result = BOOL.with_lanes(dtype.lanes) if op in COMPARE_OPS else dtype
     return BinOp(op, a, b, result, span)
+
+
+def difference(stop: PrimExpr, start: PrimExpr, span: Span | None) -> PrimExpr:
+    """``stop - start`` for loop and slice bounds, folded where the text wrote
+    ``start + n`` (so ``range(i, i + 4)`` has extent 4 and printing round-trips)."""
+    from tirc.ir.equal import structural_equal
+
+    if isinstance(stop, IntImm) and isinstance(start, IntImm):
+        return IntImm(stop.dtype if stop.dtype.bits >= start.dtype.bits else start.dtype,
+                      stop.value - start.value, span)
+    if isinstance(stop, BinOp) and stop.op == "add":
+        if structural_equal(stop.a, start):
+            return stop.b
+        if structural_equal(stop.b, start):
+            return stop.a
+    result = binary("sub", stop, start, span)
+    assert isinstance(result, PrimExpr)
+    return result

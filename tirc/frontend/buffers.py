@@ -16,15 +16,15 @@ if TYPE_CHECKING:
 # Positional parameters of each constructor, after any leading handle (match_buffer).
 _SIGNATURES = {
     "Buffer": ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
-               "offset_factor", "buffer_type", "axis_separators"),
+               "offset_factor", "buffer_type", "axis_separators", "layout"),
     "match_buffer": ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
-                     "offset_factor", "buffer_type", "axis_separators"),
+                     "offset_factor", "buffer_type", "axis_separators", "layout"),
     "decl_buffer": ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
-                    "offset_factor", "buffer_type", "axis_separators"),
+                    "offset_factor", "buffer_type", "axis_separators", "layout"),
     "alloc_buffer": ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
-                     "offset_factor", "buffer_type", "axis_separators"),
-    "alloc_shared": ("shape", "dtype", "strides", "elem_offset", "align", "offset_factor"),
-    "alloc_local": ("shape", "dtype", "strides", "elem_offset", "align", "offset_factor"),
+                     "offset_factor", "buffer_type", "axis_separators", "layout"),
+    "alloc_shared": ("shape", "dtype", "strides", "elem_offset", "align", "offset_factor", "layout"),
+    "alloc_local": ("shape", "dtype", "strides", "elem_offset", "align", "offset_factor", "layout"),
     "allocate": ("extents", "dtype", "scope", "condition", "annotations"),
 }
 _FIXED_SCOPE = {"alloc_shared": "shared", "alloc_local": "local"}
@@ -105,11 +105,26 @@ def make_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None
     if a.get("elem_offset", (None, None))[0] is not None:
         v, vspan = a["elem_offset"]
         elem_offset = b.shape_var(v, vspan) if isinstance(v, str) else b.as_expr(v, vspan, INT32)
+    for key in ("layout", "axis_separators"):
+        if a.get(key, (None, None))[0] not in (None, (), []):
+            raise Diagnostic(f"'{key}' is not supported", a[key][1])
+    if a.get("buffer_type", ("", None))[0] not in ("", "default", None):
+        raise Diagnostic("only the default buffer_type is supported", a["buffer_type"][1])
     align = _int(*a["align"], "align") if "align" in a else 0
     offset_factor = _int(*a["offset_factor"], "offset_factor") if "offset_factor" in a else 0
-    if data_value[0] is not None and data.ptr is not None and data.ptr.scope != scope:
-        data = data  # a view in another scope is the caller's business; keep the variable
     return Buffer(name, data, dtype, shape, strides, elem_offset, max(align, 0), offset_factor, span)
+
+
+def view_buffer(b: "FunctionBuilder", name: str, base: Buffer, args, kwargs, span: Span | None) -> Buffer:
+    """``Y = X.view(8, 8)``: the same memory as ``X`` under another shape."""
+    if kwargs:
+        key, (_, kspan) = next(iter(kwargs.items()))
+        raise Diagnostic(f"view() got an unexpected keyword argument '{key}'", kspan)
+    if not args:
+        raise Diagnostic("view() needs a shape", span)
+    dims = args[0][0] if len(args) == 1 and isinstance(args[0][0], (tuple, list)) else tuple(v for v, _ in args)
+    shape = _shape(b, dims, span)
+    return Buffer(name, base.data, base.dtype, shape, span=span)
 
 
 def scalar_buffer(name: str, dtype: DataType, span: Span | None) -> Buffer:

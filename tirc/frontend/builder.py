@@ -239,10 +239,11 @@ class FunctionBuilder(ExprBuilder):
         return Return(self.expr(tree.children[0]), span)
 
     def _s_assert_stmt(self, tree, span, top):
+        from tirc.frontend.constructs import assert_message
         cond = self._as_bool(self.value(tree.children[0]), self.span(tree.children[0]))
         msg = self.value(tree.children[1]) if tree.children[1] is not None else ""
-        msg_e = self.as_expr(msg, span)
-        return Binder(lambda body: AssertStmt(cond, msg_e, body, span))
+        kind, parts = assert_message(msg, self.span(tree.children[1]) or span)
+        return Binder(lambda body: AssertStmt(cond, kind, parts, body, span))
 
     def _s_expr_stmt(self, tree, span, top):
         v = self.value(tree.children[0])

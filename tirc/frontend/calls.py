@@ -29,7 +29,8 @@ STATEMENT_CONSTRUCTS = frozenset({
     "Buffer", "match_buffer", "alloc_buffer", "alloc_shared", "alloc_local", "decl_buffer",
     "allocate", "launch_thread", "env_thread", "attr", "func_attr", "bind", "evaluate",
     "LetStmt", "Assert", "grid", "serial", "parallel", "vectorized", "unroll",
-    "thread_binding", "handle", "prim_func", "I.ir_module", "Ptr",
+    "thread_binding", "handle", "prim_func", "I.ir_module", "Ptr", "break_loop",
+    "continue_loop",
 })
 
 _BINARY_BUILDERS = {
@@ -39,7 +40,8 @@ _BINARY_BUILDERS = {
     "shift_left": "shift_left", "shift_right": "shift_right", "bitwise_and": "bitwise_and",
     "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "Add": "add", "Sub": "sub",
     "Mul": "mul", "EQ": "eq", "NE": "ne", "LT": "lt", "LE": "le", "GT": "gt", "GE": "ge",
-    "And": "and", "Or": "or",
+    "And": "and", "Or": "or", "LShift": "shift_left", "RShift": "shift_right",
+    "BitwiseAnd": "bitwise_and", "BitwiseOr": "bitwise_or", "BitwiseXor": "bitwise_xor",
 }
 
 
@@ -79,6 +81,8 @@ def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg]
          span: Span | None, node: Any) -> object:
     if isinstance(func, tuple) and func and func[0] == "function":
         return module_call(b, func[1], args, kwargs, span)
+    if isinstance(func, tuple) and func and func[0] == "view":
+        return Construct("view", [(func[1], span), *args], kwargs, span, node)
     if not isinstance(func, TName):
         raise Diagnostic(f"{describe(func)} is not callable", span)
     name = func.name
@@ -97,6 +101,14 @@ def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg]
         if not isinstance(result, PrimExpr):
             result = literal_expr(result, span)
         return result
+    if name in ("Not", "BitwiseNot"):
+        _no_kwargs(name, kwargs)
+        _arity(name, args, 1, 1, span)
+        e = b.as_expr(*args[0])
+        if name == "Not":
+            from tirc.ir.expr import Not
+            return Not(e, span)
+        return make_call(b, "bitwise_not", [e], {}, span)
     builder = _BUILDERS.get(name)
     if builder is not None:
         return builder(b, name, args, kwargs, span)
@@ -108,6 +120,8 @@ def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg]
 
 def make_call(b: "ExprBuilder", name: str, args: list, kwargs: dict[str, Arg], span: Span | None) -> Call:
     intr = INTRINSICS[name]
+    if name == "call_ffi_kernel":
+        return _ffi_kernel_call(b, args, kwargs, span)
     _no_kwargs(name, kwargs)
     _arity(name, args, intr.min_args, intr.max_args, span)
     if intr.result == "dtype":
@@ -129,6 +143,22 @@ def make_call(b: "ExprBuilder", name: str, args: list, kwargs: dict[str, Arg], s
                            for e in exprs[1:]]
     dtype = result_dtype(intr, [e.dtype for e in exprs])
     return Call(dtype, name, tuple(exprs), span)
+
+
+def _ffi_kernel_call(b, args, kwargs, span) -> Call:
+    """TVM's lowered kernel launch: ``T.call_ffi_kernel("k", args..., launch_params=[...],
+    ret_ty="int32")``."""
+    _no_kwargs("call_ffi_kernel", kwargs, ("launch_params", "ret_ty"))
+    _arity("call_ffi_kernel", args, 1, None, span)
+    exprs = tuple(b.as_expr(v, s) for v, s in args)
+    dtype = b.dtype_of(*kwargs["ret_ty"]) if "ret_ty" in kwargs else parse_dtype("int32")
+    options = []
+    if "launch_params" in kwargs:
+        params, pspan = kwargs["launch_params"]
+        if not isinstance(params, (list, tuple)) or not all(isinstance(p, str) for p in params):
+            raise Diagnostic("launch_params must be a list of strings", pspan)
+        options.append(("launch_params", tuple(params)))
+    return Call(dtype, "call_ffi_kernel", exprs, span, tuple(options))
 
 
 def _match(a: PrimExpr, c: PrimExpr, span: Span | None) -> tuple[PrimExpr, PrimExpr]:

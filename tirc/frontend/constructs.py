@@ -7,15 +7,15 @@ from typing import TYPE_CHECKING
 import lark
 
 from tirc.diagnostics import Diagnostic, Span
-from tirc.frontend.buffers import allocate_buffer, make_buffer
+from tirc.frontend.buffers import allocate_buffer, make_buffer, view_buffer
 from tirc.frontend.calls import Construct, VarDecl
 from tirc.frontend.loops import THREAD_TAGS
 from tirc.frontend.values import ThreadDecl, describe
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32
 from tirc.ir.expr import PrimExpr, StringImm, Var
-from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, DeclBuffer, Evaluate, IterVar,
-                          LetStmt, Stmt)
+from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, Continue, DeclBuffer,
+                          Evaluate, IterVar, LetStmt, Stmt)
 from tirc.target import Target
 
 if TYPE_CHECKING:
@@ -53,20 +53,24 @@ def statement(b: "FunctionBuilder", c: Construct, top: bool) -> "Stmt | Binder |
         for key, value in attrs.items():
             b.attrs[key] = _attr_value(b, value, aspan)
         return None
+    if c.name in ("break_loop", "continue_loop"):
+        _arity(c, 0, 0)
+        _no_kwargs(c)
+        return Break(c.span) if c.name == "break_loop" else Continue(c.span)
     if c.name == "evaluate":
         _arity(c, 1, 1)
         _no_kwargs(c)
         return Evaluate(b.as_expr(*c.args[0]), c.span)
     if c.name == "attr":
-        node, key, value = _attr_args(b, c)
-        return _binder(lambda body: AttrStmt(node, key, value, body, c.span))
+        attrs = _attr_list(b, c)
+        return _binder(lambda body: _wrap_attrs(attrs, body, c.span))
     if c.name == "Assert":
-        cond, msg = _assert_args(b, c)
-        return _binder(lambda body: AssertStmt(cond, msg, body, c.span))
+        cond, kind, msg = _assert_args(b, c)
+        return _binder(lambda body: AssertStmt(cond, kind, msg, body, c.span))
     if c.name == "launch_thread":
         iv, extent = _launch_args(b, c, None, None)
         return _binder(lambda body: AttrStmt(iv, "thread_extent", extent, body, c.span))
-    if c.name in ("match_buffer", "Buffer", "decl_buffer", "alloc_buffer", "alloc_shared",
+    if c.name in ("match_buffer", "Buffer", "decl_buffer", "view", "alloc_buffer", "alloc_shared",
                   "alloc_local", "allocate", "env_thread", "bind", "handle"):
         raise Diagnostic(f"the result of T.{c.name} must be assigned to a name", c.span)
     raise Diagnostic(f"T.{c.name} cannot stand alone as a statement", c.span)
@@ -105,6 +109,10 @@ def named(b: "FunctionBuilder", name: str, v: "Construct | VarDecl", nspan: Span
         if aliases:
             return _binder(lambda body: DeclBuffer(buf, body, c.span))
         return _binder(lambda body: AllocBuffer(buf, body, c.span))
+    if c.name == "view":
+        buf = view_buffer(b, name, c.args[0][0], c.args[1:], c.kwargs, c.span)
+        b.scope.define(name, buf)
+        return _binder(lambda body: DeclBuffer(buf, body, c.span))
     if c.name == "allocate":
         buf = allocate_buffer(b, name, c, nspan)
         b.scope.define(name, buf.data)
@@ -176,6 +184,23 @@ def _thread_decl(b: "FunctionBuilder", var: Var) -> ThreadDecl | None:
     return found if isinstance(found, ThreadDecl) and found.var is var else None
 
 
+def _attr_list(b: "FunctionBuilder", c: Construct) -> list[tuple[object, str, PrimExpr]]:
+    """``T.attr(node, key, value)``, or TVM's annotation form ``T.attr({key: value, ...})``."""
+    if len(c.args) == 1 and isinstance(c.args[0][0], dict):
+        _no_kwargs(c)
+        entries, espan = c.args[0]
+        if not entries:
+            raise Diagnostic("T.attr needs at least one entry", espan)
+        return [(None, key, b.as_expr(value, espan)) for key, value in entries.items()]
+    return [_attr_args(b, c)]
+
+
+def _wrap_attrs(attrs, body: Stmt, span: Span | None) -> Stmt:
+    for node, key, value in reversed(attrs):
+        body = AttrStmt(node, key, value, body, span)
+    return body
+
+
 def _attr_args(b: "FunctionBuilder", c: Construct):
     _arity(c, 3, 3)
     _no_kwargs(c)
@@ -199,7 +224,17 @@ def _assert_args(b: "FunctionBuilder", c: Construct):
     _arity(c, 2, 2)
     _no_kwargs(c)
     cond = b._as_bool(c.args[0][0], c.args[0][1])
-    return cond, b.as_expr(*c.args[1])
+    return (cond, *assert_message(*c.args[1]))
+
+
+def assert_message(v: object, span: Span | None) -> tuple[str, tuple[str, ...]]:
+    """``"msg"`` or TVM's ``("ValueError", ["part", "part"])``: the error kind and parts."""
+    if isinstance(v, str):
+        return "RuntimeError", (v,)
+    if (isinstance(v, tuple) and len(v) == 2 and isinstance(v[0], str)
+            and isinstance(v[1], (list, tuple)) and all(isinstance(p, str) for p in v[1])):
+        return v[0], tuple(v[1])
+    raise Diagnostic("an assertion message is a string or (\"ErrorKind\", [\"text\", ...])", span)
 
 
 def _attr_value(b: "FunctionBuilder", value: object, span: Span | None) -> object:
@@ -242,11 +277,11 @@ def with_stmt(b: "FunctionBuilder", tree: lark.Tree, span: Span | None) -> Stmt:
             iv, extent = _launch_args(b, c, as_name, as_span)
             return AttrStmt(iv, "thread_extent", extent, b.suite(suite), span)
         if c.name == "attr":
-            node, key, value = _attr_args(b, c)
-            return AttrStmt(node, key, value, b.suite(suite), span)
+            attrs = _attr_list(b, c)
+            return _wrap_attrs(attrs, b.suite(suite), span)
         if c.name == "Assert":
-            cond, msg = _assert_args(b, c)
-            return AssertStmt(cond, msg, b.suite(suite), span)
+            cond, kind, msg = _assert_args(b, c)
+            return AssertStmt(cond, kind, msg, b.suite(suite), span)
         if c.name in ("allocate", "decl_buffer", "alloc_buffer"):
             if as_name is None:
                 raise Diagnostic(f"'with T.{c.name}(...)' needs 'as <name>'", c.span)

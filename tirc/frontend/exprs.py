@@ -7,7 +7,7 @@ import lark
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend import calls
-from tirc.frontend.arith import binary, cast_to, typed_binary
+from tirc.frontend.arith import binary, cast_to, difference, typed_binary
 from tirc.frontend.scope import Scope
 from tirc.frontend.values import (LetType, ModuleRef, Namespace, Slot, TName, ThreadDecl,
                                   describe, literal_expr)
@@ -277,6 +277,8 @@ class ExprBuilder:
                 return tuple(obj.strides)
             if attr == "elem_offset" and obj.elem_offset is not None:
                 return obj.elem_offset
+            if attr == "view":
+                return ("view", obj)
         raise Diagnostic(f"{describe(obj)} has no attribute '{attr}'", self.span(node.children[1]))
 
     def _x_subscript(self, node, span):
@@ -307,7 +309,7 @@ class ExprBuilder:
             if start is None or stop is None:
                 raise Diagnostic("a slice index needs a start and a stop", span)
             a = self.expr(start)
-            lanes_v = binary("sub", self.value(stop), self.value(start), span)
+            lanes_v = difference(self.expr(stop, a.dtype), a, span)
             step_v = self.value(step) if step is not None else 1
             if isinstance(lanes_v, IntImm):
                 lanes_v = lanes_v.value

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 import lark
 
 from tirc.diagnostics import Diagnostic, Span
-from tirc.frontend.arith import binary, cast_to
+from tirc.frontend.arith import cast_to, difference
 from tirc.frontend.calls import Construct
 from tirc.frontend.values import describe
 from tirc.ir.dtype import DataType
@@ -38,7 +38,7 @@ def _iter_construct(b: "FunctionBuilder", node) -> Construct:
 
 def _bounds(b: "FunctionBuilder", c: Construct, args) -> tuple[PrimExpr, PrimExpr]:
     if not 1 <= len(args) <= 2:
-        raise Diagnostic(f"{_label(c)} takes 1 or 2 bounds, got {len(args)}", c.span)
+        raise Diagnostic(f"{_label(c)} takes 1 to 3 arguments, got {len(args)}", c.span)
     if len(args) == 1:
         extent = b.as_expr(*args[0])
         start = IntImm(extent.dtype if extent.dtype.is_integer else DataType("int32"), 0, c.span)
@@ -50,10 +50,7 @@ def _bounds(b: "FunctionBuilder", c: Construct, args) -> tuple[PrimExpr, PrimExp
         if isinstance(hi, int) and not isinstance(hi, bool):
             hi_e = cast_to(hi_e, lo_e.dtype, hspan) if lo_e.dtype.is_integer else hi_e
         start = lo_e
-        extent_v = binary("sub", hi_e, lo_e, c.span)
-        extent = b.as_expr(extent_v, c.span)
-        if isinstance(lo_e, IntImm) and isinstance(hi_e, IntImm):
-            extent = IntImm(extent.dtype, hi_e.value - lo_e.value, c.span)
+        extent = difference(hi_e, lo_e, c.span)
     for e, what in ((start, "start"), (extent, "extent")):
         if not (e.dtype.is_integer and e.dtype.lanes == 1):
             raise Diagnostic(f"loop {what} must be a scalar integer, got {e.dtype}", c.span)
@@ -68,6 +65,7 @@ def build_for(b: "FunctionBuilder", tree: lark.Tree, span: Span | None) -> Stmt:
     target, iter_node, body_tree = tree.children
     c = _iter_construct(b, iter_node)
     names = _target_names(b, target)
+    steps: list[PrimExpr | None] = []
     if c.name == "grid":
         if c.kwargs:
             raise Diagnostic("T.grid takes no keyword arguments", c.span)
@@ -98,14 +96,22 @@ def build_for(b: "FunctionBuilder", tree: lark.Tree, span: Span | None) -> Stmt:
             if not isinstance(ann, dict):
                 raise Diagnostic("annotations must be a dict", aspan)
             annotations = tuple(sorted(ann.items()))
-        if "step" in kwargs:
-            step, sspan = kwargs.pop("step")
-            if step != 1:
-                raise Diagnostic("loops with a step other than 1 are not supported", sspan)
+        step_arg = kwargs.pop("step", None)
+        if step_arg is None and len(args) == 3:
+            step_arg = args.pop()
         for key, (_, kspan) in kwargs.items():
             raise Diagnostic(f"{_label(c)} got an unexpected keyword argument '{key}'", kspan)
         loops = [_bounds(b, c, args)]
+        if step_arg is not None:
+            step = b.as_expr(step_arg[0], step_arg[1], loops[0][1].dtype)
+            if not (step.dtype.is_integer and step.dtype.lanes == 1):
+                raise Diagnostic(f"loop step must be a scalar integer, got {step.dtype}", step_arg[1])
+            if isinstance(step, IntImm) and step.value <= 0:
+                raise Diagnostic("loop step must be positive", step_arg[1])
+            if not (isinstance(step, IntImm) and step.value == 1):
+                steps = [step]
         kind = _KINDS[c.name]
+    steps = steps or [None] * len(loops)
     b.scope.push()
     try:
         loop_vars = []
@@ -116,8 +122,8 @@ def build_for(b: "FunctionBuilder", tree: lark.Tree, span: Span | None) -> Stmt:
         body = b.suite(body_tree)
     finally:
         b.scope.pop()
-    for var, start, extent in reversed(loop_vars):
-        body = For(var, start, extent, kind, body, tag, annotations, span)
+    for (var, start, extent), step in reversed(list(zip(loop_vars, steps))):
+        body = For(var, start, extent, kind, body, tag, annotations, step, span)
     return body
 
 

@@ -6,7 +6,7 @@ Variables are compared by identity (two ``Var("i")`` are different variables);
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Union
+from typing import TYPE_CHECKING, Any, Union
 
 from tirc.diagnostics import Span
 from tirc.ir.dtype import BOOL, HANDLE, INT32, DataType
@@ -175,6 +175,7 @@ class Call(PrimExpr):
     op: Union[str, GlobalVar]
     args: tuple[PrimExpr, ...]
     span: Span | None = field(**_SPAN)
+    kwargs: tuple[tuple[str, Any], ...] = ()  # keyword options (T.call_ffi_kernel's launch_params)
 
 
 def const(value: int | float | bool, dtype: DataType | None = None) -> PrimExpr:

@@ -7,6 +7,7 @@
   ``"int32"``    int32
   ``"handle"``   handle
   ``"dtype"``    the first argument is a dtype string (``call_extern("int32", ...)``)
+  any dtype name that fixed dtype (``"uint32"``)
 """
 from __future__ import annotations
 
@@ -53,6 +54,16 @@ _add("call_llvm_pure_intrin", 2, None, "dtype")
 _add("reinterpret", 2, 2, "dtype")
 _add("tvm_storage_sync", 1, 3, "int32", pure=False)
 _add("address_of", 1, 1, "handle")
+_add("type_annotation", 1, 1, "dtype")
+_add("tvm_warp_activemask", 0, 0, "uint32", pure=False)
+for _n in ("tvm_warp_shuffle", "tvm_warp_shuffle_up", "tvm_warp_shuffle_down", "tvm_warp_shuffle_xor"):
+    _add(_n, 5, 5, "arg1", pure=False)
+_add("tvm_access_ptr", 5, 5, "handle")
+for _n in ("call_packed", "call_cpacked", "tvm_call_packed", "tvm_call_cpacked"):
+    _add(_n, 1, None, "int32", pure=False)
+_add("call_ffi_kernel", 1, None, "int32", pure=False)
+_add("tvm_throw_last_error", 0, 0, "int32", pure=False)
+_add("tvm_thread_invariant", 1, 1, "arg0")
 _add("assume", 1, 1, "bool")
 _add("undef", 0, 0, "int32")
 _add("ret", 1, 1, "arg0", pure=False)
@@ -80,4 +91,7 @@ def result_dtype(intr: Intrinsic, arg_dtypes: list[DataType]) -> DataType | None
         return INT32
     if intr.result == "handle":
         return HANDLE
-    return None
+    if intr.result == "dtype":
+        return None
+    from tirc.ir.dtype import parse_dtype
+    return parse_dtype(intr.result)

@@ -17,6 +17,7 @@ from tirc.ir.freevars import free_vars
 from tirc.target import Target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
+BARE_HEADER = "# from tvm.script import tirx as T\n"
 
 # Python operator precedence, higher binds tighter.
 _PREC = {"or": 1, "and": 2, "not": 3, "eq": 4, "ne": 4, "lt": 4, "le": 4, "gt": 4, "ge": 4,
@@ -31,7 +32,7 @@ _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "fl
            "bitwise_or": "|", "bitwise_xor": "^"}
 _FUNCTION_FORM = {"min": "T.min", "max": "T.max", "mod": "T.truncmod"}
 _DTYPE_FIRST = ("call_extern", "call_pure_extern", "call_intrin", "call_llvm_intrin",
-                "call_llvm_pure_intrin", "reinterpret")
+                "call_llvm_pure_intrin", "reinterpret", "type_annotation")
 _LOOP_FN = {"parallel": "T.parallel", "vectorized": "T.vectorized", "unrolled": "T.unroll",
             "serial": "T.serial"}
 
@@ -90,7 +91,7 @@ def print_module(mod: IRModule) -> str:
     """The whole module as TVMScript text."""
     names = sorted(mod.functions)
     if mod.name is None and len(names) == 1:
-        return HEADER + "\n" + FunctionPrinter(mod.functions[names[0]], names[0], None).text(0)
+        return BARE_HEADER + "\n" + FunctionPrinter(mod.functions[names[0]], names[0], None).text(0)
     lines = [HEADER, "@I.ir_module", f"class {mod.name}:"]
     body = []
     for name in names:
@@ -99,7 +100,7 @@ def print_module(mod: IRModule) -> str:
 
 
 def print_func(func: PrimFunc, name: str = "main") -> str:
-    return HEADER + "\n" + FunctionPrinter(func, name, None).text(0)
+    return BARE_HEADER + "\n" + FunctionPrinter(func, name, None).text(0)
 
 
 class FunctionPrinter:
@@ -286,14 +287,26 @@ class FunctionPrinter:
                 name = self.define(s.node.var, s.node.var.name)
                 self.emit(level, f"{name} = T.launch_thread({quote(s.node.thread_tag)}, {self.expr(s.value)})")
                 return s.body
-            self.emit(level, f"with T.attr({self.attr_node(s.node)}, {quote(s.key)}, {self.expr(s.value)}):")
+            if s.node is None:
+                self.emit(level, f"with T.attr({{{quote(s.key)}: {self.attr_value(s.value)}}}):")
+            else:
+                self.emit(level, f"with T.attr({self.attr_node(s.node)}, {quote(s.key)}, {self.expr(s.value)}):")
             self.block(s.body, level + 1)
             return None
         if isinstance(s, AssertStmt):
-            self.emit(level, f"assert {self.expr(s.condition)}, {self.expr(s.message)}")
+            parts = ", ".join(quote(p) for p in s.message)
+            self.emit(level, f"assert {self.expr(s.condition)}, ({quote(s.kind)}, [{parts}])")
             return s.body
         self.simple(s, level)
         return None
+
+    def attr_value(self, value: PrimExpr) -> str:
+        """A value of the dict form of ``T.attr``: plain Python literals stay plain."""
+        if isinstance(value, IntImm) and str(value.dtype) == "int32":
+            return str(value.value)
+        if isinstance(value, StringImm):
+            return quote(value.value)
+        return self.expr(value)
 
     def attr_node(self, node: object) -> str:
         if isinstance(node, Target):
@@ -335,19 +348,20 @@ class FunctionPrinter:
         elif isinstance(s, Return):
             self.emit(level, f"return {self.expr(s.value)}")
         elif isinstance(s, Break):
-            self.emit(level, "break")
+            self.emit(level, "T.break_loop()")
         elif isinstance(s, Continue):
-            self.emit(level, "continue")
+            self.emit(level, "T.continue_loop()")
         else:
             raise TypeError(f"cannot print statement {type(s).__name__}")
 
     def loop_iter(self, s: For) -> str:
         zero = isinstance(s.min, IntImm) and s.min.value == 0
-        if zero:
+        if zero and s.step is None:
             bounds = self.expr(s.extent)
         else:
-            stop = BinOp("add", s.min, s.extent, s.min.dtype)
-            bounds = f"{self.expr(s.min)}, {self.expr(stop)}"
+            bounds = f"{self.expr(s.min)}, {self.expr(_plus(s.min, s.extent))}"
+            if s.step is not None:
+                bounds += f", {self.expr(s.step)}"
         extra = ""
         if s.annotations:
             extra = f", annotations={py_value(dict(s.annotations), self)}"
@@ -365,7 +379,7 @@ class FunctionPrinter:
         parts = []
         for i in indices:
             if isinstance(i, Ramp) and isinstance(i.stride, IntImm) and i.stride.value == 1:
-                stop = BinOp("add", i.base, IntImm(i.base.dtype, i.lanes), i.base.dtype)
+                stop = _plus(i.base, IntImm(i.base.dtype, i.lanes))
                 parts.append(f"{self.expr(i.base)}:{self.expr(stop)}")
             else:
                 parts.append(self.expr(i))
@@ -432,7 +446,18 @@ class FunctionPrinter:
             return f"{callee}({', '.join(args)})"
         if e.op in _DTYPE_FIRST:
             args.insert(0, quote(str(e.dtype)))
+        for key, value in e.kwargs:
+            args.append(f"{key}={py_value(value, self)}")
+        if e.op == "call_ffi_kernel":
+            args.append(f"ret_ty={quote(str(e.dtype))}")
         return f"T.{e.op}({', '.join(args)})"
+
+
+def _plus(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``a + b`` as the text of a bound, folded when both are constants."""
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        return IntImm(a.dtype, a.value + b.value)
+    return BinOp("add", a, b, a.dtype)
 
 
 def _first(s: Stmt) -> Stmt:

@@ -55,7 +55,8 @@ class IterVar:
 class AttrStmt(Stmt):
     """``T.attr(node, key, value)`` over ``body``. With key ``thread_extent`` and an
     :class:`IterVar` node this is ``T.launch_thread``; with key ``target`` and a
-    :class:`~tirc.target.Target` node, a region delegated to another target."""
+    :class:`~tirc.target.Target` node, a region delegated to another target. A ``None``
+    node is TVM's annotation form ``T.attr({key: value})``."""
 
     node: Any
     key: str
@@ -66,8 +67,12 @@ class AttrStmt(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class AssertStmt(Stmt):
+    """Checks ``condition`` before ``body``; on failure raises ``kind`` (an error class
+    name such as ``"ValueError"``) with the concatenated ``message`` parts."""
+
     condition: PrimExpr
-    message: PrimExpr
+    kind: str
+    message: tuple[str, ...]
     body: Stmt
     span: Span | None = field(**_SPAN)
 
@@ -84,6 +89,7 @@ class For(Stmt):
     body: Stmt
     thread_tag: str | None = None
     annotations: tuple[tuple[str, Any], ...] = ()
+    step: PrimExpr | None = None
     span: Span | None = field(**_SPAN)
 
 
