@@ -75,12 +75,19 @@ def print_cmd(file: str) -> None:
     click.echo(print_module(mod), nl=False)
 
 
+EXIT_INTERNAL = 3
+
+
 def main() -> None:
     try:
         cli.main(prog_name="tirc", standalone_mode=True)
     except KeyboardInterrupt:
         click.echo("tirc: interrupted", err=True)
         sys.exit(130)
+    except Exception as e:  # a bug in tirc, not in the input: say so, without a traceback
+        click.echo(f"tirc: internal compiler error: {type(e).__name__}: {e}\n"
+                   "please report this with the input file", err=True)
+        sys.exit(EXIT_INTERNAL)
 
 
 if __name__ == "__main__":

@@ -76,8 +76,9 @@ def _common(a: DataType, b: DataType, span: Span | None, op: str) -> DataType:
     return res.with_lanes(lanes)
 
 
-def binary(op: str, a: object, b: object, span: Span | None) -> object:
-    """``a op b`` for evaluated operands; folds when both are Python numbers."""
+def binary(op: str, a: object, b: object, span: Span | None, fold: bool = True) -> object:
+    """``a op b`` for evaluated operands. Like TVM's operators, folds constant operands
+    (``fold=False`` for the node constructors ``T.Add`` and kin, which never fold)."""
     if _is_py_number(a) and _is_py_number(b) or (isinstance(a, bool) and isinstance(b, bool)):
         if op in _PY_FOLD and not (op in _INT_ONLY and (isinstance(a, float) or isinstance(b, float))):
             if op in ("floordiv", "floormod") and b == 0:
@@ -91,7 +92,7 @@ def binary(op: str, a: object, b: object, span: Span | None) -> object:
         a = literal_expr(a, span, _literal_hint(a, b))
     if not isinstance(b, PrimExpr):
         b = literal_expr(b, span, _literal_hint(b, a))
-    return typed_binary(op, a, b, span)
+    return typed_binary(op, a, b, span, fold)
 
 
 def _literal_hint(lit: object, other: PrimExpr) -> DataType | None:
@@ -105,7 +106,7 @@ def _literal_hint(lit: object, other: PrimExpr) -> DataType | None:
     return dt
 
 
-def typed_binary(op: str, a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimExpr:
+def typed_binary(op: str, a: PrimExpr, b: PrimExpr, span: Span | None, fold: bool = False) -> PrimExpr:
     if op in LOGIC_OPS:
         for v in (a, b):
             if not v.dtype.element().is_bool:
@@ -116,7 +117,56 @@ def typed_binary(op: str, a: PrimExpr, b: PrimExpr, span: Span | None) -> PrimEx
     a = cast_to(a, dtype, span)
     b = cast_to(b, dtype, span)
     result = BOOL.with_lanes(dtype.lanes) if op in COMPARE_OPS else dtype
+    if fold:
+        folded = fold_constants(op, a, b, result, span)
+        if folded is not None:
+            return folded
     return BinOp(op, a, b, result, span)
+
+
+def _trunc_div(x: int, y: int) -> int:
+    q = abs(x) // abs(y)
+    return q if (x >= 0) == (y >= 0) else -q
+
+
+_INT_FOLD = {
+    **_PY_FOLD,
+    "div": _trunc_div,
+    "mod": lambda x, y: x - _trunc_div(x, y) * y,
+    "and": lambda x, y: bool(x) and bool(y), "or": lambda x, y: bool(x) or bool(y),
+}
+_FLOAT_FOLD = {k: _PY_FOLD[k] for k in ("add", "sub", "mul", "min", "max", "eq", "ne", "lt",
+                                         "le", "gt", "ge")}
+_FLOAT_FOLD["div"] = lambda x, y: x / y
+
+
+def fold_constants(op: str, a: PrimExpr, b: PrimExpr, dtype, span: Span | None) -> PrimExpr | None:
+    """``a op b`` as one immediate when both are scalar immediates and the result is exact."""
+    if a.dtype.lanes != 1:
+        return None
+    if isinstance(a, IntImm) and isinstance(b, IntImm):
+        if op in ("div", "mod", "floordiv", "floormod") and b.value == 0:
+            return None
+        if op in ("shift_left", "shift_right") and not 0 <= b.value < a.dtype.bits:
+            return None
+        fn = _INT_FOLD.get(op)
+        if fn is None:
+            return None
+        value = fn(a.value, b.value)
+        if dtype.is_bool:
+            return IntImm(dtype, int(bool(value)), span)
+        bits = dtype.bits
+        lo, hi = (0, 2**bits - 1) if dtype.is_uint else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+        return IntImm(dtype, int(value), span) if lo <= value <= hi else None
+    if isinstance(a, FloatImm) and isinstance(b, FloatImm):
+        fn = _FLOAT_FOLD.get(op)
+        if fn is None or (op == "div" and b.value == 0.0):
+            return None
+        value = fn(a.value, b.value)
+        if dtype.is_bool:
+            return IntImm(dtype, int(bool(value)), span)
+        return FloatImm(dtype, float(value), span)
+    return None
 
 
 def difference(stop: PrimExpr, start: PrimExpr, span: Span | None) -> PrimExpr:

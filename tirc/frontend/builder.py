@@ -62,6 +62,7 @@ class ModuleBuilder:
             raise Diagnostic("only one module or function per file; put several functions "
                              "in one '@I.ir_module' class", self._span(items[1]))
         decorated = items[0]
+        typevars = self._typevars(tree)
         *decorators, definition = decorated.children
         if definition.data == "classdef":
             self._expect_decorator(decorators, "I.ir_module", definition)
@@ -84,8 +85,27 @@ class ModuleBuilder:
         signatures = {h.name: (h.ret_type, h.param_types) for h in headers}
         functions: dict[str, PrimFunc] = {}
         for h in headers:
-            functions[h.name] = FunctionBuilder(self.filename, module_name, signatures).function(h)
+            functions[h.name] = FunctionBuilder(self.filename, module_name, signatures, typevars).function(h)
         return IRModule(functions, module_name, self._span(decorated))
+
+    def _typevars(self, tree: lark.Tree) -> set[str]:
+        """``n = TypeVar("n")`` at module level: TVM's spelling of an int64 size variable."""
+        names: set[str] = set()
+        for c in tree.children:
+            if not (isinstance(c, lark.Tree) and c.data == "toplevel_assign"):
+                continue
+            name, rhs = str(c.children[0]), c.children[1]
+            ok = (isinstance(rhs, lark.Tree) and rhs.data == "call"
+                  and isinstance(rhs.children[0], lark.Tree) and rhs.children[0].data == "name"
+                  and str(rhs.children[0].children[0]) == "TypeVar" and rhs.children[1] is not None
+                  and len(rhs.children[1].children) == 1
+                  and isinstance(rhs.children[1].children[0], lark.Tree)
+                  and rhs.children[1].children[0].data == "string_lit")
+            if not ok:
+                raise Diagnostic("only 'NAME = TypeVar(\"NAME\")' may stand at module level",
+                                 self._span(c))
+            names.add(name)
+        return names
 
     def _expect_decorator(self, decorators, name: str, definition) -> None:
         found = [".".join(str(t) for t in d.children[0].children) for d in decorators]
@@ -97,8 +117,10 @@ class ModuleBuilder:
 
 
 class FunctionBuilder(ExprBuilder):
-    def __init__(self, filename: str, module_name: str | None, signatures: dict):
+    def __init__(self, filename: str, module_name: str | None, signatures: dict,
+                 typevars: set[str] = frozenset()):
         super().__init__()
+        self.typevars = typevars
         self.filename = filename
         self.module_name = module_name
         self.signatures = signatures
@@ -116,8 +138,15 @@ class FunctionBuilder(ExprBuilder):
         stmts = body_tree.children if body_tree.data == "suite" else [body_tree.children[0]]
         self.mutable = scan_mutable(stmts)
         self.declared = self._leading_declarations(stmts)
-        for pname, ann, pspan in h.params:
-            self._param(pname, ann, pspan)
+        for name in self.typevars:
+            self.declared.setdefault(name, DataType("int64"))
+        # Scalar parameters first: a buffer's shape may name one declared after it.
+        order = sorted(range(len(h.params)), key=lambda i: h.param_types[i] is None)
+        params: list[Var | None] = [None] * len(h.params)
+        for i in order:
+            pname, ann, pspan = h.params[i]
+            params[i] = self._param(pname, ann, pspan)
+        self.params = [p for p in params if p is not None]
         body = self.block(stmts, top=True)
         ret = h.ret_type
         return PrimFunc(tuple(self.params), body, ret, tuple(self.buffer_map), self.attrs,
@@ -142,7 +171,7 @@ class FunctionBuilder(ExprBuilder):
                         pass
         return out
 
-    def _param(self, name: str, ann: lark.Tree, span: Span | None) -> None:
+    def _param(self, name: str, ann: lark.Tree, span: Span | None) -> Var:
         if self.scope.defined_here(name):
             raise Diagnostic(f"duplicate parameter '{name}'", span)
         v = self.value(ann)
@@ -159,12 +188,13 @@ class FunctionBuilder(ExprBuilder):
             self.buffer_map.append((var, buf))
             self.params.append(var)
             self.scope.define(name, buf)
-            return
+            return var
         else:
             raise Diagnostic(f"parameter '{name}' needs a type: T.int32, T.handle or T.Buffer(...), "
                              f"not {describe(v)}", self.span(ann))
         self.params.append(var)
         self.scope.define(name, var)
+        return var
 
     def pointer_var(self, name: str, c: Construct, span: Span | None) -> Var:
         from tirc.ir.dtype import HANDLE
@@ -182,8 +212,13 @@ class FunctionBuilder(ExprBuilder):
         if found is not None:
             raise Diagnostic(f"'{name}' is not a variable", span)
         var = Var(name, self.declared.get(name, DataType("int32")), None, span)
-        self.scope.define(name, var)
+        self.scope.define_outermost(name, var)
         return var
+
+    def implicit_name(self, name: str, span: Span | None) -> object | None:
+        if name in self.typevars:
+            return self.shape_var(name, span)
+        return None
 
     # -- blocks ------------------------------------------------------------------------------
     def block(self, stmts, top: bool = False) -> Stmt:
@@ -267,20 +302,33 @@ class FunctionBuilder(ExprBuilder):
             return self._store(lhs, rhs, span)
         if not (isinstance(lhs, lark.Tree) and lhs.data == "name"):
             raise Diagnostic("can only assign to a name or a buffer element", self.span(lhs))
-        name = str(lhs.children[0])
-        nspan = self.span(lhs)
-        v = self.value(rhs)
+        return self._assign_name(str(lhs.children[0]), self.span(lhs), self.value(rhs),
+                                 self.span(rhs), span, top)
+
+    def _s_multi_assign(self, tree, span, top):
+        names = [(str(t), self.span(t)) for t in tree.children[0].children]
+        values = [c for c in tree.children[1:] if c is not None]
+        if len(names) != len(values):
+            raise Diagnostic(f"{len(names)} names but {len(values)} values", span)
+        evaluated = [(self.value(v), self.span(v)) for v in values]
+        results = [self._assign_name(n, ns, v, vs, span, top) for (n, ns), (v, vs) in zip(names, evaluated)]
+        if any(r is not None for r in results):
+            raise Diagnostic("only declarations such as 'n, m = T.int32(), T.int32()' may be "
+                             "assigned together", span)
+        return None
+
+    def _assign_name(self, name, nspan, v, rspan, span, top):
         from tirc.frontend import constructs
         if isinstance(v, (VarDecl, Construct)):
             return constructs.named(self, name, v, nspan, top)
         existing = self.scope.lookup(name)
         if isinstance(existing, Slot):
-            value = self.as_expr(v, self.span(rhs), existing.buffer.dtype)
-            return BufferStore(existing.buffer, self._coerce(value, existing.buffer.dtype, self.span(rhs)),
+            value = self.as_expr(v, rspan, existing.buffer.dtype)
+            return BufferStore(existing.buffer, self._coerce(value, existing.buffer.dtype, rspan),
                                (IntImm(DataType("int32"), 0, span),), span)
         if isinstance(v, Buffer):
             raise Diagnostic("a buffer cannot be renamed by assignment", span)
-        value = self.as_expr(v, self.span(rhs))
+        value = self.as_expr(v, rspan)
         return self._bind(name, value.dtype, value, nspan, span, "annotated")
 
     def _s_annassign_stmt(self, tree, span, top):
@@ -293,6 +341,13 @@ class FunctionBuilder(ExprBuilder):
             dtype, form = a.dtype, "let"
         else:
             dtype, form = self.dtype_of(a, self.span(ann)), "annotated"
+        if rhs is None:
+            if form == "let":
+                raise Diagnostic(f"'{name}' is immutable and needs a value", span)
+            from tirc.frontend.buffers import scalar_buffer
+            buf = scalar_buffer(name, dtype, self.span(target))
+            self.scope.define(name, Slot(buf))
+            return Binder(lambda body: AllocBuffer(buf, body, span))
         value = self.as_expr(self.value(rhs), self.span(rhs), dtype)
         value = self._coerce(value, dtype, self.span(rhs))
         if form == "let":

@@ -15,7 +15,7 @@ from tirc.frontend.values import TName, check_int_range, describe, literal_expr
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, VOID, DataType, is_dtype_name, parse_dtype
 from tirc.ir.expr import (Broadcast, Call, Cast, FloatImm, GlobalVar, IntImm,
-                          PointerType, PrimExpr, Ramp, Select, StringImm)
+                          PointerType, PrimExpr, Ramp, Select, Shuffle, StringImm)
 from tirc.ir.ops import INTRINSICS, result_dtype
 from tirc.target import Target, TargetError, parse_target
 
@@ -97,7 +97,7 @@ def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg]
         a, c = (b.as_expr(v, s) if not isinstance(v, (int, float)) else v for v, s in args)
         if isinstance(a, (int, float)) and isinstance(c, (int, float)):
             a = literal_expr(a, args[0][1])
-        result = binary(op, a, c, span)
+        result = binary(op, a, c, span, fold=not name[0].isupper())
         if not isinstance(result, PrimExpr):
             result = literal_expr(result, span)
         return result
@@ -113,7 +113,8 @@ def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg]
     if builder is not None:
         return builder(b, name, args, kwargs, span)
     if name in INTRINSICS:
-        exprs = [b.as_expr(v, s) for v, s in args] if INTRINSICS[name].result != "dtype" else args
+        raw = INTRINSICS[name].result == "dtype" or name == "call_ffi_kernel"
+        exprs = args if raw else [b.as_expr(v, s) for v, s in args]
         return make_call(b, name, exprs, kwargs, span)
     raise Diagnostic(f"unknown name 'T.{name}'", span)
 
@@ -264,6 +265,28 @@ def _broadcast(b, name, args, kwargs, span):
     return Broadcast(b.as_expr(*args[0]), _lanes(*args[1]), span)
 
 
+def _shuffle(b, name, args, kwargs, span):
+    _no_kwargs(name, kwargs)
+    _arity(name, args, 2, 2, span)
+    (vectors, vspan), (indices, ispan) = args
+    if not isinstance(vectors, (list, tuple)) or not vectors:
+        raise Diagnostic("T.Shuffle needs a list of vectors", vspan)
+    if not isinstance(indices, (list, tuple)) or not indices:
+        raise Diagnostic("T.Shuffle needs a list of lane indices", ispan)
+    vecs = tuple(b.as_expr(v, vspan) for v in vectors)
+    base = vecs[0].dtype.element()
+    if any(v.dtype.element() != base for v in vecs):
+        raise Diagnostic("T.Shuffle vectors must share one element type", vspan)
+    total = sum(v.dtype.lanes for v in vecs)
+    idx = []
+    for i in indices:
+        e = b.as_expr(i, ispan)
+        if isinstance(e, IntImm) and not 0 <= e.value < total:
+            raise Diagnostic(f"lane index {e.value} out of range for {total} lanes", ispan)
+        idx.append(e)
+    return Shuffle(vecs, tuple(idx), span)
+
+
 def _abs(b, name, args, kwargs, span):
     _no_kwargs(name, kwargs)
     _arity(name, args, 1, 1, span)
@@ -310,6 +333,6 @@ def _plain(v: object, span: Span | None) -> object:
 
 _BUILDERS = {
     "Cast": _cast, "cast": _cast, "Select": _select, "Ramp": _ramp, "ramp": _ramp,
-    "Broadcast": _broadcast, "broadcast": _broadcast, "abs": _abs, "max_value": _limit,
+    "Broadcast": _broadcast, "broadcast": _broadcast, "Shuffle": _shuffle, "abs": _abs, "max_value": _limit,
     "min_value": _limit, "infinity": _limit, "target": _target,
 }

@@ -117,7 +117,14 @@ class ExprBuilder:
             return Namespace("I")
         if self.module_name is not None and name == self.module_name:
             return ModuleRef(name)
+        implicit = self.implicit_name(name, span)
+        if implicit is not None:
+            return implicit
         raise Diagnostic(f"undefined name '{name}'", span)
+
+    def implicit_name(self, name: str, span: Span | None) -> object | None:
+        """A name defined by context rather than by a statement (module-level TypeVars)."""
+        return None
 
     def _x_name(self, node, span):
         return self._name(str(node.children[0]), span)
@@ -246,8 +253,9 @@ class ExprBuilder:
                 return IntImm(e.dtype, -e.value, span)
             if isinstance(e, FloatImm):
                 return FloatImm(e.dtype, -e.value, span)
-            return typed_binary("sub", cast_to(IntImm(e.dtype.element(), 0, span) if not e.dtype.is_float
-                                               else FloatImm(e.dtype.element(), 0.0, span), e.dtype, span), e, span)
+            minus_one = (FloatImm(e.dtype.element(), -1.0, span) if e.dtype.element().is_float
+                         else IntImm(e.dtype.element(), -1, span))
+            return typed_binary("mul", e, cast_to(minus_one, e.dtype, span), span)
         # "~"
         if isinstance(v, int) and not isinstance(v, bool):
             return ~v

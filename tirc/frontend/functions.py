@@ -99,6 +99,11 @@ def scan_mutable(stmts: list[lark.Tree]) -> set[str]:
         node = stack.pop()
         if not isinstance(node, lark.Tree):
             continue
+        if node.data == "annassign_stmt" and node.children[-1] is None:
+            target = node.children[0]
+            if isinstance(target, lark.Tree) and target.data == "name":
+                reassigned.add(str(target.children[0]))
+            continue
         if node.data in ("assign_stmt", "annassign_stmt"):
             target = node.children[0]
             rhs = node.children[-1]

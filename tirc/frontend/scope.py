@@ -17,6 +17,9 @@ class Scope:
     def define(self, name: str, value: object) -> None:
         self._frames[-1][name] = value
 
+    def define_outermost(self, name: str, value: object) -> None:
+        self._frames[0][name] = value
+
     def lookup(self, name: str) -> object | None:
         for frame in reversed(self._frames):
             if name in frame:

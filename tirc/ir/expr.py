@@ -148,6 +148,20 @@ class Broadcast(PrimExpr):
 
 
 @dataclass(frozen=True, slots=True)
+class Shuffle(PrimExpr):
+    """Lanes picked by ``indices`` from the concatenation of ``vectors``."""
+
+    vectors: tuple[PrimExpr, ...]
+    indices: tuple[PrimExpr, ...]
+    span: Span | None = field(**_SPAN)
+
+    @property
+    def dtype(self) -> DataType:  # type: ignore[override]
+        return self.vectors[0].dtype.with_lanes(len(self.indices)) if len(self.indices) > 1 \
+            else self.vectors[0].dtype.element()
+
+
+@dataclass(frozen=True, slots=True)
 class Let(PrimExpr):
     var: Var
     value: PrimExpr

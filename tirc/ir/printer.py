@@ -7,7 +7,8 @@ from typing import Any
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar,
-                          IntImm, Let, Not, PrimExpr, Ramp, Select, StringImm, Var)
+                          IntImm, Let, Not, PrimExpr, Ramp, Select, Shuffle, StringImm,
+                          Var)
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore, Continue,
                           DeclBuffer, Evaluate, For, IfThenElse, IterVar, LetStmt, Return,
@@ -30,6 +31,11 @@ _SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "fl
            "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "and",
            "or": "or", "shift_left": "<<", "shift_right": ">>", "bitwise_and": "&",
            "bitwise_or": "|", "bitwise_xor": "^"}
+_NODE_FORM = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "mod": "Mod",
+              "floordiv": "FloorDiv", "floormod": "FloorMod", "min": "Min", "max": "Max",
+              "eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE",
+              "and": "And", "or": "Or", "shift_left": "LShift", "shift_right": "RShift",
+              "bitwise_and": "BitwiseAnd", "bitwise_or": "BitwiseOr", "bitwise_xor": "BitwiseXor"}
 _FUNCTION_FORM = {"min": "T.min", "max": "T.max", "mod": "T.truncmod"}
 _DTYPE_FIRST = ("call_extern", "call_pure_extern", "call_intrin", "call_llvm_intrin",
                 "call_llvm_pure_intrin", "reinterpret", "type_annotation")
@@ -324,7 +330,7 @@ class FunctionPrinter:
             if id(s.buffer) in self.scalars:
                 self.emit(level, f"{self.buffer_name(s.buffer)} = {self.expr(s.value)}")
             else:
-                self.emit(level, f"{self.load_text(s.buffer, s.indices)} = {self.expr(s.value)}")
+                self.emit(level, f"{self.load_text(s.buffer, s.indices, True)} = {self.expr(s.value)}")
         elif isinstance(s, For):
             header = len(self.lines)
             self.emit(level, "")
@@ -375,12 +381,14 @@ class FunctionPrinter:
     def expr(self, e: object) -> str:
         return self._expr(e)[0]
 
-    def load_text(self, buf: Buffer, indices) -> str:
+    def load_text(self, buf: Buffer, indices, slices: bool = False) -> str:
+        """``A[i, j]``; vector indices of stores print as slices, as TVM does."""
         parts = []
         for i in indices:
-            if isinstance(i, Ramp) and isinstance(i.stride, IntImm) and i.stride.value == 1:
-                stop = _plus(i.base, IntImm(i.base.dtype, i.lanes))
-                parts.append(f"{self.expr(i.base)}:{self.expr(stop)}")
+            if slices and isinstance(i, Ramp) and isinstance(i.stride, IntImm) and i.stride.value > 0:
+                stop = _plus(i.base, IntImm(i.base.dtype, i.lanes * i.stride.value))
+                step = f":{i.stride.value}" if i.stride.value != 1 else ""
+                parts.append(f"{self.expr(i.base)}:{self.expr(stop)}{step}")
             else:
                 parts.append(self.expr(i))
         return f"{self.buffer_name(buf)}[{', '.join(parts)}]"
@@ -414,6 +422,10 @@ class FunctionPrinter:
             return self.load_text(e.buffer, e.indices), _ATOM
         if isinstance(e, Ramp):
             return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _ATOM
+        if isinstance(e, Shuffle):
+            vecs = ", ".join(self.expr(v) for v in e.vectors)
+            idx = ", ".join(self.expr(i) for i in e.indices)
+            return f"T.Shuffle([{vecs}], [{idx}])", _ATOM
         if isinstance(e, Broadcast):
             return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _ATOM
         if isinstance(e, Call):
@@ -430,6 +442,9 @@ class FunctionPrinter:
         return text
 
     def _binop(self, e: BinOp) -> tuple[str, int]:
+        if isinstance(e.a, (IntImm, FloatImm)) and isinstance(e.b, (IntImm, FloatImm)):
+            # TVM folds operators on two constants while parsing; the node form keeps them.
+            return f"T.{_NODE_FORM[e.op]}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
         if e.op in _FUNCTION_FORM:
             return f"{_FUNCTION_FORM[e.op]}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
         if e.op == "div" and not e.dtype.element().is_float:
@@ -444,6 +459,10 @@ class FunctionPrinter:
         if isinstance(e.op, GlobalVar):
             callee = f"{self.module_name}.{e.op.name}" if self.module_name else e.op.name
             return f"{callee}({', '.join(args)})"
+        if e.op == "bitwise_not":
+            if isinstance(e.args[0], IntImm):
+                return f"T.BitwiseNot({args[0]})"
+            return f"~{self._operand(e.args[0], _UNARY, False)}"
         if e.op in _DTYPE_FIRST:
             args.insert(0, quote(str(e.dtype)))
         for key, value in e.kwargs:
