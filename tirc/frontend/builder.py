@@ -385,8 +385,6 @@ class FunctionBuilder(ExprBuilder):
         lanes = max((i.dtype.lanes for i in indices), default=1)
         want = obj.dtype if lanes == 1 else obj.dtype.with_lanes(lanes * obj.dtype.lanes)
         value = self.as_expr(self.value(rhs), self.span(rhs), want.element())
-        if value.dtype != want and isinstance(value, (IntImm, FloatImm)) and not value.dtype.is_bool:
-            value = cast_to(value, want, self.span(rhs))
         return BufferStore(obj, value, indices, span)
 
     def _s_for_stmt(self, tree, span, top):

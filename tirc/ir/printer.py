@@ -257,13 +257,49 @@ class FunctionPrinter:
                 if not s.stmts:
                     return
                 for child in s.stmts[:-1]:
-                    self.stmt(child, level)
+                    self.scoped_not_last(child, level)
                 s = s.stmts[-1]
                 continue
             nxt = self.flat(s, level)
             if nxt is None:
                 return
             s = nxt
+
+    def scoped_not_last(self, s: Stmt, level: int) -> None:
+        """A statement followed by siblings. Scoped statements take their ``with`` form
+        here, so their scope does not swallow the siblings when the text is read back."""
+        if isinstance(s, SeqStmt):
+            self.stmt(s, level)
+        elif isinstance(s, LetStmt):
+            name = self.define(s.var, s.var.name)
+            self.emit(level, f"{name} = {self.dtype_ann(s.var.dtype)}()")
+            self.emit(level, f"with T.LetStmt({self.expr(s.value)}, var={name}):")
+            self.block(s.body, level + 1)
+        elif isinstance(s, AttrStmt) and s.key == "thread_extent" and isinstance(s.node, IterVar):
+            header = len(self.lines)
+            self.emit(level, "")
+            self.frames.append([])
+            name = self.define(s.node.var, s.node.var.name)
+            self.lines[header] = ("    " * level + f"with T.launch_thread({quote(s.node.thread_tag)}, "
+                                  f"{self.expr(s.value)}) as {name}:")
+            self.frames.pop()
+            self.block(s.body, level + 1, s.node.var)
+        elif isinstance(s, (AllocBuffer, DeclBuffer)) and id(s.buffer) not in self.scalars:
+            b = s.buffer
+            ctor = "T.alloc_buffer" if isinstance(s, AllocBuffer) else "T.decl_buffer"
+            args = self.buffer_args(b, [], data=isinstance(s, DeclBuffer))
+            self.frames.append([])
+            name = self.buffer_name(b)
+            self.frames.pop()
+            self.emit(level, f"with {ctor}({args}) as {name}:")
+            self.data_owner.setdefault(id(b.data), b)
+            self.block(s.body, level + 1)
+        elif isinstance(s, AssertStmt):
+            parts = ", ".join(quote(p) for p in s.message)
+            self.emit(level, f"with T.Assert({self.expr(s.condition)}, ({quote(s.kind)}, [{parts}])):")
+            self.block(s.body, level + 1)
+        else:
+            self.stmt(s, level)
 
     def flat(self, s: Stmt, level: int) -> Stmt | None:
         """Print ``s``; return the body still to print at the same level, if any."""
@@ -278,9 +314,11 @@ class FunctionPrinter:
             self.data_owner.setdefault(id(b.data), b)
             if id(b) in self.scalars:
                 first = _first(s.body)
-                assert isinstance(first, BufferStore)
-                self.emit(level, f"{name}: {self.dtype_ann(b.dtype)} = {self.expr(first.value)}")
-                return _rest(s.body)
+                if isinstance(first, BufferStore) and first.buffer is b:
+                    self.emit(level, f"{name}: {self.dtype_ann(b.dtype)} = {self.expr(first.value)}")
+                    return _rest(s.body)
+                self.emit(level, f"{name}: {self.dtype_ann(b.dtype)}")
+                return s.body
             self.emit(level, f"{name} = T.alloc_buffer({self.buffer_args(b, [])})")
             return s.body
         if isinstance(s, DeclBuffer):

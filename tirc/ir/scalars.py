@@ -15,16 +15,21 @@ def is_scalar_shape(b: Buffer) -> bool:
 
 
 def scalar_buffers(body: Stmt) -> set[int]:
-    """Ids of buffers printed as scalars: allocated one-element local buffers whose body
-    starts with a store to them, stored again later, and only ever indexed at 0."""
+    """Ids of buffers printed as scalars: allocated one-element local buffers, only ever
+    indexed at 0, whose body either does not start with a store to them (printed
+    ``x: T.int32``) or starts with one and stores again later (``x: T.int32 = v`` ...
+    ``x = w``); a single store is printed as an ordinary buffer, so that reading it back
+    does not turn it into a let."""
     allocs: dict[int, Buffer] = {}
+    bare: set[int] = set()
     stores: dict[int, int] = {}
     bad: set[int] = set()
     for node in walk(body):
         if isinstance(node, AllocBuffer) and is_scalar_shape(node.buffer):
             first = node.body.stmts[0] if isinstance(node.body, SeqStmt) and node.body.stmts else node.body
-            if isinstance(first, BufferStore) and first.buffer is node.buffer:
-                allocs[id(node.buffer)] = node.buffer
+            allocs[id(node.buffer)] = node.buffer
+            if not (isinstance(first, BufferStore) and first.buffer is node.buffer):
+                bare.add(id(node.buffer))
         if isinstance(node, (BufferStore, BufferLoad)):
             key = id(node.buffer)
             if not (len(node.indices) == 1 and isinstance(node.indices[0], IntImm)
@@ -32,4 +37,4 @@ def scalar_buffers(body: Stmt) -> set[int]:
                 bad.add(key)
             if isinstance(node, BufferStore):
                 stores[key] = stores.get(key, 0) + 1
-    return {k for k in allocs if k not in bad and stores.get(k, 0) >= 2}
+    return {k for k in allocs if k not in bad and (k in bare or stores.get(k, 0) >= 2)}

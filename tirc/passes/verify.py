@@ -10,7 +10,7 @@ from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, Let, PrimExpr, Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, For,
                           IfThenElse, IterVar, LetStmt, Return, While)
-from tirc.ir.visitor import Visitor
+from tirc.ir.visitor import Visitor, walk
 
 
 def verify(mod: IRModule) -> IRModule:
@@ -25,6 +25,21 @@ def verify(mod: IRModule) -> IRModule:
             symbols[symbol] = name
         _FunctionVerifier(mod, name, func).run()
     return mod
+
+
+def _bound_vars(body) -> set[int]:
+    """Ids of every variable some statement of ``body`` binds."""
+    out: set[int] = set()
+    for node in walk(body):
+        if isinstance(node, For):
+            out.add(id(node.loop_var))
+        elif isinstance(node, (LetStmt, Let)):
+            out.add(id(node.var))
+        elif isinstance(node, AttrStmt) and isinstance(node.node, IterVar):
+            out.add(id(node.node.var))
+        elif isinstance(node, AllocBuffer):
+            out.add(id(node.buffer.data))
+    return out
 
 
 class _FunctionVerifier(Visitor):
@@ -47,7 +62,8 @@ class _FunctionVerifier(Visitor):
         raise Diagnostic(message, span or self.span())
 
     def visit(self, node) -> None:
-        span = getattr(node, "span", None)
+        # A variable's own span is where it was defined; report uses at the enclosing node.
+        span = None if isinstance(node, Var) else getattr(node, "span", None)
         self.where.append(span)
         try:
             super().visit(node)
@@ -76,6 +92,7 @@ class _FunctionVerifier(Visitor):
     # -- the function ----------------------------------------------------------------------
     def run(self) -> None:
         f = self.func
+        self.bound_somewhere = _bound_vars(f.body)
         for p in f.params:
             self.vars.add(id(p))
         for _, buf in f.buffer_map:
@@ -91,9 +108,9 @@ class _FunctionVerifier(Visitor):
     # -- definitions -------------------------------------------------------------------
     def visit_Var(self, v: Var) -> None:
         if id(v) not in self.vars:
-            self.error(f"variable '{v.name}' is used outside the scope that defines it"
-                       if v.span is not None and v.span != self.span() else
-                       f"undefined variable '{v.name}'")
+            if id(v) in self.bound_somewhere:
+                self.error(f"variable '{v.name}' is used outside the scope that defines it")
+            self.error(f"undefined variable '{v.name}'")
 
     def visit_For(self, s: For) -> None:
         self.visit(s.min)
