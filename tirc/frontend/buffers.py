@@ -108,11 +108,13 @@ def make_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None
     for key in ("layout", "axis_separators"):
         if a.get(key, (None, None))[0] not in (None, (), []):
             raise Diagnostic(f"'{key}' is not supported", a[key][1])
+    layout_none = "layout" in a
     if a.get("buffer_type", ("", None))[0] not in ("", "default", None):
         raise Diagnostic("only the default buffer_type is supported", a["buffer_type"][1])
     align = _int(*a["align"], "align") if "align" in a else 0
     offset_factor = _int(*a["offset_factor"], "offset_factor") if "offset_factor" in a else 0
-    return Buffer(name, data, dtype, shape, strides, elem_offset, max(align, 0), offset_factor, span)
+    return Buffer(name, data, dtype, shape, strides, elem_offset, max(align, 0), offset_factor, span,
+                  layout_none)
 
 
 def view_buffer(b: "FunctionBuilder", name: str, base: Buffer, args, kwargs, span: Span | None) -> Buffer:

@@ -110,9 +110,10 @@ def named(b: "FunctionBuilder", name: str, v: "Construct | VarDecl", nspan: Span
             return _binder(lambda body: DeclBuffer(buf, body, c.span))
         return _binder(lambda body: AllocBuffer(buf, body, c.span))
     if c.name == "view":
-        buf = view_buffer(b, name, c.args[0][0], c.args[1:], c.kwargs, c.span)
+        base = c.args[0][0]
+        buf = view_buffer(b, name, base, c.args[1:], c.kwargs, c.span)
         b.scope.define(name, buf)
-        return _binder(lambda body: DeclBuffer(buf, body, c.span))
+        return _binder(lambda body: DeclBuffer(buf, body, c.span, base))
     if c.name == "allocate":
         buf = allocate_buffer(b, name, c, nspan)
         b.scope.define(name, buf.data)

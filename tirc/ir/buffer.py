@@ -24,6 +24,8 @@ class Buffer:
     align: int = 0
     offset_factor: int = 0
     span: Span | None = field(default=None, compare=False, repr=False)
+    # TVM 0.27 buffers carry a tile layout; after flattening TVM writes ``layout=None``.
+    layout_none: bool = False
 
     @property
     def scope(self) -> str:

@@ -57,7 +57,8 @@ class _Comparer:
             return
         if isinstance(a, Buffer):
             if self.bind(a, b, path):
-                for name in ("data", "dtype", "shape", "strides", "elem_offset", "align", "offset_factor"):
+                for name in ("data", "dtype", "shape", "strides", "elem_offset", "align",
+                             "offset_factor", "layout_none"):
                     self.eq(getattr(a, name), getattr(b, name), path + [f"{a.name}.{name}"])
             return
         if isinstance(a, PrimFunc):

@@ -97,16 +97,28 @@ def print_module(mod: IRModule) -> str:
     """The whole module as TVMScript text."""
     names = sorted(mod.functions)
     if mod.name is None and len(names) == 1:
-        return BARE_HEADER + "\n" + FunctionPrinter(mod.functions[names[0]], names[0], None).text(0)
-    lines = [HEADER, "@I.ir_module", f"class {mod.name}:"]
-    body = []
-    for name in names:
-        body.append(FunctionPrinter(mod.functions[name], name, mod.name).text(1))
-    return "\n".join(lines) + "\n" + "\n".join(body)
+        return print_func(mod.functions[names[0]], names[0])
+    printers = [FunctionPrinter(mod.functions[name], name, mod.name) for name in names]
+    body = [p.text(1) for p in printers]
+    typevars = sorted({v for p in printers for v in p.typevar_names})
+    return (_typevar_header(typevars) + HEADER + "\n" + _typevar_lines(typevars)
+            + f"@I.ir_module\nclass {mod.name}:\n" + "\n".join(body))
 
 
 def print_func(func: PrimFunc, name: str = "main") -> str:
-    return BARE_HEADER + "\n" + FunctionPrinter(func, name, None).text(0)
+    printer = FunctionPrinter(func, name, None)
+    text = printer.text(0)
+    typevars = sorted(printer.typevar_names)
+    return _typevar_header(typevars) + BARE_HEADER + "\n" + _typevar_lines(typevars) + text
+
+
+def _typevar_header(names: list[str]) -> str:
+    return "# from typing import TypeVar\n" if names else ""
+
+
+def _typevar_lines(names: list[str]) -> str:
+    """TVM's spelling of int64 size variables: ``n = TypeVar("n")`` before the decorator."""
+    return "".join(f"{n} = TypeVar({quote(n)})\n" for n in names)
 
 
 class FunctionPrinter:
@@ -118,9 +130,14 @@ class FunctionPrinter:
         self.used: dict[str, int] = {}
         self.frames: list[list[str]] = []
         self.data_owner: dict[int, Buffer] = {}
+        self.data_latest: dict[int, Buffer] = {}
         self.scalars = scalar_buffers(func.body)
         self.lines: list[str] = []
         self.introduced: set[int] = set()
+        self.free_ids: set[int] = set()
+        self.pending_params: set[int] = set()
+        self.typevars: set[int] = set()
+        self.typevar_names: list[str] = []
 
     # -- naming ------------------------------------------------------------------------
     def define(self, obj: object, base: str) -> str:
@@ -152,7 +169,7 @@ class FunctionPrinter:
     def var(self, v: Var) -> str:
         if id(v) in self.names:
             return self.names[id(v)]
-        owner = self.data_owner.get(id(v))
+        owner = self.data_latest.get(id(v)) or self.data_owner.get(id(v))
         if owner is not None:
             return f"{self.buffer_name(owner)}.data"
         return self.define(v, v.name)
@@ -170,9 +187,17 @@ class FunctionPrinter:
         params = []
         body_decls: list[str] = []
         free = free_vars(f)
+        self.free_ids = {id(v) for v in free}
+        self.pending_params = {id(p) for p in f.params if f.buffer_of(p) is None}
+        self.typevars = {id(v) for v in free if str(v.dtype) == "int64" and v.ptr is None
+                         and any(_mentions(buf, v) for _, buf in f.buffer_map)}
+        for v in free:
+            if id(v) in self.typevars:
+                self.typevar_names.append(self.define(v, v.name))
         for p in f.params:
             buf = f.buffer_of(p)
             if buf is None:
+                self.pending_params.discard(id(p))
                 params.append(f"{self.names[id(p)]}: {self.annotation(p)}")
             elif buf.name == p.name:
                 self.names[id(buf)] = self.names[id(p)]
@@ -184,6 +209,8 @@ class FunctionPrinter:
         out.append(f"{ind}def {self.name}({', '.join(params)}){ret}:")
         inner = ind + "    "
         for v in free:
+            if id(v) in self.typevars:
+                continue
             if id(v) not in self.introduced and id(v) not in self.names:
                 body_decls.append(f"{inner}{self.define(v, v.name)} = {self.annotation(v)}()"
                                   if v.ptr is None else
@@ -217,10 +244,15 @@ class FunctionPrinter:
         return f"T.{dtype}"
 
     def shape_item(self, e: PrimExpr, free: list[Var]) -> str:
-        if isinstance(e, Var) and id(e) not in self.names and any(e is v for v in free):
-            self.introduced.add(id(e))
-            self.define(e, e.name)
-            return quote(self.names[id(e)])
+        """A shape entry; a variable not yet defined at this point is written as its
+        name in quotes, which defines it (TVM's form)."""
+        if isinstance(e, Var):
+            if id(e) in self.pending_params:
+                return quote(self.names[id(e)])
+            if id(e) in self.free_ids and id(e) not in self.names:
+                self.introduced.add(id(e))
+                self.define(e, e.name)
+                return quote(self.names[id(e)])
         return self.expr(e)
 
     def buffer_args(self, b: Buffer, free: list[Var], scope_kw: bool = True, data: bool = False) -> str:
@@ -229,7 +261,9 @@ class FunctionPrinter:
             shape += ","
         args = [f"({shape})", quote(str(b.dtype))]
         if data:
-            args.append(f"data={self.var(b.data)}")
+            owner = self.data_owner.get(id(b.data))
+            args.append(f"data={self.buffer_name(owner)}.data" if owner is not None and owner is not b
+                        else f"data={self.var(b.data)}")
         if b.strides:
             strides = ", ".join(self.shape_item(s, free) for s in b.strides)
             args.append(f"strides=({strides}{',' if len(b.strides) == 1 else ''})")
@@ -241,6 +275,8 @@ class FunctionPrinter:
             args.append(f"align={b.align}")
         if b.offset_factor:
             args.append(f"offset_factor={b.offset_factor}")
+        if b.layout_none:
+            args.append("layout=None")
         return ", ".join(args)
 
     def buffer_ctor(self, ctor: str, b: Buffer, free: list[Var]) -> str:
@@ -323,8 +359,15 @@ class FunctionPrinter:
             return s.body
         if isinstance(s, DeclBuffer):
             b = s.buffer
-            self.emit(level, f"{self.buffer_name(b)} = T.decl_buffer({self.buffer_args(b, [], data=True)})")
-            self.data_owner.setdefault(id(b.data), b)
+            base = s.view_of
+            if base is not None and id(base) in self.names and base.data is b.data:
+                dims = ", ".join(self.expr(d) for d in b.shape)
+                self.emit(level, f"{self.buffer_name(b)} = {self.buffer_name(base)}.view({dims})")
+            else:
+                self.emit(level, f"{self.buffer_name(b)} = T.decl_buffer({self.buffer_args(b, [], data=True)})")
+                # Later uses of the pointer name the newest declaration, as TVM prints them.
+                self.data_owner.setdefault(id(b.data), b)
+                self.data_latest[id(b.data)] = b
             return s.body
         if isinstance(s, AttrStmt):
             if s.key == "thread_extent" and isinstance(s.node, IterVar):
@@ -508,6 +551,10 @@ class FunctionPrinter:
         if e.op == "call_ffi_kernel":
             args.append(f"ret_ty={quote(str(e.dtype))}")
         return f"T.{e.op}({', '.join(args)})"
+
+
+def _mentions(buf: Buffer, v: Var) -> bool:
+    return any(e is v for e in (*buf.shape, *buf.strides, buf.elem_offset))
 
 
 def _plus(a: PrimExpr, b: PrimExpr) -> PrimExpr:

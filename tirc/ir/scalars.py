@@ -9,7 +9,7 @@ from tirc.ir.visitor import walk
 
 
 def is_scalar_shape(b: Buffer) -> bool:
-    return (b.scope == "local" and len(b.shape) == 1 and isinstance(b.shape[0], IntImm)
+    return (b.scope == "local" and not b.layout_none and len(b.shape) == 1 and isinstance(b.shape[0], IntImm)
             and b.shape[0].value == 1 and not b.strides and b.elem_offset is None
             and b.dtype.lanes == 1)
 

@@ -131,11 +131,13 @@ class AllocBuffer(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class DeclBuffer(Stmt):
-    """Declares ``buffer`` as a view of memory allocated elsewhere, for ``body``."""
+    """Declares ``buffer`` as a view of memory allocated elsewhere, for ``body``.
+    ``view_of`` records that the text wrote ``X.view(...)`` (printing keeps it)."""
 
     buffer: Buffer
     body: Stmt
     span: Span | None = field(**_SPAN)
+    view_of: Buffer | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)
