@@ -7,6 +7,7 @@ in TVMScript. Every target has one canonical string; equality and hashing go by 
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -79,9 +80,19 @@ def _parse_cli_value(text: str) -> Any:
         return text
 
 
+_KIND = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+def _check_kind(kind: object) -> str:
+    if not isinstance(kind, str) or not _KIND.match(kind):
+        raise TargetError(f"invalid target kind {kind!r}")
+    return kind
+
+
 def target_from_dict(config: dict[str, Any]) -> Target:
-    if not isinstance(config.get("kind"), str) or not config["kind"]:
-        raise TargetError("a target needs a 'kind' string")
+    if "kind" not in config:
+        raise TargetError("a target needs a 'kind'")
+    _check_kind(config["kind"])
     host = config.get("host")
     host_target = None
     if host is not None:
@@ -116,7 +127,7 @@ def parse_target(spec: "str | dict[str, Any] | Target", host: "str | dict | Targ
                     raise TargetError(f"expected '-option=value', got '{word}'")
                 key, _, value = word.lstrip("-").partition("=")
                 options.append((key, _parse_cli_value(value)))
-            target = Target(words[0], tuple(options))
+            target = Target(_check_kind(words[0]), tuple(options))
     else:
         raise TargetError(f"cannot make a target from {type(spec).__name__}")
     if host is not None:

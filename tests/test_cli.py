@@ -1,0 +1,79 @@
+"""The command line: exit statuses, silence on success, diagnostics on stderr."""
+from __future__ import annotations
+
+import subprocess
+import sys
+
+from click.testing import CliRunner
+
+from conftest import SAMPLES
+from tirc import __version__
+from tirc.driver import cli
+
+BROKEN = """@T.prim_func
+def f(A: T.Buffer((4,), "float32")):
+    A[0] = T.expp(A[1])
+"""
+
+
+def run(*args):
+    return CliRunner().invoke(cli, list(args))
+
+
+def test_check_is_silent_on_valid_input():
+    result = run("check", *map(str, SAMPLES))
+    assert result.exit_code == 0
+    assert result.output == ""
+
+
+def test_print_writes_canonical_text():
+    path = next(p for p in SAMPLES if p.name == "device_call_add.tir")
+    result = run("print", str(path))
+    assert result.exit_code == 0
+    assert result.output.startswith("# from tvm.script import ir as I\n")
+    assert "def add(a: T.int32, b: T.int32) -> T.int32:" in result.output
+    assert "length: T.int32 = Module.add(64, 64)" in result.output
+
+
+def test_error_has_location_source_line_and_caret(tmp_path):
+    path = tmp_path / "broken.tir"
+    path.write_text(BROKEN)
+    result = run("check", str(path))
+    assert result.exit_code == 1
+    assert result.output.splitlines() == [
+        f"{path}:3:12: error: unknown name 'T.expp'",
+        "      A[0] = T.expp(A[1])",
+        "             ^~~~~~~~~~~~",
+    ]
+
+
+def test_misuse_exits_2():
+    assert run("check").exit_code == 2
+    assert run("frobnicate").exit_code == 2
+    assert run("check", "--no-such-flag", "x.tir").exit_code == 2
+
+
+def test_missing_file_is_misuse(tmp_path):
+    result = run("check", str(tmp_path / "nope.tir"))
+    assert result.exit_code == 2
+    assert "cannot read" in result.output
+
+
+def test_version():
+    result = run("--version")
+    assert result.exit_code == 0
+    assert __version__ in result.output
+
+
+def test_python_dash_m_runs_the_same_cli(tmp_path):
+    path = tmp_path / "broken.tir"
+    path.write_text(BROKEN)
+    proc = subprocess.run([sys.executable, "-m", "tirc", "check", str(path)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 1
+    assert proc.stdout == ""
+    assert proc.stderr.startswith(f"{path}:3:12: error: unknown name 'T.expp'")
+    assert "Traceback" not in proc.stderr
+    ok = subprocess.run([sys.executable, "-m", "tirc", "check", str(SAMPLES[0])],
+                        capture_output=True, text=True)
+    assert (ok.returncode, ok.stdout, ok.stderr) == (0, "", "")

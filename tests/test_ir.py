@@ -1,0 +1,88 @@
+"""IR bases: immutable nodes, visitor and mutator, equality ignoring spans."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from tirc.diagnostics import Span
+from tirc.ir import BinOp, BufferStore, FloatImm, For, IntImm, Var, INT32, parse_dtype
+from tirc.ir.dtype import DataType
+from tirc.ir.visitor import Mutator, Visitor, walk
+from tirc.parser import parse
+
+SRC = """@T.prim_func
+def f(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
+    for i in range(16):
+        B[i] = A[i] * T.float32(2.0)
+    for j in range(4):
+        B[j] = B[j] + T.float32(1.0)
+"""
+
+
+def test_nodes_are_immutable_and_span_free_in_equality():
+    a = IntImm(INT32, 3, Span("a.tir", 1, 1))
+    b = IntImm(INT32, 3, Span("b.tir", 9, 9))
+    assert a == b
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.value = 4  # type: ignore[misc]
+
+
+def test_variables_compare_by_identity():
+    assert Var("i") != Var("i")
+    v = Var("i")
+    assert v == v
+
+
+def test_visitor_reaches_every_store():
+    class Stores(Visitor):
+        def __init__(self):
+            self.count = 0
+
+        def visit_BufferStore(self, s):
+            self.count += 1
+            self.generic_visit(s)
+
+    v = Stores()
+    v.visit(parse(SRC).functions["f"].body)
+    assert v.count == 2
+
+
+def test_mutator_keeps_unchanged_subtrees_and_rebuilds_changed_ones():
+    body = parse(SRC).functions["f"].body
+
+    class Noop(Mutator):
+        pass
+
+    assert Noop().visit(body) is body
+
+    class TwoToThree(Mutator):
+        def visit_FloatImm(self, e):
+            return FloatImm(e.dtype, 3.0) if e.value == 2.0 else e
+
+    new = TwoToThree().visit(body)
+    first, second = new.stmts
+    assert first is not body.stmts[0]
+    assert second is body.stmts[1]  # untouched loop is shared, not copied
+    assert first.body.value.b.value == 3.0
+
+
+def test_walk_is_preorder():
+    body = parse(SRC).functions["f"].body
+    kinds = [type(n).__name__ for n in walk(body)][:4]
+    assert kinds == ["SeqStmt", "For", "Var", "IntImm"]
+
+
+@pytest.mark.parametrize("name,bits,lanes", [
+    ("bool", 1, 1), ("int8", 8, 1), ("uint64", 64, 1), ("bfloat16", 16, 1),
+    ("float8_e4m3fn", 8, 1), ("float8_e5m2", 8, 1), ("float32x4", 32, 4), ("float4_e2m1fn", 4, 1),
+])
+def test_dtypes(name, bits, lanes):
+    dt = parse_dtype(name)
+    assert (dt.bits, dt.lanes, str(dt)) == (bits, lanes, name)
+
+
+def test_unknown_dtype():
+    with pytest.raises(ValueError, match="unknown dtype 'float31'"):
+        parse_dtype("float31")
+    assert DataType("int32") == INT32
