@@ -6,7 +6,7 @@ import dataclasses
 import pytest
 
 from tirc.diagnostics import Span
-from tirc.ir import BinOp, BufferStore, FloatImm, For, IntImm, Var, INT32, parse_dtype
+from tirc.ir import FloatImm, IntImm, Var, INT32, parse_dtype
 from tirc.ir.dtype import DataType
 from tirc.ir.visitor import Mutator, Visitor, walk
 from tirc.parser import parse

@@ -5,7 +5,7 @@ import pytest
 
 from tirc.diagnostics import Diagnostic
 from tirc.ir import (AllocBuffer, AttrStmt, BinOp, BufferStore, Call, DeclBuffer, FloatImm,
-                     For, GlobalVar, IntImm, LetStmt, SeqStmt, IterVar)
+                     For, GlobalVar, IntImm, LetStmt, IterVar)
 from tirc.ir.equal import assert_structural_equal, structural_equal
 from tirc.parser import parse
 from tirc.target import Target

@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.calls import Construct
-from tirc.frontend.values import describe, literal_expr
+from tirc.frontend.values import describe
 from tirc.ir.buffer import SCOPES, Buffer
 from tirc.ir.dtype import FLOAT32, HANDLE, INT32, DataType
 from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
@@ -148,5 +148,3 @@ def allocate_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | 
     data = Var(name, HANDLE, PointerType(dtype, scope), span)
     return Buffer(name, data, dtype, shape, span=span)
 
-
-__all__ = ["make_buffer", "scalar_buffer", "allocate_buffer", "literal_expr"]

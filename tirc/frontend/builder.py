@@ -20,15 +20,14 @@ from tirc.frontend.functions import FunctionHeader, read_header, scan_mutable
 from tirc.frontend.loops import build_for
 from tirc.frontend.buffers import make_buffer
 from tirc.frontend.scope import Scope
-from tirc.frontend.values import LetType, Slot, TName, ThreadDecl, describe
+from tirc.frontend.values import LetType, Slot, TName, describe
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import (FloatImm, IntImm, PointerType, PrimExpr, StringImm, Var)
+from tirc.ir.expr import (FloatImm, IntImm, PointerType, PrimExpr, Var)
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore, Continue,
-                          DeclBuffer, Evaluate, IfThenElse, IterVar, LetStmt, Return, Stmt,
+from tirc.ir.stmt import (AllocBuffer, AssertStmt, Break, BufferStore, Continue,
+                          Evaluate, IfThenElse, LetStmt, Return, Stmt,
                           While, seq)
-from tirc.target import Target
 
 MAX_BLOCK_DEPTH = 100
 
@@ -409,6 +408,3 @@ class FunctionBuilder(ExprBuilder):
         from tirc.frontend import constructs
         return constructs.with_stmt(self, tree, span)
 
-
-__all__ = ["build_module", "Binder", "FunctionBuilder", "StringImm", "ThreadDecl", "IterVar",
-           "AttrStmt", "DeclBuffer", "Target"]

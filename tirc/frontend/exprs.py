@@ -12,8 +12,8 @@ from tirc.frontend.scope import Scope
 from tirc.frontend.values import (LetType, ModuleRef, Namespace, Slot, TName, ThreadDecl,
                                   describe, literal_expr)
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import BOOL, DataType, is_dtype_name, parse_dtype
-from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp, Var)
+from tirc.ir.dtype import DataType, is_dtype_name, parse_dtype
+from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp)
 
 MAX_DEPTH = 150
 

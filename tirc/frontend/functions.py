@@ -9,7 +9,6 @@ import lark
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.exprs import ExprBuilder
 from tirc.frontend.scope import Scope
-from tirc.frontend.values import TName
 from tirc.ir.dtype import DataType, is_dtype_name, parse_dtype
 
 
@@ -135,5 +134,3 @@ def _is_declaration(rhs) -> bool:
     return name in ("Buffer", "match_buffer", "alloc_buffer", "alloc_shared", "alloc_local",
                     "decl_buffer", "allocate", "launch_thread", "env_thread", "bind", "handle")
 
-
-__all__ = ["FunctionHeader", "read_header", "scan_mutable", "TName"]
