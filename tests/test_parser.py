@@ -8,7 +8,7 @@ from tirc.ir import (AllocBuffer, AttrStmt, BinOp, BufferStore, Call, DeclBuffer
                      For, GlobalVar, IntImm, LetStmt, IterVar)
 from tirc.ir.equal import assert_structural_equal, structural_equal
 from tirc.parser import parse
-from tirc.target import Target
+from tirc.target import parse_target
 
 HEAD = '@T.prim_func\ndef f(A: T.Buffer((16,), "float32"), n: T.int32):\n'
 
@@ -76,8 +76,8 @@ def test_target_region_and_func_attr_target():
                 '    with T.attr(T.target({"kind": "cuda", "arch": "sm_90"}), "target", 0):\n'
                 '        A[0] = T.float32(1.0)\n')
     f = mod.functions["f"]
-    assert f.attrs["target"] == Target("llvm")
-    assert isinstance(f.body, AttrStmt) and f.body.node == Target("cuda", (("arch", "sm_90"),))
+    assert f.attrs["target"] == parse_target("llvm")
+    assert isinstance(f.body, AttrStmt) and f.body.node == parse_target("cuda -arch=sm_90")
 
 
 def test_older_allocate_and_buffer_declaration():

@@ -1,26 +1,138 @@
-"""Targets as values: a kind, options, and an optional host target.
+"""Targets as values: a kind, typed options, and an optional host target.
 
-Targets parse from the command-line form (``cuda -arch=sm_90``), from JSON text or a
-dict (``{"kind": "cuda", "arch": "sm_90", "host": "llvm"}``), and from ``T.target(...)``
-in TVMScript. Every target has one canonical string; equality and hashing go by it.
+A registry of target kinds declares each kind's device type, its options with their
+types and defaults, and a hook that derives options from others (``cuda``: the PTX ISA
+version and the shared-memory limit from ``arch``; ``llvm``: ``mtriple`` from this
+machine). Targets parse from the command-line form (``cuda -arch=sm_90``), from JSON
+text or a dict (``{"kind": "cuda", "arch": "sm_90", "host": "llvm"}``) and from
+``T.target(...)`` in TVMScript. Every target has one canonical string, the JSON of all
+its resolved options; equality and hashing go by it. Nothing here asks a GPU anything.
 """
 from __future__ import annotations
 
 import json
+import platform
 import re
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
+
+DEFAULT_CUDA_ARCH = "sm_80"
 
 
 class TargetError(ValueError):
-    """A malformed target description."""
+    """A malformed target description; the message lists the valid choices."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True)
+class Option:
+    type: str  # "str", "int", "bool" or "list" (of strings)
+    default: Any
+    doc: str
+    choices: tuple[Any, ...] = ()
+    derived: bool = False  # the default comes from the kind's derive hook
+
+
+@dataclass(frozen=True)
+class TargetKind:
+    name: str
+    device_type: str  # "cpu" or "cuda"
+    dl_device_type: int  # DLPack's kDLCPU = 1, kDLCUDA = 2
+    options: dict[str, Option]
+    derive: Callable[[dict[str, Any]], dict[str, Any]]
+    doc: str
+    has_calls: bool = True  # the code generator can emit calls between functions
+    aliases: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def is_device(self) -> bool:
+        return self.device_type != "cpu"
+
+
+# -- cuda --------------------------------------------------------------------------------
+# arch: (minimum PTX ISA version x10, largest shared memory a block may opt in to, bytes)
+CUDA_ARCHS: dict[str, tuple[int, int]] = {
+    "sm_70": (60, 98304), "sm_72": (61, 98304), "sm_75": (63, 65536),
+    "sm_80": (70, 166912), "sm_86": (71, 101376), "sm_87": (74, 166912),
+    "sm_89": (78, 101376), "sm_90": (78, 232448), "sm_90a": (80, 232448),
+    "sm_100": (86, 232448), "sm_100a": (86, 232448), "sm_101": (86, 232448),
+    "sm_103": (88, 232448), "sm_120": (87, 101376), "sm_120a": (87, 101376),
+    "sm_121": (88, 101376),
+}
+
+
+def _derive_cuda(opts: dict[str, Any]) -> dict[str, Any]:
+    ptx, smem = CUDA_ARCHS[opts["arch"]]
+    return {"ptx_version": ptx, "max_shared_memory_per_block": smem}
+
+
+def host_triple() -> str:
+    """This machine's target triple, from the platform (no toolchain is asked)."""
+    machine = platform.machine().lower()
+    arch = {"amd64": "x86_64", "x86_64": "x86_64", "arm64": "aarch64",
+            "aarch64": "aarch64"}.get(machine, machine or "x86_64")
+    system = platform.system().lower()
+    if system == "darwin":
+        return f"{arch}-apple-darwin"
+    if system == "windows":
+        return f"{arch}-pc-windows-msvc"
+    return f"{arch}-unknown-linux-gnu"
+
+
+def _derive_llvm(opts: dict[str, Any]) -> dict[str, Any]:
+    return {"mtriple": host_triple()}
+
+
+_COMMON = {
+    "tag": Option("str", "", "a name for the target, for humans"),
+    "device": Option("str", "", "a device name, informational"),
+    "model": Option("str", "", "a device model, informational"),
+    "libs": Option("list", (), "external libraries, informational"),
+}
+
+KINDS: dict[str, TargetKind] = {
+    "llvm": TargetKind(
+        "llvm", "cpu", 1,
+        {
+            "mtriple": Option("str", None, "target triple (default: this machine's)", derived=True),
+            "mcpu": Option("str", "", "CPU name, e.g. skylake-avx512 (default: generic)"),
+            "mattr": Option("list", (), "CPU features, e.g. +avx2,+fma"),
+            "mabi": Option("str", "", "ABI name"),
+            "mfloat-abi": Option("str", "", "float ABI: soft or hard", ("", "soft", "hard")),
+            "opt-level": Option("int", 3, "LLVM optimisation level", (0, 1, 2, 3)),
+            "num-cores": Option("int", 0, "threads for T.parallel loops (0: all)"),
+            "fast-math": Option("bool", False, "allow fast-math floating-point rewrites"),
+            "keys": Option("list", ("cpu",), "keys TVM uses to select schedules"),
+            **_COMMON,
+        },
+        _derive_llvm, "host CPU code through LLVM",
+        aliases={"opt_level": "opt-level", "num_cores": "num-cores", "fast_math": "fast-math",
+                 "mfloat_abi": "mfloat-abi"}),
+    "cuda": TargetKind(
+        "cuda", "cuda", 2,
+        {
+            "arch": Option("str", DEFAULT_CUDA_ARCH, "GPU architecture", tuple(CUDA_ARCHS)),
+            "max_num_threads": Option("int", 1024, "most threads in one block"),
+            "max_threads_per_block": Option("int", 1024, "most threads in one block (TVM's second name)"),
+            "thread_warp_size": Option("int", 32, "threads in a warp"),
+            "max_shared_memory_per_block": Option("int", None, "shared memory one block may use, bytes (from arch)", derived=True),
+            "registers_per_block": Option("int", 65536, "32-bit registers per block"),
+            "ptx_version": Option("int", None, "PTX ISA version x10, e.g. 78 (from arch)", derived=True),
+            "mcpu": Option("str", "", "unused; accepted for TVM compatibility"),
+            "keys": Option("list", ("cuda", "gpu"), "keys TVM uses to select schedules"),
+            **_COMMON,
+        },
+        _derive_cuda, "NVIDIA GPUs through LLVM's NVPTX backend"),
+}
+
+
+@dataclass(frozen=True)
 class Target:
+    """A resolved target. Build one with :func:`parse_target` or :func:`make_target`."""
+
     kind: str
-    options: tuple[tuple[str, Any], ...] = ()
+    options: tuple[tuple[str, Any], ...]
     host: "Target | None" = None
+    explicit: frozenset[str] = field(default=frozenset(), compare=False, hash=False)
     _canonical: str = field(default="", compare=False, repr=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -40,69 +152,117 @@ class Target:
     def canonical(self) -> str:
         return self._canonical
 
+    @property
+    def kind_info(self) -> TargetKind:
+        return KINDS[self.kind]
+
+    @property
+    def is_device(self) -> bool:
+        return KINDS[self.kind].is_device
+
     def get(self, name: str, default: Any = None) -> Any:
         for key, value in self.options:
             if key == name:
                 return value
         return default
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self, explicit_only: bool = False) -> dict[str, Any]:
+        """The JSON form; ``explicit_only`` keeps just the options the text gave, which
+        is what the printer writes (TVM fills in the rest with its own defaults)."""
         out: dict[str, Any] = {"kind": self.kind}
         for key, value in self.options:
+            if explicit_only and key not in self.explicit:
+                continue
             out[key] = list(value) if isinstance(value, tuple) else value
         if self.host is not None:
-            out["host"] = self.host.to_dict()
+            out["host"] = self.host.to_dict(explicit_only)
         return out
 
     def with_host(self, host: "Target | None") -> "Target":
-        return Target(self.kind, self.options, host)
+        return Target(self.kind, self.options, host, self.explicit)
 
     def without_host(self) -> "Target":
-        return Target(self.kind, self.options, None)
+        return Target(self.kind, self.options, None, self.explicit)
+
+    def describe(self) -> str:
+        """Short human form: ``cuda -arch=sm_90 (host llvm)``."""
+        extra = " ".join(f"-{k}={_cli_value(v)}" for k, v in self.options if k in self.explicit)
+        text = f"{self.kind} {extra}".strip()
+        return f"{text} (host {self.host.describe()})" if self.host else text
 
 
-def _freeze(value: Any) -> Any:
-    if isinstance(value, list):
-        return tuple(_freeze(v) for v in value)
-    if isinstance(value, dict):
-        raise TargetError("nested objects are only allowed for 'host'")
+def _cli_value(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if isinstance(v, (list, tuple)):
+        return ",".join(str(x) for x in v)
+    return str(v)
+
+
+def _check_value(kind: TargetKind, name: str, value: Any) -> Any:
+    spec = kind.options[name]
+    if spec.type == "int":
+        if isinstance(value, str) and re.fullmatch(r"-?[0-9]+", value):
+            value = int(value)
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise TargetError(f"option '{name}' of '{kind.name}' takes an integer, got {value!r}")
+    elif spec.type == "bool":
+        if isinstance(value, str) and value in ("true", "false"):
+            value = value == "true"
+        if isinstance(value, int) and not isinstance(value, bool) and value in (0, 1):
+            value = bool(value)
+        if not isinstance(value, bool):
+            raise TargetError(f"option '{name}' of '{kind.name}' takes true or false, got {value!r}")
+    elif spec.type == "list":
+        if isinstance(value, str):
+            value = tuple(v for v in value.split(",") if v)
+        if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+            raise TargetError(f"option '{name}' of '{kind.name}' takes a list of strings, got {value!r}")
+        value = tuple(value)
+    else:
+        if not isinstance(value, str):
+            raise TargetError(f"option '{name}' of '{kind.name}' takes a string, got {value!r}")
+    if spec.choices and value not in spec.choices:
+        raise TargetError(f"invalid value {value!r} for option '{name}' of '{kind.name}'; "
+                          f"valid values: {', '.join(str(c) for c in spec.choices)}")
     return value
 
 
-def _parse_cli_value(text: str) -> Any:
-    if "," in text:
-        return tuple(_parse_cli_value(part) for part in text.split(","))
-    if text in ("true", "false"):
-        return text == "true"
-    try:
-        return int(text)
-    except ValueError:
-        return text
-
-
-_KIND = re.compile(r"^[a-z][a-z0-9_]*$")
-
-
-def _check_kind(kind: object) -> str:
-    if not isinstance(kind, str) or not _KIND.match(kind):
-        raise TargetError(f"invalid target kind {kind!r}")
-    return kind
+def make_target(kind_name: str, given: dict[str, Any], host: "Target | None" = None) -> Target:
+    """Validate ``given`` options against the kind, fill defaults and derived options."""
+    if kind_name not in KINDS:
+        raise TargetError(f"unknown target kind '{kind_name}'; valid kinds: {', '.join(sorted(KINDS))}")
+    kind = KINDS[kind_name]
+    values: dict[str, Any] = {}
+    for raw_name, value in given.items():
+        name = kind.aliases.get(raw_name, raw_name)
+        if name not in kind.options:
+            raise TargetError(f"unknown option '{raw_name}' for target kind '{kind_name}'; valid "
+                              f"options: {', '.join(sorted(kind.options))}")
+        values[name] = _check_value(kind, name, value)
+    resolved = {n: o.default for n, o in kind.options.items() if not o.derived}
+    resolved.update({n: v for n, v in values.items() if not kind.options[n].derived})
+    for name, value in kind.derive(resolved).items():
+        resolved[name] = values.get(name, value)
+    resolved.update(values)
+    return Target(kind_name, tuple(resolved.items()), host, frozenset(values))
 
 
 def target_from_dict(config: dict[str, Any]) -> Target:
-    if "kind" not in config:
-        raise TargetError("a target needs a 'kind'")
-    _check_kind(config["kind"])
-    host = config.get("host")
-    host_target = None
-    if host is not None:
-        host_target = parse_target(host)
-    options = tuple((k, _freeze(v)) for k, v in config.items() if k not in ("kind", "host"))
-    return Target(config["kind"], options, host_target)
+    config = dict(config)
+    kind = config.pop("kind", None)
+    if not isinstance(kind, str):
+        raise TargetError("a target needs a 'kind' string; valid kinds: " + ", ".join(sorted(KINDS)))
+    host = config.pop("host", None)
+    host_target = parse_target(host) if host is not None else None
+    if host_target is not None and host_target.host is not None:
+        raise TargetError("a host target cannot have a host of its own")
+    return make_target(kind, config, host_target)
 
 
-def parse_target(spec: "str | dict[str, Any] | Target", host: "str | dict | Target | None" = None) -> Target:
-    """Parse a target from its command-line text, JSON text, or a dict."""
+def parse_target(spec: "str | dict[str, Any] | Target",
+                 host: "str | dict[str, Any] | Target | None" = None) -> Target:
+    """A target from its command-line text, JSON text, or a dict; ``host`` attaches one."""
     if isinstance(spec, Target):
         target = spec
     elif isinstance(spec, dict):
@@ -113,23 +273,45 @@ def parse_target(spec: "str | dict[str, Any] | Target", host: "str | dict | Targ
             try:
                 config = json.loads(text)
             except json.JSONDecodeError as e:
-                raise TargetError(f"invalid JSON target: {e.msg}") from None
+                raise TargetError(f"invalid JSON target: {e.msg} at character {e.pos + 1}") from None
             if not isinstance(config, dict):
                 raise TargetError("a JSON target must be an object")
             target = target_from_dict(config)
         else:
             words = text.split()
             if not words:
-                raise TargetError("empty target")
-            options = []
+                raise TargetError("empty target; valid kinds: " + ", ".join(sorted(KINDS)))
+            options: dict[str, Any] = {}
             for word in words[1:]:
                 if not word.startswith("-") or "=" not in word:
                     raise TargetError(f"expected '-option=value', got '{word}'")
                 key, _, value = word.lstrip("-").partition("=")
-                options.append((key, _parse_cli_value(value)))
-            target = Target(_check_kind(words[0]), tuple(options))
+                options[key] = value
+            target = make_target(words[0], options)
     else:
         raise TargetError(f"cannot make a target from {type(spec).__name__}")
     if host is not None:
-        target = target.with_host(parse_target(host))
+        host_target = parse_target(host)
+        if host_target.host is not None:
+            raise TargetError("a host target cannot have a host of its own")
+        target = target.with_host(host_target)
     return target
+
+
+def describe_kinds() -> str:
+    """The text of ``tirc targets``: every kind with its options, types and defaults."""
+    lines = []
+    for kind in KINDS.values():
+        lines.append(f"{kind.name}  ({kind.device_type}; {kind.doc})")
+        resolved = make_target(kind.name, {})
+        for name, opt in sorted(kind.options.items()):
+            default = resolved.get(name)
+            shown = _cli_value(default) if default not in ("", ()) else "(empty)"
+            note = " [derived]" if opt.derived else ""
+            lines.append(f"  -{name}=<{opt.type}>  default {shown}{note}  {opt.doc}")
+            if opt.choices and name == "arch":
+                lines.append(f"      one of: {', '.join(str(c) for c in opt.choices)}")
+        lines.append("")
+    lines.append(f"The default CUDA architecture is {DEFAULT_CUDA_ARCH}: its PTX is JIT-compiled "
+                 "by the driver on every newer GPU.")
+    return "\n".join(lines)

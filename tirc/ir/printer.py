@@ -83,7 +83,7 @@ def py_value(value: Any, printer: "FunctionPrinter | None" = None) -> str:
     if isinstance(value, str):
         return quote(value)
     if isinstance(value, Target):
-        return f"T.target({py_value(value.to_dict())})"
+        return f"T.target({py_value(value.to_dict(explicit_only=True))})"
     if isinstance(value, (list, tuple)):
         return "[" + ", ".join(py_value(v, printer) for v in value) + "]"
     if isinstance(value, dict):
