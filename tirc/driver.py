@@ -78,6 +78,96 @@ def print_cmd(file: str) -> None:
 EXIT_INTERNAL = 3
 
 
+def _target_option(ctx, param, value):
+    """--target / --host: parsed here so a bad one is a usage error listing valid values."""
+    if value is None:
+        return None
+    from tirc.target import TargetError, parse_target
+    try:
+        return parse_target(value)
+    except TargetError as e:
+        raise click.BadParameter(str(e), ctx=ctx, param=param) from None
+
+
+def bind_target_from(target, host):
+    """The bind target of ``--target``/``--host``: ``llvm`` when none is given; a device
+    target gets ``--host`` (default ``llvm``) as its host."""
+    from tirc.target import parse_target
+    if target is None:
+        target = parse_target("llvm")
+    if host is not None:
+        if host.is_device:
+            raise click.BadParameter(f"the host must be a CPU target, not '{host.kind}'",
+                                     param_hint="'--host'")
+        target = target.with_host(host) if target.is_device else target
+    elif target.is_device and target.host is None:
+        target = target.with_host(parse_target("llvm"))
+    return target
+
+
+def _pass_list(ctx, param, value):
+    from tirc.passes.pipeline import pass_names
+    names = pass_names()
+    values = value if isinstance(value, tuple) else ((value,) if value else ())
+    for v in values:
+        if v not in names:
+            raise click.BadParameter(f"unknown pass '{v}'; valid passes: {', '.join(names)}",
+                                     ctx=ctx, param=param)
+    return value
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--target", "target", callback=_target_option, metavar="TARGET",
+              help="target for functions that have none (default llvm), e.g. 'cuda -arch=sm_90'")
+@click.option("--host", "host", callback=_target_option, metavar="TARGET",
+              help="host target of a device target (default llvm)")
+@click.option("--stop-after", callback=_pass_list, metavar="PASS", help="stop after this pass")
+@click.option("--print-after", multiple=True, callback=_pass_list, metavar="PASS",
+              help="also print the module after this pass (repeatable)")
+@click.option("--verify-each", is_flag=True, help="verify the module after every pass")
+@click.option("--time-passes", is_flag=True, help="report the time of each pass on stderr")
+def lower(file, target, host, stop_after, print_after, verify_each, time_passes) -> None:
+    """Run the pass pipeline on FILE and print the module (TVMScript) at the end."""
+    from tirc.ir.printer import print_module
+    from tirc.parser import parse
+    from tirc.passes.pipeline import PassContext, PrintAfter, TimePasses, VerifyEach, run_pipeline
+
+    bind = bind_target_from(target, host)
+    source = _read(file)
+    instruments = []
+    if print_after:
+        instruments.append(PrintAfter(set(print_after), lambda text: click.echo(text, nl=False)))
+    if verify_each:
+        instruments.append(VerifyEach())
+    timer = TimePasses()
+    if time_passes:
+        instruments.append(timer)
+    try:
+        mod = parse(source.text, source.name)
+        mod = run_pipeline(mod, PassContext(bind), stop_after, tuple(instruments))
+    except Diagnostic as d:
+        _fail(d, source)
+    if time_passes:
+        click.echo(timer.report(), err=True)
+    click.echo(print_module(mod), nl=False)
+
+
+@cli.command()
+def passes() -> None:
+    """List the passes of the pipeline, in order."""
+    from tirc.passes.pipeline import PIPELINE
+    for i, p in enumerate(PIPELINE, 1):
+        click.echo(f"{i:2d}. {p.name:<12} {p.doc}")
+
+
+@cli.command()
+def targets() -> None:
+    """List target kinds with their options, types and defaults."""
+    from tirc.target import describe_kinds
+    click.echo(describe_kinds())
+
+
 def main() -> None:
     try:
         cli.main(prog_name="tirc", standalone_mode=True)

@@ -1,0 +1,71 @@
+"""The pass manager and `tirc lower`: order, instruments, early stops, usage errors."""
+from __future__ import annotations
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import SAMPLES
+from tirc.driver import cli
+from tirc.parser import parse
+from tirc.passes.pipeline import PIPELINE, PassContext, TimePasses, run_pipeline
+from tirc.target import parse_target
+
+
+def test_every_pass_runs_after_the_passes_it_requires():
+    names = [p.name for p in PIPELINE]
+    assert len(set(names)) == len(names)
+    for i, p in enumerate(PIPELINE):
+        for req in p.requires:
+            assert req in names[:i], f"{p.name} requires {req}, which does not run before it"
+
+
+def test_stop_after_and_timing_instrument():
+    mod = parse(SAMPLES[0].read_text())
+    timer = TimePasses()
+    out = run_pipeline(mod, PassContext(parse_target("llvm")), "Verify", (timer,))
+    assert out is mod
+    assert [name for name, _ in timer.times] == ["Verify"]
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
+def test_lower_stop_after_bind_target_prints_text_tvm_and_tirc_read(path):
+    result = CliRunner().invoke(cli, ["lower", str(path), "--target", "cuda -arch=sm_90",
+                                      "--host", "llvm", "--stop-after", "BindTarget"])
+    assert result.exit_code == 0, result.output
+    mod = parse(result.output)
+    assert all("target" in f.attrs for f in mod.functions.values())
+    try:
+        import tvm
+    except ImportError:
+        return
+    tvm.script.from_source(result.output)
+
+
+def test_lower_usage_errors_list_the_valid_choices(tmp_path):
+    path = str(SAMPLES[0])
+    runner = CliRunner()
+    bad_pass = runner.invoke(cli, ["lower", path, "--stop-after", "Nope"])
+    assert bad_pass.exit_code == 2 and "valid passes: Verify, BindTarget" in bad_pass.output
+    bad_target = runner.invoke(cli, ["lower", path, "--target", "cuda -arch=sm_1"])
+    assert bad_target.exit_code == 2 and "valid values: sm_70" in bad_target.output
+    bad_host = runner.invoke(cli, ["lower", path, "--target", "cuda", "--host", "cuda"])
+    assert bad_host.exit_code == 2 and "host must be a CPU target" in bad_host.output
+
+
+def test_print_after_and_verify_each():
+    path = next(p for p in SAMPLES if p.name == "device_call_add.tir")
+    result = CliRunner().invoke(cli, ["lower", str(path), "--target", "cuda", "--print-after", "Verify",
+                                      "--verify-each", "--time-passes"])
+    assert result.exit_code == 0, result.output
+    assert result.output.startswith("# after Verify\n")
+    assert "pass timings:" in result.output
+
+
+def test_targets_and_passes_commands():
+    runner = CliRunner()
+    t = runner.invoke(cli, ["targets"])
+    assert t.exit_code == 0
+    assert "cuda" in t.output and "-arch=<str>  default sm_80" in t.output
+    assert "The default CUDA architecture is sm_80" in t.output
+    p = runner.invoke(cli, ["passes"])
+    assert p.exit_code == 0 and "BindTarget" in p.output

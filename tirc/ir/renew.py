@@ -1,0 +1,42 @@
+"""Copy a function with fresh variables and buffers, so that no Var or Buffer is shared
+between two functions of a module (BindTarget's ``_host`` duplicates)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import Var
+from tirc.ir.function import PrimFunc
+from tirc.ir.visitor import Mutator
+
+
+class _Renew(Mutator):
+    def __init__(self) -> None:
+        self.vars: dict[int, Var] = {}
+        self.buffers: dict[int, Buffer] = {}
+
+    def visit_Var(self, v: Var) -> Var:
+        new = self.vars.get(id(v))
+        if new is None:
+            new = Var(v.name, v.dtype, v.ptr, v.span)
+            self.vars[id(v)] = new
+        return new
+
+    def visit_buffer(self, b: Buffer) -> Buffer:
+        new = self.buffers.get(id(b))
+        if new is None:
+            new = replace(b, data=self.visit(b.data),
+                          shape=tuple(self.visit(e) for e in b.shape),
+                          strides=tuple(self.visit(e) for e in b.strides),
+                          elem_offset=None if b.elem_offset is None else self.visit(b.elem_offset))
+            self.buffers[id(b)] = new
+        return new
+
+
+def renew_defs(func: PrimFunc) -> PrimFunc:
+    """``func`` with every variable and buffer replaced by a fresh copy."""
+    r = _Renew()
+    params = tuple(r.visit(p) for p in func.params)
+    buffer_map = tuple((r.visit(p), r.visit_buffer(b)) for p, b in func.buffer_map)
+    body = r.visit(func.body)
+    return replace(func, params=params, buffer_map=buffer_map, body=body)

@@ -1,0 +1,114 @@
+"""The pass manager: one ordered list of named passes (DESIGN §4), instruments that run
+before and after each pass (print-after, verify-each, timing), and early stops.
+
+Each pass declares the passes it requires to have run before it; a test checks the
+order of the list against those declarations.
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from tirc.diagnostics import Diagnostic
+from tirc.ir.function import IRModule
+from tirc.target import Target
+
+
+@dataclass(frozen=True)
+class PassContext:
+    """What passes may read besides the module: the bind target (with its host)."""
+
+    target: Target
+
+
+@dataclass(frozen=True)
+class Pass:
+    name: str
+    run: Callable[[IRModule, PassContext], IRModule]
+    doc: str
+    requires: tuple[str, ...] = ()
+
+
+class Instrument:
+    """Hooks around every pass; the stock instruments below are built on them."""
+
+    def before(self, p: Pass, mod: IRModule) -> None:
+        pass
+
+    def after(self, p: Pass, mod: IRModule) -> None:
+        pass
+
+
+@dataclass
+class PrintAfter(Instrument):
+    names: set[str]
+    emit: Callable[[str], None]
+
+    def after(self, p: Pass, mod: IRModule) -> None:
+        if p.name in self.names:
+            from tirc.ir.printer import print_module
+            self.emit(f"# after {p.name}\n{print_module(mod)}")
+
+
+class VerifyEach(Instrument):
+    def after(self, p: Pass, mod: IRModule) -> None:
+        from tirc.passes.verify import verify
+        try:
+            verify(mod)
+        except Diagnostic as d:
+            raise Diagnostic(f"the module is malformed after {p.name}: {d.message}", d.span) from d
+
+
+@dataclass
+class TimePasses(Instrument):
+    times: list[tuple[str, float]] = field(default_factory=list)
+    _start: float = 0.0
+
+    def before(self, p: Pass, mod: IRModule) -> None:
+        self._start = time.perf_counter()
+
+    def after(self, p: Pass, mod: IRModule) -> None:
+        self.times.append((p.name, time.perf_counter() - self._start))
+
+    def report(self) -> str:
+        total = sum(t for _, t in self.times)
+        rows = [f"  {t * 1000:9.3f} ms  {name}" for name, t in self.times]
+        return "pass timings:\n" + "\n".join(rows) + f"\n  {total * 1000:9.3f} ms  total"
+
+
+def _verify(mod: IRModule, ctx: PassContext) -> IRModule:
+    from tirc.passes.verify import verify
+    return verify(mod)
+
+
+def _bind_target(mod: IRModule, ctx: PassContext) -> IRModule:
+    from tirc.passes.bind_target import bind_target
+    return bind_target(mod, ctx.target)
+
+
+PIPELINE: list[Pass] = [
+    Pass("Verify", _verify, "well-formedness: definitions before use, dtypes, calls"),
+    Pass("BindTarget", _bind_target, "give every function a target; duplicate host-and-device helpers",
+         requires=("Verify",)),
+]
+
+
+def pass_names() -> list[str]:
+    return [p.name for p in PIPELINE]
+
+
+def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
+                 instruments: tuple[Instrument, ...] = ()) -> IRModule:
+    """Run the pipeline in order, up to and including ``stop_after``."""
+    if stop_after is not None and stop_after not in pass_names():
+        raise ValueError(f"unknown pass '{stop_after}'")
+    for p in PIPELINE:
+        for inst in instruments:
+            inst.before(p, mod)
+        mod = p.run(mod, ctx)
+        for inst in instruments:
+            inst.after(p, mod)
+        if p.name == stop_after:
+            break
+    return mod
