@@ -40,7 +40,6 @@ class TargetKind:
     options: dict[str, Option]
     derive: Callable[[dict[str, Any]], dict[str, Any]]
     doc: str
-    has_calls: bool = True  # the code generator can emit calls between functions
     aliases: dict[str, str] = field(default_factory=dict)
 
     @property
@@ -101,6 +100,8 @@ KINDS: dict[str, TargetKind] = {
             "opt-level": Option("int", 3, "LLVM optimisation level", (0, 1, 2, 3)),
             "num-cores": Option("int", 0, "threads for T.parallel loops (0: all)"),
             "fast-math": Option("bool", False, "allow fast-math floating-point rewrites"),
+            "supports_calls": Option("bool", True, "the code generator emits calls between "
+                                     "functions; false inlines private functions"),
             "keys": Option("list", ("cpu",), "keys TVM uses to select schedules"),
             **_COMMON,
         },
@@ -118,6 +119,8 @@ KINDS: dict[str, TargetKind] = {
             "registers_per_block": Option("int", 65536, "32-bit registers per block"),
             "ptx_version": Option("int", None, "PTX ISA version x10, e.g. 78 (from arch)", derived=True),
             "mcpu": Option("str", "", "unused; accepted for TVM compatibility"),
+            "supports_calls": Option("bool", True, "the code generator emits calls between "
+                                     "functions; false inlines private functions"),
             "keys": Option("list", ("cuda", "gpu"), "keys TVM uses to select schedules"),
             **_COMMON,
         },
@@ -159,6 +162,12 @@ class Target:
     @property
     def is_device(self) -> bool:
         return KINDS[self.kind].is_device
+
+    @property
+    def supports_calls(self) -> bool:
+        """Whether code for this target may call other functions (InlinePrivateFunctions
+        inlines private callees where it may not)."""
+        return bool(self.get("supports_calls", True))
 
     def get(self, name: str, default: Any = None) -> Any:
         for key, value in self.options:
