@@ -1,11 +1,14 @@
-"""Variables a function uses without defining them (size variables of symbolic shapes,
-variables declared with ``n = T.int32()``), in order of first use."""
+"""What a piece of IR uses without defining it: variables (size variables of symbolic
+shapes, variables declared with ``n = T.int32()``, a kernel's inputs) and buffers, in
+order of first use."""
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Let, Var
 from tirc.ir.function import PrimFunc
-from tirc.ir.stmt import AllocBuffer, AttrStmt, DeclBuffer, For, IterVar, LetStmt
+from tirc.ir.stmt import AllocBuffer, AttrStmt, DeclBuffer, For, IterVar, LetStmt, Stmt
 from tirc.ir.visitor import Visitor
 
 
@@ -15,6 +18,8 @@ class _Uses(Visitor):
         self.order: list[Var] = []
         self.seen: set[int] = set()
         self.buffers_seen: set[int] = set()
+        self.buffers_defined: set[int] = set()
+        self.buffer_order: list[Buffer] = []
 
     def use(self, v: Var) -> None:
         if id(v) not in self.defined and id(v) not in self.seen:
@@ -28,6 +33,8 @@ class _Uses(Visitor):
         if id(b) in self.buffers_seen:
             return
         self.buffers_seen.add(id(b))
+        if id(b) not in self.buffers_defined:
+            self.buffer_order.append(b)
         for e in (*b.shape, *b.strides, *((b.elem_offset,) if b.elem_offset is not None else ())):
             self.visit(e)
         self.visit(b.data)
@@ -38,6 +45,8 @@ class _Uses(Visitor):
     def visit_For(self, s: For) -> None:
         self.visit(s.min)
         self.visit(s.extent)
+        if s.step is not None:
+            self.visit(s.step)
         self.define(s.loop_var)
         self.visit(s.body)
 
@@ -63,10 +72,12 @@ class _Uses(Visitor):
 
     def visit_AllocBuffer(self, s: AllocBuffer) -> None:
         self.define(s.buffer.data)
+        self.buffers_defined.add(id(s.buffer))
         self.visit_buffer(s.buffer)
         self.visit(s.body)
 
     def visit_DeclBuffer(self, s: DeclBuffer) -> None:
+        self.buffers_defined.add(id(s.buffer))
         self.visit_buffer(s.buffer)
         self.visit(s.body)
 
@@ -77,7 +88,21 @@ def free_vars(func: PrimFunc) -> list[Var]:
         u.define(p)
     for _, buf in func.buffer_map:
         u.define(buf.data)
+        u.buffers_defined.add(id(buf))
     for _, buf in func.buffer_map:
         u.visit_buffer(buf)
     u.visit(func.body)
     return u.order
+
+
+@dataclass
+class RegionUses:
+    vars: list[Var]  # scalar and pointer variables used but defined outside
+    buffers: list[Buffer]  # buffers used but declared outside
+
+
+def region_uses(stmt: Stmt) -> RegionUses:
+    """The variables and buffers ``stmt`` uses that are defined outside it."""
+    u = _Uses()
+    u.visit(stmt)
+    return RegionUses(u.order, u.buffer_order)

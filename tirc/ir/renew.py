@@ -40,3 +40,31 @@ def renew_defs(func: PrimFunc) -> PrimFunc:
     buffer_map = tuple((r.visit(p), r.visit_buffer(b)) for p, b in func.buffer_map)
     body = r.visit(func.body)
     return replace(func, params=params, buffer_map=buffer_map, body=body)
+
+
+class _Substitute(Mutator):
+    def __init__(self, var_map: dict[int, Var]):
+        self.var_map = var_map
+        self.buffers: dict[int, Buffer] = {}
+
+    def visit_Var(self, v: Var) -> Var:
+        return self.var_map.get(id(v), v)
+
+    def visit_buffer(self, b: Buffer) -> Buffer:
+        new = self.buffers.get(id(b))
+        if new is None:
+            data = self.visit(b.data)
+            shape = tuple(self.visit(e) for e in b.shape)
+            strides = tuple(self.visit(e) for e in b.strides)
+            offset = None if b.elem_offset is None else self.visit(b.elem_offset)
+            changed = (data is not b.data or offset is not b.elem_offset
+                       or any(x is not y for x, y in zip(shape + strides, b.shape + b.strides)))
+            new = replace(b, data=data, shape=shape, strides=strides, elem_offset=offset) if changed else b
+            self.buffers[id(b)] = new
+        return new
+
+
+def substitute(node, var_map: dict[int, Var]):
+    """``node`` with the variables of ``var_map`` (keyed by ``id``) replaced, buffers over
+    them rebuilt."""
+    return _Substitute(var_map).visit(node)

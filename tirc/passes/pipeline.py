@@ -87,10 +87,32 @@ def _bind_target(mod: IRModule, ctx: PassContext) -> IRModule:
     return bind_target(mod, ctx.target)
 
 
+def _lazy(module: str, function: str) -> Callable[[IRModule, PassContext], IRModule]:
+    """The pass function ``tirc.passes.<module>.<function>``, imported when first run."""
+    def run(mod: IRModule, ctx: PassContext) -> IRModule:
+        import importlib
+        return getattr(importlib.import_module(f"tirc.passes.{module}"), function)(mod, ctx)
+    return run
+
+
+def _pass(name: str, module: str, doc: str, requires: tuple[str, ...] = ()) -> Pass:
+    return Pass(name, _lazy(module, module), doc, requires)
+
+
 PIPELINE: list[Pass] = [
     Pass("Verify", _verify, "well-formedness: definitions before use, dtypes, calls"),
     Pass("BindTarget", _bind_target, "give every function a target; duplicate host-and-device helpers",
          requires=("Verify",)),
+    _pass("LowerThreadBindings", "lower_thread_bindings",
+          "thread-bound loops become T.launch_thread scopes", ("BindTarget",)),
+    _pass("AnnotateDeviceRegions", "annotate_device_regions",
+          "wrap each kernel region of host code in T.attr(<device target>, \"target\", 0)",
+          ("LowerThreadBindings",)),
+    _pass("SplitHostDevice", "split_host_device",
+          "device regions become kernel functions; host code calls them", ("AnnotateDeviceRegions",)),
+    _pass("LowerDeviceKernelLaunch", "lower_device_kernel_launch",
+          "host calls of kernels become launches with grid, block and shared-memory sizes",
+          ("SplitHostDevice",)),
 ]
 
 
