@@ -22,7 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
-from tirc.ir.dtype import HANDLE, INT32
+from tirc.ir.dtype import HANDLE, VOID
 from tirc.ir.expr import Call, GlobalVar, PointerType, Var
 from tirc.ir.freevars import region_uses
 from tirc.ir.function import IRModule, PrimFunc
@@ -78,7 +78,7 @@ class _Split(Mutator):
         kernel = renew_defs(kernel)
         name = self.fresh()
         self.kernels[name] = kernel
-        call = Call(INT32, GlobalVar(name), tuple(pointers) + tuple(scalars), s.span)
+        call = Call(VOID, GlobalVar(name), tuple(pointers) + tuple(scalars), s.span)
         return Evaluate(call, s.span)
 
 
