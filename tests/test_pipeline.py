@@ -61,6 +61,22 @@ def test_print_after_and_verify_each():
     assert "pass timings:" in result.output
 
 
+def test_print_after_all_shows_every_stage():
+    from tirc.passes.pipeline import pass_names
+    path = next(p for p in SAMPLES if p.name == "vector_add.tir")
+    result = CliRunner().invoke(cli, ["lower", str(path), "--target", "cuda", "--print-after", "all"])
+    assert result.exit_code == 0, result.output
+    shown = [line[len("# after "):] for line in result.output.splitlines() if line.startswith("# after ")]
+    assert shown == pass_names()
+
+
+@pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])
+def test_whole_pipeline_runs_on_every_sample_with_verify_each(path):
+    result = CliRunner().invoke(cli, ["lower", str(path), "--target", "cuda -arch=sm_90", "--verify-each"])
+    assert result.exit_code == 0, result.output
+    parse(result.output)
+
+
 def test_targets_and_passes_commands():
     runner = CliRunner()
     t = runner.invoke(cli, ["targets"])

@@ -110,7 +110,7 @@ def _pass_list(ctx, param, value):
     names = pass_names()
     values = value if isinstance(value, tuple) else ((value,) if value else ())
     for v in values:
-        if v not in names:
+        if v not in names and not (v == "all" and param.name == "print_after"):
             raise click.BadParameter(f"unknown pass '{v}'; valid passes: {', '.join(names)}",
                                      ctx=ctx, param=param)
     return value
@@ -124,7 +124,7 @@ def _pass_list(ctx, param, value):
               help="host target of a device target (default llvm)")
 @click.option("--stop-after", callback=_pass_list, metavar="PASS", help="stop after this pass")
 @click.option("--print-after", multiple=True, callback=_pass_list, metavar="PASS",
-              help="also print the module after this pass (repeatable)")
+              help="also print the module after this pass (repeatable; 'all' for every pass)")
 @click.option("--verify-each", is_flag=True, help="verify the module after every pass")
 @click.option("--time-passes", is_flag=True, help="report the time of each pass on stderr")
 def lower(file, target, host, stop_after, print_after, verify_each, time_passes) -> None:
@@ -137,7 +137,9 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes)
     source = _read(file)
     instruments = []
     if print_after:
-        instruments.append(PrintAfter(set(print_after), lambda text: click.echo(text, nl=False)))
+        from tirc.passes.pipeline import pass_names
+        names = set(pass_names()) if "all" in print_after else set(print_after)
+        instruments.append(PrintAfter(names, lambda text: click.echo(text, nl=False)))
     if verify_each:
         instruments.append(VerifyEach())
     timer = TimePasses()
