@@ -11,9 +11,11 @@ from tirc.parser import parse_file
 tvm = pytest.importorskip("tvm", reason="apache-tvm is not installed (pip install '.[tvm]')")
 pytestmark = pytest.mark.tvm
 
-# Older TVMScript that TVM 0.27 no longer reads (T.LetStmt); for these only the
-# printed text is checked against TVM.
-OLDER_FORMS = {"device_call_let.tir", "let_stmt_forms.tir"}
+# Text whose original TVM 0.27 reads differently or not at all — older TVMScript
+# (T.LetStmt), and region arguments of module calls (`Module.f(A[0:64])`, which tirc
+# passes by reference as a declared view, seed 004); for these only tirc's printed text
+# is checked against TVM.
+OLDER_FORMS = {"device_call_let.tir", "let_stmt_forms.tir", "region_calls.tir"}
 
 
 @pytest.mark.parametrize("path", ALL_TIR, ids=ids(ALL_TIR))

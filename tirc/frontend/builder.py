@@ -25,7 +25,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import (FloatImm, IntImm, PointerType, PrimExpr, Var)
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.stmt import (AllocBuffer, AssertStmt, Break, BufferStore, Continue,
+from tirc.ir.stmt import (AllocBuffer, AssertStmt, DeclBuffer, Break, BufferStore, Continue,
                           Evaluate, IfThenElse, LetStmt, Return, Stmt,
                           While, seq)
 
@@ -256,7 +256,24 @@ class FunctionBuilder(ExprBuilder):
         if tree.data == "simple_stmt":
             tree = tree.children[0]
         handler = getattr(self, "_s_" + tree.data)
-        return handler(tree, self.span(tree), top)
+        outer, self.pending_views = self.pending_views, []
+        try:
+            result = handler(tree, self.span(tree), top)
+            views = self.pending_views
+        finally:
+            self.pending_views = outer
+        if not views:
+            return result
+        # Region arguments of module calls (``Module.f(A[0:64])``) are views declared
+        # around the statement that passes them.
+        def declare(s: Stmt) -> Stmt:
+            for view in reversed(views):
+                s = DeclBuffer(view, s, view.span)
+            return s
+        if isinstance(result, Binder):
+            inner = result.wrap
+            return Binder(lambda body: declare(inner(body)))
+        return declare(result) if result is not None else None
 
     def _s_pass_stmt(self, tree, span, top):
         return None

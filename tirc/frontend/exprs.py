@@ -12,7 +12,7 @@ from tirc.frontend.scope import Scope
 from tirc.frontend.values import (LetType, ModuleRef, Namespace, Slot, TName, ThreadDecl,
                                   describe, literal_expr)
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import DataType, is_dtype_name, parse_dtype
+from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
 from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp)
 
 MAX_DEPTH = 150
@@ -61,6 +61,8 @@ class ExprBuilder:
 
     def __init__(self) -> None:
         self._depth = 0
+        self.pending_views: list[Buffer] = []
+        self.region_count = 0
 
     # -- locations -------------------------------------------------------------------
     def span(self, node: lark.Tree | lark.Token | None) -> Span | None:
@@ -341,10 +343,50 @@ class ExprBuilder:
 
     def _x_call(self, node, span):
         func = self.value(node.children[0])
-        args, kwargs = self.arguments(node.children[1])
+        module_call = isinstance(func, tuple) and func and func[0] == "function"
+        args, kwargs = self.arguments(node.children[1], regions=module_call)
         return calls.call(self, func, args, kwargs, span, node)
 
-    def arguments(self, arglist) -> tuple[list[tuple[object, Span | None]], dict[str, tuple[object, Span | None]]]:
+    def region_argument(self, tree) -> Buffer | None:
+        """``A[0:64]`` (or ``A[i, 0:64]``) as an argument of a module call: a view of that
+        region of ``A``, declared around the statement, passed by reference (seed 004)."""
+        if not (isinstance(tree, lark.Tree) and tree.data == "subscript"):
+            return None
+        items = [c for c in tree.children[1].children if c is not None]
+        if not any(isinstance(i, lark.Tree) and i.data == "slice" for i in items):
+            return None
+        base = self.value(tree.children[0])
+        if not isinstance(base, Buffer):
+            return None
+        span = self.span(tree)
+        if len(items) != len(base.shape):
+            raise Diagnostic(f"buffer '{base.name}' has {len(base.shape)} dimensions but the "
+                             f"region names {len(items)}", span)
+        strides = list(base.strides) if base.strides else _row_major(base.shape)
+        offset = base.elem_offset if base.elem_offset is not None else IntImm(strides[-1].dtype, 0, span)
+        shape, kept = [], []
+        for item, stride in zip(items, strides):
+            if isinstance(item, lark.Tree) and item.data == "slice":
+                start_t, stop_t, step_t = item.children
+                if step_t is not None:
+                    raise Diagnostic("a region argument cannot have a step", self.span(item))
+                start = self.expr(start_t) if start_t is not None else IntImm(stride.dtype, 0, span)
+                stop = self.expr(stop_t) if stop_t is not None else None
+                extent = difference(stop, start, span) if stop is not None else None
+                if extent is None:
+                    raise Diagnostic("a region argument needs explicit bounds", self.span(item))
+                shape.append(extent)
+                kept.append(stride)
+            else:
+                start = self.index(item)
+            offset = _fold_add(offset, typed_binary("mul", start, cast_to(stride, start.dtype, span), span, True), span)
+        self.region_count += 1
+        view = Buffer(f"{base.name}_region_{self.region_count}", base.data, base.dtype, tuple(shape),
+                      tuple(kept) if len(kept) > 1 or base.strides else (), offset, span=span)
+        self.pending_views.append(view)
+        return view
+
+    def arguments(self, arglist, regions: bool = False) -> tuple[list[tuple[object, Span | None]], dict[str, tuple[object, Span | None]]]:
         args: list[tuple[object, Span | None]] = []
         kwargs: dict[str, tuple[object, Span | None]] = {}
         if arglist is None:
@@ -360,7 +402,8 @@ class ExprBuilder:
             else:
                 if kwargs:
                     raise Diagnostic("positional argument after keyword argument", self.span(a))
-                args.append((self.value(a), self.span(a)))
+                view = self.region_argument(a) if regions else None
+                args.append((view if view is not None else self.value(a), self.span(a)))
         return args, kwargs
 
     # -- dtypes --------------------------------------------------------------------------
@@ -377,3 +420,20 @@ class ExprBuilder:
         raise Diagnostic(f"unknown dtype '{name}'", span)
 
 
+
+
+def _row_major(shape) -> list[PrimExpr]:
+    strides: list[PrimExpr] = []
+    acc: PrimExpr = IntImm(shape[-1].dtype if shape else INT32, 1)
+    for extent in reversed(shape):
+        strides.append(acc)
+        acc = typed_binary("mul", acc, cast_to(extent, acc.dtype, None), None, True)
+    return list(reversed(strides))
+
+
+def _fold_add(a: PrimExpr, b: PrimExpr, span) -> PrimExpr:
+    if isinstance(b, IntImm) and b.value == 0:
+        return a
+    if isinstance(a, IntImm) and a.value == 0:
+        return b
+    return typed_binary("add", a, cast_to(b, a.dtype, span), span, True)
