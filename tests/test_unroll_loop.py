@@ -1,0 +1,217 @@
+"""UnrollLoop, stated as TIR before and after (DESIGN §4.3)."""
+from __future__ import annotations
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.equal import assert_structural_equal
+from tirc.ir.expr import Var
+from tirc.ir.printer import print_module
+from tirc.ir.stmt import AllocBuffer, For, LetStmt
+from tirc.ir.visitor import walk
+from tirc.parser import parse
+from tirc.passes.pipeline import PassContext
+from tirc.passes.unroll_loop import MAX_COPIES, unroll_loop
+from tirc.passes.verify import verify
+from tirc.target import parse_target
+
+HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
+CTX = PassContext(parse_target("cuda -arch=sm_90", host="llvm"))
+DEV = 'T.target({"arch": "sm_90", "kind": "cuda"})'
+
+
+def check(before: str, expected: str):
+    after = unroll_loop(verify(parse(HEADER + before, "before.tir")), CTX)
+    verify(after)
+    assert_structural_equal(after, parse(HEADER + expected, "expected.tir"))
+    assert_structural_equal(parse(print_module(after), "printed.tir"), after)
+    return after
+
+
+def _defined(body) -> list[object]:
+    out: list[object] = []
+    for n in walk(body):
+        if isinstance(n, For):
+            out.append(n.loop_var)
+        elif isinstance(n, LetStmt):
+            out.append(n.var)
+        elif isinstance(n, AllocBuffer):
+            out.extend((n.buffer, n.buffer.data))
+    return out
+
+
+def test_tvm_reduce_sum_tree():
+    # tests/corpus/tvm/lowered_reduce_sum_03_unroll_loop.tir: the copies are not simplified.
+    before = f"""
+@T.prim_func
+def main(B: T.Buffer((256,), "float32")):
+    T.func_attr({{"target": {DEV}}})
+    threadIdx_x = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_shared((128,))
+    S[threadIdx_x] = B[threadIdx_x]
+    for s in T.unroll(3):
+        if threadIdx_x < 64 >> s:
+            S[threadIdx_x] = S[threadIdx_x] + S[threadIdx_x + (64 >> s)]
+    if threadIdx_x == 0:
+        B[0] = S[0]
+"""
+    expected = f"""
+@T.prim_func
+def main(B: T.Buffer((256,), "float32")):
+    T.func_attr({{"target": {DEV}}})
+    threadIdx_x = T.launch_thread("threadIdx.x", 128)
+    S = T.alloc_shared((128,))
+    S[threadIdx_x] = B[threadIdx_x]
+    if threadIdx_x < T.RShift(64, 0):
+        S[threadIdx_x] = S[threadIdx_x] + S[threadIdx_x + T.RShift(64, 0)]
+    if threadIdx_x < T.RShift(64, 1):
+        S[threadIdx_x] = S[threadIdx_x] + S[threadIdx_x + T.RShift(64, 1)]
+    if threadIdx_x < T.RShift(64, 2):
+        S[threadIdx_x] = S[threadIdx_x] + S[threadIdx_x + T.RShift(64, 2)]
+    if threadIdx_x == 0:
+        B[0] = S[0]
+"""
+    check(before, expected)
+
+
+def test_start_and_step_and_symbolic_start():
+    before = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), n: T.int32):
+    for k in T.unroll(2, 9, step=3):
+        A[k] = T.float32(1.0)
+    for j in T.unroll(n, n + 2):
+        A[j] = T.float32(2.0)
+"""
+    expected = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), n: T.int32):
+    A[2] = T.float32(1.0)
+    A[5] = T.float32(1.0)
+    A[8] = T.float32(1.0)
+    A[n] = T.float32(2.0)
+    A[n + 1] = T.float32(2.0)
+"""
+    check(before, expected)
+
+
+def test_definitions_inside_each_copy_are_fresh():
+    before = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32")):
+    for k in T.unroll(2):
+        t: T.let[T.float32] = A[k]
+        L = T.alloc_buffer((2,), scope="local")
+        for j in T.unroll(2):
+            L[j] = t
+        for i in range(2):
+            A[k * 2 + i + 8] = L[i]
+"""
+    # Not simplified (as in TVM): k * 2 becomes T.Mul(0, 2), which the printer keeps as is.
+    expected = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32")):
+    t = T.float32()
+    with T.LetStmt(A[0], var=t):
+        L = T.alloc_buffer((2,), scope="local")
+        L[0] = t
+        L[1] = t
+        for i in range(2):
+            A[T.Mul(0, 2) + i + 8] = L[i]
+    t_1: T.let[T.float32] = A[1]
+    L_1 = T.alloc_buffer((2,), scope="local")
+    L_1[0] = t_1
+    L_1[1] = t_1
+    for i in range(2):
+        A[T.Mul(1, 2) + i + 8] = L_1[i]
+"""
+    after = check(before, expected)
+    defined = _defined(after["main"].body)
+    assert len(defined) == 8
+    assert len({id(d) for d in defined}) == len(defined)
+    assert all(isinstance(d, (Var, Buffer)) for d in defined)
+
+
+def test_non_constant_extent_becomes_serial_and_zero_extent_disappears():
+    before = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), n: T.int32):
+    for k in T.unroll(n):
+        A[k] = T.float32(0.0)
+    for j in T.unroll(0):
+        A[j] = T.float32(1.0)
+    for i in T.unroll(0, 8, step=n):
+        A[i] = T.float32(2.0)
+    A[0] = T.float32(3.0)
+"""
+    expected = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), n: T.int32):
+    for k in range(n):
+        A[k] = T.float32(0.0)
+    for i in range(0, 8, n):
+        A[i] = T.float32(2.0)
+    A[0] = T.float32(3.0)
+"""
+    check(before, expected)
+
+
+def test_zero_extent_loop_as_the_whole_body():
+    before = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32")):
+    for j in T.unroll(0):
+        A[j] = T.float32(1.0)
+"""
+    expected = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32")):
+    T.evaluate(0)
+"""
+    check(before, expected)
+
+
+def test_loops_over_the_limits_stay_unrolled_loops():
+    before = f"""
+@T.prim_func
+def main(A: T.Buffer((4096,), "float32")):
+    for k in T.unroll({MAX_COPIES + 1}):
+        A[k] = T.float32(0.0)
+    for i in T.unroll(128):
+        for j in T.unroll(64):
+            A[i * 64 + j] = T.float32(1.0)
+"""
+    # The inner loop is unrolled; 128 copies of its 64 stores would exceed MAX_STATEMENTS.
+    inner = "".join(f"        A[i * 64 + {j}] = T.float32(1.0)\n" for j in range(64))
+    expected = f"""
+@T.prim_func
+def main(A: T.Buffer((4096,), "float32")):
+    for k in T.unroll({MAX_COPIES + 1}):
+        A[k] = T.float32(0.0)
+    for i in T.unroll(128):
+{inner}"""
+    after = check(before, expected)
+    kinds = [n.kind for n in walk(after["main"].body) if isinstance(n, For)]
+    assert kinds == ["unrolled", "unrolled"]
+
+
+def test_exactly_max_copies_are_unrolled():
+    before = f"""
+@T.prim_func
+def main(A: T.Buffer((4096,), "float32")):
+    for k in T.unroll({MAX_COPIES}):
+        A[k] = T.float32(0.0)
+"""
+    after = unroll_loop(verify(parse(HEADER + before)), CTX)
+    verify(after)
+    assert not any(isinstance(n, For) for n in walk(after["main"].body))
+    assert len(after["main"].body.stmts) == MAX_COPIES
+
+
+def test_module_without_unrolled_loops_is_unchanged():
+    before = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32")):
+    for i in range(64):
+        A[i] = T.float32(0.0)
+"""
+    mod = verify(parse(HEADER + before))
+    assert unroll_loop(mod, CTX) is mod

@@ -1,0 +1,304 @@
+"""FlattenBuffer: multi-dimensional buffers become flat (1-D) ones (DESIGN §4.3).
+
+Every buffer with more or fewer than one dimension, with strides, or with an element
+offset is accessed through a flat buffer over the same data pointer:
+
+* a parameter keeps its original buffer in ``buffer_map`` (MakePackedAPI checks shapes
+  against it); the body gets, at its top, a ``T.decl_buffer((N,), data=X.data,
+  layout=None)`` per such parameter that is loaded or stored (TVM declares one for every
+  parameter; declaring only the used ones makes the pass idempotent);
+* ``T.alloc_buffer`` / ``T.decl_buffer`` of such a buffer becomes one of the flat buffer
+  (same data variable, same name; the printer makes names unique);
+* every load and store ``X[i0, ..., ik]`` becomes ``X_flat[sum(i_j * stride_j) + offset]``
+  with row-major strides when none are declared; a vector (Ramp) index stays a Ramp of
+  the flattened base (``C[1, 0:4]`` of a 16x4 buffer is ``C_flat[4:8]``).
+
+N is the product of the shape for compact buffers and ``1 + sum((shape_j - 1) *
+stride_j)`` (the extent reachable through the strides) for strided ones, plus the element
+offset in both cases, so that the flat buffer covers every index the function can form.
+(TVM 0.27 leaves the offset out of N and uses ``shape_0 * stride_0``; the indices agree.)
+
+Buffers passed as arguments of module calls (``Module.f(A)``) keep referring to the
+original buffer, whose shape the callee's parameter describes; an allocation passed this
+way stays declared with its original shape as a view of the flat allocation. 1-D compact
+buffers without offset are left as they are. Declared views never loaded or stored
+(region arguments of calls) are left as they are.
+
+Preconditions: Verify (indices match each buffer's rank). Only the last index of an access
+may be a vector (a diagnostic otherwise, as in TVM). Guarantees: every load and store in
+the result has one index; every allocation is 1-D.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tirc.diagnostics import Diagnostic
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import BinOp, Broadcast, BufferLoad, Call, Cast, IntImm, PrimExpr, Ramp
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Stmt
+from tirc.ir.visitor import Mutator, walk
+from tirc.passes.pipeline import PassContext
+
+# -- index arithmetic: integer folding, Ramp/Broadcast aware (VectorizeLoop uses it too) --
+
+
+def _const(e: PrimExpr) -> int | None:
+    return e.value if isinstance(e, IntImm) and e.dtype.is_integer else None
+
+
+def _fits(value: int, dtype: DataType) -> bool:
+    bits = dtype.bits
+    lo, hi = (0, 1 << bits) if dtype.is_uint else (-(1 << (bits - 1)), 1 << (bits - 1))
+    return lo <= value < hi
+
+
+def cast(e: PrimExpr, elem: DataType) -> PrimExpr:
+    """``e`` with element type ``elem`` (lanes kept); constants retyped, ramps cast per part."""
+    if e.dtype.element() == elem:
+        return e
+    if isinstance(e, IntImm) and elem.is_integer and _fits(e.value, elem):
+        return IntImm(elem, e.value, e.span)
+    if isinstance(e, Ramp) and elem.is_integer and e.base.dtype.is_integer:
+        return Ramp(cast(e.base, elem), cast(e.stride, elem), e.lanes, e.span)
+    if isinstance(e, Broadcast):
+        return Broadcast(cast(e.value, elem), e.lanes, e.span)
+    return Cast(elem.with_lanes(e.dtype.lanes), e, getattr(e, "span", None))
+
+
+def _unify(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
+    ea, eb = a.dtype.element(), b.dtype.element()
+    if ea == eb:
+        return a, b
+    if _const(a) is not None and a.dtype.lanes == 1:
+        return cast(a, eb), b
+    if _const(b) is not None and b.dtype.lanes == 1:
+        return a, cast(b, ea)
+    wide = ea if ea.bits >= eb.bits else eb
+    return cast(a, wide), cast(b, wide)
+
+
+def _lanes_error(a: PrimExpr, b: PrimExpr) -> Diagnostic:
+    return Diagnostic(f"vector operands with different lane counts: {a.dtype} and {b.dtype}",
+                      getattr(a, "span", None) or getattr(b, "span", None))
+
+
+def _scalar(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    a, b = _unify(a, b)
+    dtype = a.dtype
+    ca, cb = _const(a), _const(b)
+    if ca is not None and cb is not None:
+        value = {"add": ca + cb, "sub": ca - cb, "mul": ca * cb}[op]
+        if _fits(value, dtype):
+            return IntImm(dtype, value)
+    if dtype.is_integer:
+        if op in ("add", "sub") and cb == 0:
+            return a
+        if op == "add" and ca == 0:
+            return b
+        if op == "mul" and (ca == 1 or cb == 0):
+            return b
+        if op == "mul" and (cb == 1 or ca == 0):
+            return a
+        if op == "add" and isinstance(b, BinOp) and b.op == "add" and b.dtype == dtype:
+            return _scalar("add", _scalar("add", a, b.a), b.b)  # a + (x + y) -> a + x + y
+    return BinOp(op, a, b, dtype)
+
+
+def arith(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``a op b`` for op in add/sub/mul over scalars and vectors: scalars broadcast, ramps
+    and broadcasts stay ramps and broadcasts where they can, integer constants fold."""
+    la, lb = a.dtype.lanes, b.dtype.lanes
+    if la == 1 and lb == 1:
+        return _scalar(op, a, b)
+    if la != 1 and lb != 1 and la != lb:
+        raise _lanes_error(a, b)
+    lanes = max(la, lb)
+    a, b = _unify(a, b)
+    if a.dtype.element().is_integer:
+        sa = a.value if isinstance(a, Broadcast) else (a if la == 1 else None)
+        sb = b.value if isinstance(b, Broadcast) else (b if lb == 1 else None)
+        if sa is not None and sb is not None:
+            return Broadcast(_scalar(op, sa, sb), lanes)
+        if op in ("add", "sub"):
+            if isinstance(a, Ramp) and isinstance(b, Ramp):
+                return _ramp(_scalar(op, a.base, b.base), _scalar(op, a.stride, b.stride), lanes)
+            if isinstance(a, Ramp) and sb is not None:
+                return _ramp(_scalar(op, a.base, sb), a.stride, lanes)
+            if sa is not None and isinstance(b, Ramp):
+                stride = b.stride if op == "add" else _scalar("sub", IntImm(b.stride.dtype, 0), b.stride)
+                return _ramp(_scalar(op, sa, b.base), stride, lanes)
+            if sb is not None and _const(sb) == 0:
+                return a
+            if op == "add" and sa is not None and _const(sa) == 0:
+                return b
+        if op == "mul":
+            if isinstance(a, Ramp) and sb is not None:
+                return _ramp(_scalar("mul", a.base, sb), _scalar("mul", a.stride, sb), lanes)
+            if sa is not None and isinstance(b, Ramp):
+                return _ramp(_scalar("mul", sa, b.base), _scalar("mul", sa, b.stride), lanes)
+            if sb is not None and _const(sb) == 1:
+                return a
+            if sa is not None and _const(sa) == 1:
+                return b
+    return BinOp(op, broadcast(a, lanes), broadcast(b, lanes), a.dtype.element().with_lanes(lanes))
+
+
+def _ramp(base: PrimExpr, stride: PrimExpr, lanes: int) -> PrimExpr:
+    return Broadcast(base, lanes) if _const(stride) == 0 else Ramp(base, stride, lanes)
+
+
+def broadcast(e: PrimExpr, lanes: int) -> PrimExpr:
+    return e if e.dtype.lanes == lanes else Broadcast(e, lanes)
+
+
+# -- the pass ------------------------------------------------------------------------------
+
+
+def needs_flattening(b: Buffer) -> bool:
+    compact_strides = not b.strides or (len(b.strides) == 1 and _const(b.strides[0]) == 1)
+    no_offset = b.elem_offset is None or _const(b.elem_offset) == 0
+    return not (b.ndim == 1 and compact_strides and no_offset)
+
+
+def _row_major(b: Buffer) -> list[PrimExpr]:
+    if b.strides:
+        return list(b.strides)
+    strides: list[PrimExpr] = []
+    acc: PrimExpr = IntImm(b.shape[-1].dtype if b.shape else DataType("int32"), 1)
+    for extent in reversed(b.shape):
+        strides.append(acc)
+        acc = arith("mul", acc, extent)
+    return list(reversed(strides))
+
+
+def flat_extent(b: Buffer) -> PrimExpr:
+    """The number of elements the flat view of ``b`` spans (offset included)."""
+    one = IntImm(b.shape[0].dtype if b.shape else DataType("int32"), 1)
+    if not b.strides:
+        n: PrimExpr = one
+        for extent in b.shape:
+            n = arith("mul", n, extent)
+    elif any(_const(e) == 0 for e in b.shape):
+        n = IntImm(one.dtype, 0)
+    else:
+        n = IntImm(one.dtype, 0)
+        for extent, stride in zip(b.shape, b.strides):
+            n = arith("add", n, arith("mul", arith("sub", extent, IntImm(extent.dtype, 1)), stride))
+        n = arith("add", n, one)
+    if b.elem_offset is not None:
+        n = arith("add", n, b.elem_offset)
+    return n
+
+
+def flat_buffer(b: Buffer) -> Buffer:
+    return Buffer(b.name, b.data, b.dtype, (flat_extent(b),), align=b.align, span=b.span,
+                  layout_none=True)
+
+
+def flat_index(b: Buffer, indices: tuple[PrimExpr, ...], span) -> PrimExpr:
+    for i in indices[:-1]:
+        if i.dtype.lanes != 1:
+            raise Diagnostic(f"only the last index of an access to buffer '{b.name}' may be a "
+                             f"vector, got {i.dtype}", getattr(i, "span", None) or span)
+    elem = indices[-1].dtype.element() if indices else DataType("int32")
+    zero = IntImm(elem, 0)
+    total: PrimExpr = zero
+    for index, stride in zip(indices, _row_major(b)):
+        total = arith("add", total, arith("mul", index, stride))
+    if b.elem_offset is not None:
+        total = arith("add", total, b.elem_offset)
+    return total
+
+
+class _Uses:
+    """Which buffers are loaded/stored, and which are referenced any other way."""
+
+    def __init__(self, body: Stmt):
+        self.accessed: set[int] = set()
+        self.escaping: set[int] = set()
+        self._keep: list[Buffer] = []
+        for node in walk(body):
+            if isinstance(node, (BufferLoad, BufferStore)):
+                self.accessed.add(id(node.buffer))
+                self._keep.append(node.buffer)
+            elif isinstance(node, Call):
+                for a in node.args:
+                    if isinstance(a, Buffer):
+                        self.escaping.add(id(a))
+                        self._keep.append(a)
+            elif isinstance(node, AttrStmt) and isinstance(node.node, Buffer):
+                self.escaping.add(id(node.node))
+                self._keep.append(node.node)
+
+
+class _Flatten(Mutator):
+    def __init__(self, uses: _Uses):
+        self.uses = uses
+        self.flat: dict[int, tuple[Buffer, Buffer]] = {}
+
+    def flat_of(self, b: Buffer) -> Buffer:
+        entry = self.flat.get(id(b))
+        if entry is None:
+            entry = (b, flat_buffer(b))
+            self.flat[id(b)] = entry
+        return entry[1]
+
+    def visit_BufferLoad(self, e: BufferLoad):
+        e = self.generic_visit(e)
+        if not needs_flattening(e.buffer):
+            return e
+        index = flat_index(e.buffer, e.indices, e.span)
+        return BufferLoad(self.flat_of(e.buffer), (index,), e.dtype, e.span)
+
+    def visit_BufferStore(self, s: BufferStore):
+        s = self.generic_visit(s)
+        if not needs_flattening(s.buffer):
+            return s
+        index = flat_index(s.buffer, s.indices, s.span)
+        return BufferStore(self.flat_of(s.buffer), s.value, (index,), s.span)
+
+    def visit_AllocBuffer(self, s: AllocBuffer):
+        b = s.buffer
+        if not needs_flattening(b):
+            return self.generic_visit(s)
+        body = self.visit(s.body)
+        if id(b) in self.uses.escaping:
+            body = DeclBuffer(b, body, s.span)
+        return AllocBuffer(self.flat_of(b), body, s.span)
+
+    def visit_DeclBuffer(self, s: DeclBuffer):
+        b = s.buffer
+        if not needs_flattening(b) or id(b) not in self.uses.accessed:
+            return self.generic_visit(s)
+        body = DeclBuffer(self.flat_of(b), self.visit(s.body), s.span)
+        return DeclBuffer(b, body, s.span, s.view_of) if id(b) in self.uses.escaping else body
+
+
+def _flatten_function(func: PrimFunc) -> PrimFunc:
+    uses = _Uses(func.body)
+    params = [b for _, b in func.buffer_map if needs_flattening(b) and id(b) in uses.accessed]
+    if not params and not any(needs_flattening(b) for b in _all_buffers(func.body)):
+        return func
+    m = _Flatten(uses)
+    body = m.visit(func.body)
+    for b in reversed(params):
+        body = DeclBuffer(m.flat_of(b), body, b.span)
+    return func if body is func.body else func.with_body(body)
+
+
+def _all_buffers(body: Stmt) -> list[Buffer]:
+    out: list[Buffer] = []
+    for node in walk(body):
+        if isinstance(node, (BufferLoad, BufferStore, AllocBuffer, DeclBuffer)):
+            out.append(node.buffer)
+    return out
+
+
+def flatten_buffer(mod: IRModule, ctx: PassContext) -> IRModule:
+    """Flatten every function of ``mod``; unchanged functions are returned as they are."""
+    functions = {name: _flatten_function(f) for name, f in mod.functions.items()}
+    if all(functions[n] is f for n, f in mod.functions.items()):
+        return mod
+    return replace(mod, functions=functions)
