@@ -67,3 +67,14 @@ def test_scoped_statement_followed_by_siblings_takes_with_form():
     text = printed("@T.prim_func\ndef f(A: T.Buffer((4,), \"int32\")):\n"
                    "    with T.launch_thread(\"threadIdx.x\", 4) as tx:\n        A[tx] = 0\n    A[0] = 1\n")
     assert 'with T.launch_thread("threadIdx.x", 4) as tx:\n        A[tx] = 0\n    A[0] = 1' in text
+
+
+def test_bare_function_that_grew_kernels_prints_as_a_module():
+    """Regression: the split of a bare @T.prim_func printed `class None:`."""
+    from click.testing import CliRunner
+    from conftest import ROOT
+    from tirc.driver import cli
+    result = CliRunner().invoke(cli, ["lower", str(ROOT / "samples" / "vector_add.tir"), "--target", "cuda"])
+    assert result.exit_code == 0, result.output
+    assert "class Module:" in result.output
+    assert "class None" not in result.output

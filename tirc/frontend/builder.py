@@ -353,6 +353,14 @@ class FunctionBuilder(ExprBuilder):
             raise Diagnostic("an annotated assignment needs a plain name", self.span(target))
         name = str(target.children[0])
         a = self.value(ann)
+        pointer = a.pointer if isinstance(a, LetType) else a
+        if isinstance(pointer, Construct) and pointer.name == "handle" and rhs is not None:
+            # A typed-pointer binding: ``p: T.handle("float32") = ...`` (or ``T.let[...]``).
+            var = self.pointer_var(name, pointer, self.span(target))
+            value = self._coerce(self.as_expr(self.value(rhs), self.span(rhs)), var.dtype, self.span(rhs))
+            self.scope.define(name, var)
+            form = "let" if isinstance(a, LetType) else "annotated"
+            return Binder(lambda body: LetStmt(var, value, body, span, form))
         if isinstance(a, LetType):
             dtype, form = a.dtype, "let"
         else:

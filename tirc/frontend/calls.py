@@ -14,8 +14,8 @@ from tirc.frontend.arith import binary, cast_to
 from tirc.frontend.values import TName, check_int_range, describe, literal_expr
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, VOID, DataType, is_dtype_name, parse_dtype
-from tirc.ir.expr import (Broadcast, Call, Cast, FloatImm, GlobalVar, IntImm,
-                          PointerType, PrimExpr, Ramp, Select, Shuffle, StringImm)
+from tirc.ir.expr import (Broadcast, Call, Cast, FloatImm, GlobalVar, IntImm, Let,
+                          PointerType, PrimExpr, Ramp, Select, Shuffle, StringImm, Var)
 from tirc.ir.ops import INTRINSICS, result_dtype
 from tirc.target import Target, TargetError, parse_target
 
@@ -113,7 +113,7 @@ def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg]
     if builder is not None:
         return builder(b, name, args, kwargs, span)
     if name in INTRINSICS:
-        raw = INTRINSICS[name].result == "dtype" or name == "call_ffi_kernel"
+        raw = INTRINSICS[name].result in ("dtype", "dtype_last") or name == "call_ffi_kernel"
         exprs = args if raw else [b.as_expr(v, s) for v, s in args]
         return make_call(b, name, exprs, kwargs, span)
     raise Diagnostic(f"unknown name 'T.{name}'", span)
@@ -131,6 +131,9 @@ def make_call(b: "ExprBuilder", name: str, args: list, kwargs: dict[str, Arg], s
         if name in ("call_extern", "call_pure_extern") and not isinstance(rest[0], StringImm):
             raise Diagnostic(f"T.{name} needs the function name as a string", args[1][1])
         return Call(dtype, name, tuple(rest), span)
+    if intr.result == "dtype_last":
+        dtype = b.dtype_of(args[-1][0], args[-1][1])
+        return Call(dtype, name, tuple(b.as_expr(v, s) for v, s in args[:-1]), span)
     exprs: list[PrimExpr] = list(args)
     if name == "if_then_else":
         cond = exprs[0]
@@ -331,8 +334,22 @@ def _plain(v: object, span: Span | None) -> object:
     raise Diagnostic(f"expected a constant, got {describe(v)}", span)
 
 
+def _let(b, name, args, kwargs, span):
+    """``T.Let(body, where={v: value})``: ``v`` (declared with ``v = T.uint32()``) is
+    bound to ``value`` in ``body``; several entries nest, the first outermost."""
+    _no_kwargs(name, kwargs, ("where",))
+    _arity(name, args, 1, 1, span)
+    where, wspan = kwargs.get("where", (None, span))
+    if not isinstance(where, dict) or not where or not all(isinstance(k, Var) for k in where):
+        raise Diagnostic("T.Let needs where={var: value, ...}", wspan)
+    body = b.as_expr(*args[0])
+    for var, value in reversed(list(where.items())):
+        body = Let(var, cast_to(b.as_expr(value, wspan), var.dtype, wspan), body, span)
+    return body
+
+
 _BUILDERS = {
-    "Cast": _cast, "cast": _cast, "Select": _select, "Ramp": _ramp, "ramp": _ramp,
+    "Let": _let, "Cast": _cast, "cast": _cast, "Select": _select, "Ramp": _ramp, "ramp": _ramp,
     "Broadcast": _broadcast, "broadcast": _broadcast, "Shuffle": _shuffle, "abs": _abs, "max_value": _limit,
     "min_value": _limit, "infinity": _limit, "target": _target,
 }

@@ -13,7 +13,7 @@ from tirc.frontend.values import (LetType, ModuleRef, Namespace, Slot, TName, Th
                                   describe, literal_expr)
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
-from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp)
+from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp, Var)
 
 MAX_DEPTH = 150
 
@@ -171,7 +171,8 @@ class ExprBuilder:
             if item is None:
                 continue
             key = self.value(item.children[0])
-            if not isinstance(key, str):
+            # Variables key the ``where=`` dict of ``T.Let(body, where={v: value})``.
+            if not isinstance(key, (str, Var)):
                 raise Diagnostic("dict keys must be strings", self.span(item.children[0]))
             out[key] = self.value(item.children[1])
         return out
@@ -297,7 +298,10 @@ class ExprBuilder:
         if isinstance(obj, TName) and obj.name == "let":
             if len(items) != 1:
                 raise Diagnostic("T.let[...] takes one dtype", span)
-            return LetType(self.dtype_of(self.value(items[0]), self.span(items[0])))
+            item = self.value(items[0])
+            if isinstance(item, calls.Construct) and item.name == "handle":
+                return LetType(DataType("handle"), item)
+            return LetType(self.dtype_of(item, self.span(items[0])))
         if isinstance(obj, tuple):
             if len(items) != 1:
                 raise Diagnostic("a tuple takes one index", span)

@@ -7,6 +7,7 @@ names that only mean something in a context (``T.int32``, ``Module.f``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.buffer import Buffer
@@ -39,9 +40,11 @@ class ModuleRef:
 
 @dataclass(frozen=True)
 class LetType:
-    """``T.let[T.int32]``: the annotation of an immutable binding."""
+    """``T.let[T.int32]``: the annotation of an immutable binding. ``pointer`` is the
+    ``T.handle("float32", "global")`` construct of a typed-pointer binding."""
 
     dtype: DataType
+    pointer: Any = None
 
 
 @dataclass(frozen=True)

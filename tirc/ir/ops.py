@@ -7,6 +7,7 @@
   ``"int32"``    int32
   ``"handle"``   handle
   ``"dtype"``    the first argument is a dtype string (``call_extern("int32", ...)``)
+  ``"dtype_last"`` the last argument is a dtype string (``tvm_struct_get(a, 0, 13, "int32")``)
   any dtype name that fixed dtype (``"uint32"``)
 """
 from __future__ import annotations
@@ -67,6 +68,10 @@ _add("tvm_thread_invariant", 1, 1, "arg0")
 _add("assume", 1, 1, "bool")
 _add("undef", 0, 0, "int32")
 _add("ret", 1, 1, "arg0", pure=False)
+# The packed calling convention (MakePackedAPI): fields of DLTensor / TVMFFIAny structs.
+_add("tvm_struct_get", 4, 4, "dtype_last")
+_add("tvm_struct_set", 4, 4, "int32", pure=False)
+_add("handle_add_byte_offset", 2, 2, "handle")
 
 # Names the front end builds into dedicated nodes rather than calls.
 NODE_BUILDERS = ("Select", "Cast", "cast", "Ramp", "ramp", "Broadcast", "broadcast", "min",
@@ -91,7 +96,7 @@ def result_dtype(intr: Intrinsic, arg_dtypes: list[DataType]) -> DataType | None
         return INT32
     if intr.result == "handle":
         return HANDLE
-    if intr.result == "dtype":
+    if intr.result in ("dtype", "dtype_last"):
         return None
     from tirc.ir.dtype import parse_dtype
     return parse_dtype(intr.result)

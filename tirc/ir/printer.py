@@ -98,11 +98,12 @@ def print_module(mod: IRModule) -> str:
     names = sorted(mod.functions)
     if mod.name is None and len(names) == 1:
         return print_func(mod.functions[names[0]], names[0])
-    printers = [FunctionPrinter(mod.functions[name], name, mod.name) for name in names]
+    class_name = mod.name or "Module"  # a bare function that grew kernels is a module now
+    printers = [FunctionPrinter(mod.functions[name], name, class_name) for name in names]
     body = [p.text(1) for p in printers]
     typevars = sorted({v for p in printers for v in p.typevar_names})
     return (_typevar_header(typevars) + HEADER + "\n" + _typevar_lines(typevars)
-            + f"@I.ir_module\nclass {mod.name}:\n" + "\n".join(body))
+            + f"@I.ir_module\nclass {class_name}:\n" + "\n".join(body))
 
 
 def print_func(func: PrimFunc, name: str = "main") -> str:
@@ -217,6 +218,8 @@ class FunctionPrinter:
                                   f"{inner}{self.define(v, v.name)} = {self.annotation(v)}")
             elif id(v) in self.introduced:
                 body_decls.append(f"{inner}{self.names[id(v)]} = {self.annotation(v)}()")
+        for v in _let_vars(f.body):  # T.Let(body, where={v: value}) needs v declared first
+            body_decls.append(f"{inner}{self.define(v, v.name)} = {self.annotation(v)}()")
         for p in f.params:
             buf = f.buffer_of(p)
             if buf is not None and buf.name != p.name:
@@ -308,7 +311,8 @@ class FunctionPrinter:
             self.stmt(s, level)
         elif isinstance(s, LetStmt):
             name = self.define(s.var, s.var.name)
-            self.emit(level, f"{name} = {self.dtype_ann(s.var.dtype)}()")
+            decl = self.annotation(s.var) if s.var.ptr is not None else f"{self.dtype_ann(s.var.dtype)}()"
+            self.emit(level, f"{name} = {decl}")
             self.emit(level, f"with T.LetStmt({self.expr(s.value)}, var={name}):")
             self.block(s.body, level + 1)
         elif isinstance(s, AttrStmt) and s.key == "thread_extent" and isinstance(s.node, IterVar):
@@ -341,7 +345,8 @@ class FunctionPrinter:
         """Print ``s``; return the body still to print at the same level, if any."""
         if isinstance(s, LetStmt):
             name = self.define(s.var, s.var.name)
-            ann = f"T.let[{self.dtype_ann(s.var.dtype)}]" if s.form == "let" else self.dtype_ann(s.var.dtype)
+            ann = self.annotation(s.var) if s.var.ptr is not None else self.dtype_ann(s.var.dtype)
+            ann = f"T.let[{ann}]" if s.form == "let" else ann
             self.emit(level, f"{name}: {ann} = {self.expr(s.value)}")
             return s.body
         if isinstance(s, AllocBuffer):
@@ -546,11 +551,23 @@ class FunctionPrinter:
             return f"~{self._operand(e.args[0], _UNARY, False)}"
         if e.op in _DTYPE_FIRST:
             args.insert(0, quote(str(e.dtype)))
+        elif e.op == "tvm_struct_get":
+            args.append(quote(str(e.dtype)))
         for key, value in e.kwargs:
             args.append(f"{key}={py_value(value, self)}")
         if e.op == "call_ffi_kernel":
             args.append(f"ret_ty={quote(str(e.dtype))}")
         return f"T.{e.op}({', '.join(args)})"
+
+
+def _let_vars(body: Stmt) -> list[Var]:
+    """The variables expression-level ``Let`` nodes bind, in order of appearance."""
+    from tirc.ir.visitor import walk
+    out: dict[int, Var] = {}
+    for node in walk(body):
+        if isinstance(node, Let):
+            out.setdefault(id(node.var), node.var)
+    return list(out.values())
 
 
 def _mentions(buf: Buffer, v: Var) -> bool:

@@ -123,6 +123,13 @@ PIPELINE: list[Pass] = [
     _pass("LowerDeviceKernelLaunch", "lower_device_kernel_launch",
           "host calls of kernels become launches with grid, block and shared-memory sizes",
           ("SplitHostDevice",)),
+    _pass("MakePackedAPI", "make_packed_api",
+          "public host functions take tvm-ffi packed arguments, checked", ("LowerDeviceKernelLaunch",)),
+    _pass("BF16StorageLegalize", "bf16_storage_legalize",
+          "bfloat16 stored as uint16 and computed in float32 where the target lacks it",
+          ("MakePackedAPI",)),
+    _pass("FP8StorageLegalize", "fp8_storage_legalize",
+          "float8 stored as uint8 and computed in float32", ("MakePackedAPI",)),
 ]
 
 
