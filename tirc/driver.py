@@ -160,7 +160,7 @@ def passes() -> None:
     """List the passes of the pipeline, in order."""
     from tirc.passes.pipeline import PIPELINE
     for i, p in enumerate(PIPELINE, 1):
-        click.echo(f"{i:2d}. {p.name:<12} {p.doc}")
+        click.echo(f"{i:2d}. {p.name:<29} {p.doc}")
 
 
 @cli.command()

@@ -1,0 +1,355 @@
+"""MergeSharedMemoryAllocations, stated as TIR before and after (DESIGN §4.4, seed 001)."""
+from __future__ import annotations
+
+import pytest
+
+from tirc.diagnostics import Diagnostic
+from tirc.ir.equal import assert_structural_equal
+from tirc.ir.stmt import AllocBuffer
+from tirc.ir.visitor import walk
+from tirc.parser import parse
+from tirc.passes.annotate_device_regions import annotate_device_regions
+from tirc.passes.lower_device_kernel_launch import lower_device_kernel_launch
+from tirc.passes.merge_shared_memory_allocations import merge_shared_memory_allocations
+from tirc.passes.pipeline import PassContext
+from tirc.passes.split_host_device import split_host_device
+from tirc.passes.verify import verify
+from tirc.target import parse_target
+
+CTX = PassContext(parse_target("cuda -arch=sm_80", host="llvm"))
+HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
+TARGET = 'T.target({"arch": "sm_80", "host": {"kind": "llvm"}, "kind": "cuda"})'
+
+
+def run(text: str):
+    mod = verify(parse(HEADER + text, "before.tir"))
+    return mod, verify(merge_shared_memory_allocations(mod, CTX))
+
+
+def check(before: str, expected: str):
+    _, after = run(before)
+    assert_structural_equal(after, parse(HEADER + expected, "expected.tir"))
+    return after
+
+
+def kernel(body: str, target: str = TARGET, params: str = "") -> str:
+    lines = "\n".join("        " + line for line in body.strip("\n").splitlines())
+    return f"""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def k(A: T.Buffer((4096,), "float32"), B: T.Buffer((4096,), "float32"){params}):
+        T.func_attr({{"target": {target}}})
+        bx = T.launch_thread("blockIdx.x", 16)
+{lines}
+"""
+
+
+# -- seed 001: one merged buffer per kernel launch ------------------------------------------
+TWO_KERNELS = f"""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def two_kernels(A: T.Buffer((4096,), "float32"), B: T.Buffer((4096,), "float32"), C: T.Buffer((4096,), "float32")):
+        T.func_attr({{"target": {TARGET}, "tir.noalias": True}})
+        with T.launch_thread("blockIdx.x", 32) as bx:
+            tx = T.launch_thread("threadIdx.x", 128)
+            stage = T.alloc_shared((128,))
+            log = T.alloc_buffer((128,), "int32", scope="shared.dyn")
+            stage[tx] = A[bx * 128 + tx] * T.float32(2.0)
+            log[tx] = tx
+            T.tvm_storage_sync("shared")
+            B[bx * 128 + tx] = stage[127 - tx] + T.Cast("float32", log[127 - tx])
+        with T.launch_thread("blockIdx.x", 16) as bx:
+            tx = T.launch_thread("threadIdx.x", 256)
+            tile = T.alloc_shared((256,), "float32")
+            flags = T.alloc_shared((256,), "int32")
+            tile[tx] = B[bx * 256 + tx]
+            flags[tx] = T.Cast("int32", tile[tx] > T.float32(0.0))
+            T.tvm_storage_sync("shared")
+            C[bx * 256 + tx] = tile[255 - tx] * T.Cast("float32", flags[255 - tx])
+"""
+
+
+def test_two_sibling_kernels_get_one_merged_buffer_each():
+    expected = f"""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def two_kernels(A: T.Buffer((4096,), "float32"), B: T.Buffer((4096,), "float32"), C: T.Buffer((4096,), "float32")):
+        T.func_attr({{"target": {TARGET}, "tir.noalias": True}})
+        with T.launch_thread("blockIdx.x", 32) as bx:
+            buf_dyn_shmem = T.alloc_buffer((1024,), "uint8", scope="shared.dyn")
+            tx = T.launch_thread("threadIdx.x", 128)
+            stage = T.decl_buffer((128,), data=buf_dyn_shmem.data, scope="shared.dyn")
+            log = T.decl_buffer((128,), "int32", data=buf_dyn_shmem.data, elem_offset=128, scope="shared.dyn")
+            stage[tx] = A[bx * 128 + tx] * T.float32(2.0)
+            log[tx] = tx
+            T.tvm_storage_sync("shared")
+            B[bx * 128 + tx] = stage[127 - tx] + T.Cast("float32", log[127 - tx])
+        with T.launch_thread("blockIdx.x", 16) as bx:
+            buf_dyn_shmem = T.alloc_buffer((2048,), "uint8", scope="shared.dyn")
+            tx = T.launch_thread("threadIdx.x", 256)
+            tile = T.decl_buffer((256,), "float32", data=buf_dyn_shmem.data, scope="shared.dyn")
+            flags = T.decl_buffer((256,), "int32", data=buf_dyn_shmem.data, elem_offset=256, scope="shared.dyn")
+            tile[tx] = B[bx * 256 + tx]
+            flags[tx] = T.Cast("int32", tile[tx] > T.float32(0.0))
+            T.tvm_storage_sync("shared")
+            C[bx * 256 + tx] = tile[255 - tx] * T.Cast("float32", flags[255 - tx])
+"""
+    after = check(TWO_KERNELS, expected)
+    merged = [n.buffer for n in walk(after["two_kernels"].body) if isinstance(n, AllocBuffer)]
+    assert len(merged) == 2 and merged[0] is not merged[1]
+    assert merged[0].data is not merged[1].data
+
+
+def test_two_sibling_kernels_split_into_two_correct_kernels():
+    _, after = run(TWO_KERNELS)
+    mod = after
+    for step in (annotate_device_regions, split_host_device, lower_device_kernel_launch):
+        mod = verify(step(mod, CTX))
+    for name in ("two_kernels_kernel", "two_kernels_kernel_1"):
+        allocs = [n.buffer for n in walk(mod[name].body) if isinstance(n, AllocBuffer)]
+        assert [(b.name, b.scope) for b in allocs] == [("buf_dyn_shmem", "shared.dyn")]
+    assert mod["two_kernels_kernel"].attrs["tirx.kernel_launch_params"][-1] == "tirx.use_dyn_shared_memory"
+
+
+def test_sample_two_kernels_in_launch_thread_form():
+    # samples/two_kernels.tir (already flat) with its thread_binding loops as launch_thread.
+    before = f"""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def two_kernels(A: T.Buffer((4096,), "float32"), B: T.Buffer((4096,), "float32"), C: T.Buffer((4096,), "float32")):
+        T.func_attr({{"target": {TARGET}, "tir.noalias": True}})
+        with T.launch_thread("blockIdx.x", 32) as bx:
+            tx = T.launch_thread("threadIdx.x", 128)
+            stage = T.alloc_shared((128,))
+            stage[tx] = A[bx * 128 + tx] * T.float32(2.0)
+            T.tvm_storage_sync("shared")
+            B[bx * 128 + tx] = stage[127 - tx]
+        with T.launch_thread("blockIdx.x", 16) as bx:
+            tx = T.launch_thread("threadIdx.x", 256)
+            tile = T.alloc_shared((256,), "float32")
+            flags = T.alloc_shared((256,), "int32")
+            tile[tx] = B[bx * 256 + tx]
+            flags[tx] = T.Cast("int32", tile[tx] > T.float32(0.0))
+            T.tvm_storage_sync("shared")
+            C[bx * 256 + tx] = tile[255 - tx] * T.Cast("float32", flags[255 - tx])
+"""
+    expected = f"""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def two_kernels(A: T.Buffer((4096,), "float32"), B: T.Buffer((4096,), "float32"), C: T.Buffer((4096,), "float32")):
+        T.func_attr({{"target": {TARGET}, "tir.noalias": True}})
+        with T.launch_thread("blockIdx.x", 32) as bx:
+            tx = T.launch_thread("threadIdx.x", 128)
+            stage = T.alloc_shared((128,))
+            stage[tx] = A[bx * 128 + tx] * T.float32(2.0)
+            T.tvm_storage_sync("shared")
+            B[bx * 128 + tx] = stage[127 - tx]
+        with T.launch_thread("blockIdx.x", 16) as bx:
+            buf_dyn_shmem = T.alloc_buffer((2048,), "uint8", scope="shared.dyn")
+            tx = T.launch_thread("threadIdx.x", 256)
+            tile = T.decl_buffer((256,), "float32", data=buf_dyn_shmem.data, scope="shared.dyn")
+            flags = T.decl_buffer((256,), "int32", data=buf_dyn_shmem.data, elem_offset=256, scope="shared.dyn")
+            tile[tx] = B[bx * 256 + tx]
+            flags[tx] = T.Cast("int32", tile[tx] > T.float32(0.0))
+            T.tvm_storage_sync("shared")
+            C[bx * 256 + tx] = tile[255 - tx] * T.Cast("float32", flags[255 - tx])
+"""
+    check(before, expected)
+
+
+# -- fast path -----------------------------------------------------------------------------
+def test_one_small_static_allocation_is_unchanged():
+    mod, after = run(kernel("""
+tx = T.launch_thread("threadIdx.x", 128)
+s = T.alloc_shared((128,))
+s[tx] = A[bx * 128 + tx]
+T.tvm_storage_sync("shared")
+B[bx * 128 + tx] = s[127 - tx]
+"""))
+    assert after is mod
+
+
+def test_kernel_without_shared_memory_and_host_code_are_unchanged():
+    mod, after = run(kernel("""
+tx = T.launch_thread("threadIdx.x", 128)
+acc = T.alloc_local((1,))
+acc[0] = A[bx * 128 + tx]
+B[bx * 128 + tx] = acc[0]
+"""))
+    assert after is mod
+
+
+def test_exactly_48_kib_static_stays_static():
+    mod, after = run(kernel("""
+tx = T.launch_thread("threadIdx.x", 128)
+s = T.alloc_shared((12288,))
+s[tx] = A[tx]
+"""))
+    assert after is mod
+
+
+# -- merging -------------------------------------------------------------------------------
+def test_three_allocations_of_mixed_dtypes_get_aligned_offsets():
+    # float16 x 100 = 200 bytes at 0; float32 x 3 at 208 (element 52); int8 x 5 at 224.
+    before = kernel("""
+h = T.alloc_buffer((100,), "float16", scope="shared.dyn")
+tx = T.launch_thread("threadIdx.x", 128)
+w = T.alloc_shared((3,), "float32")
+c = T.alloc_buffer((5,), "int8", scope="shared")
+h[tx] = T.Cast("float16", A[tx])
+w[tx % 3] = A[tx]
+c[tx % 5] = T.Cast("int8", tx)
+B[tx] = T.Cast("float32", h[tx]) + w[0] + T.Cast("float32", c[4])
+""")
+    expected = kernel("""
+buf_dyn_shmem = T.alloc_buffer((229,), "uint8", scope="shared.dyn")
+h = T.decl_buffer((100,), "float16", data=buf_dyn_shmem.data, scope="shared.dyn")
+tx = T.launch_thread("threadIdx.x", 128)
+w = T.decl_buffer((3,), "float32", data=buf_dyn_shmem.data, elem_offset=52, scope="shared.dyn")
+c = T.decl_buffer((5,), "int8", data=buf_dyn_shmem.data, elem_offset=224, scope="shared.dyn")
+h[tx] = T.Cast("float16", A[tx])
+w[tx % 3] = A[tx]
+c[tx % 5] = T.Cast("int8", tx)
+B[tx] = T.Cast("float32", h[tx]) + w[0] + T.Cast("float32", c[4])
+""")
+    check(before, expected)
+
+
+def test_single_dynamic_allocation_becomes_a_view_of_the_merged_buffer():
+    before = kernel("""
+tx = T.launch_thread("threadIdx.x", 128)
+s = T.alloc_buffer((128,), "float16", scope="shared.dyn")
+s[tx] = T.Cast("float16", A[tx])
+""")
+    expected = kernel("""
+buf_dyn_shmem = T.alloc_buffer((256,), "uint8", scope="shared.dyn")
+tx = T.launch_thread("threadIdx.x", 128)
+s = T.decl_buffer((128,), "float16", data=buf_dyn_shmem.data, scope="shared.dyn")
+s[tx] = T.Cast("float16", A[tx])
+""")
+    check(before, expected)
+
+
+def test_single_64_kib_static_allocation_moves_to_dynamic():
+    before = kernel("""
+tx = T.launch_thread("threadIdx.x", 128)
+big = T.alloc_shared((16384,))
+big[tx] = A[tx]
+T.tvm_storage_sync("shared")
+B[tx] = big[16383 - tx]
+""")
+    expected = kernel("""
+buf_dyn_shmem = T.alloc_buffer((65536,), "uint8", scope="shared.dyn")
+tx = T.launch_thread("threadIdx.x", 128)
+big = T.decl_buffer((16384,), data=buf_dyn_shmem.data, scope="shared.dyn")
+big[tx] = A[tx]
+T.tvm_storage_sync("shared")
+B[tx] = big[16383 - tx]
+""")
+    check(before, expected)
+
+
+def test_symbolic_size_known_at_launch():
+    before = kernel("""
+tx = T.launch_thread("threadIdx.x", 128)
+h = T.alloc_buffer((n,), "float16", scope="shared.dyn")
+w = T.alloc_shared((128,))
+h[tx] = T.Cast("float16", A[tx])
+w[tx] = A[tx] + T.Cast("float32", h[tx])
+B[tx] = w[tx]
+""", params=", n: T.int32")
+    expected = kernel("""
+buf_dyn_shmem = T.alloc_buffer(((n * 2 + 15) // 16 * 16 + 512,), "uint8", scope="shared.dyn")
+tx = T.launch_thread("threadIdx.x", 128)
+h = T.decl_buffer((n,), "float16", data=buf_dyn_shmem.data, scope="shared.dyn")
+w = T.decl_buffer((128,), data=buf_dyn_shmem.data, elem_offset=(n * 2 + 15) // 16 * 16 // 4, scope="shared.dyn")
+h[tx] = T.Cast("float16", A[tx])
+w[tx] = A[tx] + T.Cast("float32", h[tx])
+B[tx] = w[tx]
+""", params=", n: T.int32")
+    check(before, expected)
+
+
+def test_pointer_uses_and_views_follow_the_merged_buffer():
+    before = kernel("""
+tx = T.launch_thread("threadIdx.x", 128)
+s = T.alloc_shared((128,))
+t = T.alloc_shared((64,), "float16")
+t2 = T.decl_buffer((32,), "int32", data=t.data)
+t2[tx % 32] = tx
+T.evaluate(T.call_extern("int32", "consume", t.data, s.data))
+""")
+    expected = kernel("""
+buf_dyn_shmem = T.alloc_buffer((640,), "uint8", scope="shared.dyn")
+tx = T.launch_thread("threadIdx.x", 128)
+s = T.decl_buffer((128,), data=buf_dyn_shmem.data, scope="shared.dyn")
+t = T.decl_buffer((64,), "float16", data=buf_dyn_shmem.data, elem_offset=256, scope="shared.dyn")
+t2 = T.decl_buffer((32,), "int32", data=buf_dyn_shmem.data, elem_offset=128, scope="shared.dyn")
+t2[tx % 32] = tx
+T.evaluate(T.call_extern("int32", "consume", T.address_of(t[0]), T.address_of(s[0])))
+""")
+    check(before, expected)
+
+
+# -- diagnostics ---------------------------------------------------------------------------
+def test_over_the_limit_is_a_diagnostic_at_the_crossing_allocation():
+    before = kernel("""
+tx = T.launch_thread("threadIdx.x", 128)
+a = T.alloc_buffer((25600,), scope="shared.dyn")
+b = T.alloc_buffer((51200,), scope="shared.dyn")
+a[tx] = A[tx]
+b[tx] = A[tx]
+""")
+    with pytest.raises(Diagnostic) as info:
+        run(before)
+    d = info.value
+    assert "307200 bytes" in d.message and "166912" in d.message and "sm_80" in d.message
+    assert "'b'" in d.message
+    assert d.span is not None and d.span.line == before.splitlines().index(
+        "        b = T.alloc_buffer((51200,), scope=\"shared.dyn\")") + 3 + 1
+
+
+def test_limit_comes_from_the_kernel_target_region():
+    region = 'T.target({"arch": "sm_75", "kind": "cuda"})'
+    before = f"""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def k(A: T.Buffer((4096,), "float32")):
+        T.func_attr({{"target": {TARGET}}})
+        with T.attr({region}, "target", 0):
+            bx = T.launch_thread("blockIdx.x", 16)
+            tx = T.launch_thread("threadIdx.x", 128)
+            s = T.alloc_buffer((20480,), scope="shared.dyn")
+            s[tx] = A[tx]
+"""
+    with pytest.raises(Diagnostic, match=r"81920 bytes, over the limit of 65536 bytes per block on sm_75"):
+        run(before)
+
+
+def test_small_static_allocation_is_checked_against_a_lower_limit():
+    target = ('T.target({"arch": "sm_80", "host": {"kind": "llvm"}, "kind": "cuda", '
+              '"max_shared_memory_per_block": 1024})')
+    before = kernel("""
+tx = T.launch_thread("threadIdx.x", 128)
+s = T.alloc_shared((512,))
+s[tx] = A[tx]
+""", target=target)
+    with pytest.raises(Diagnostic, match="2048 bytes, over the limit of 1024 bytes"):
+        run(before)
+
+
+def test_size_defined_inside_the_kernel_is_a_diagnostic():
+    before = kernel("""
+tx = T.launch_thread("threadIdx.x", 128)
+m: T.int32 = bx * 2 + 1
+s = T.alloc_buffer((m,), scope="shared.dyn")
+s[tx] = A[tx]
+""")
+    with pytest.raises(Diagnostic, match="depends on 'm', which is defined inside the kernel"):
+        run(before)

@@ -1,0 +1,458 @@
+"""ThreadSync, stated as TIR before and after (DESIGN §4.3)."""
+from __future__ import annotations
+
+from conftest import ROOT
+
+from tirc.ir.equal import assert_structural_equal
+from tirc.parser import parse
+from tirc.passes.lower_thread_bindings import lower_thread_bindings
+from tirc.passes.pipeline import PassContext
+from tirc.passes.thread_sync import thread_sync
+from tirc.passes.verify import verify
+from tirc.target import parse_target
+
+CTX = PassContext(parse_target("cuda -arch=sm_80", host="llvm"))
+HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
+
+
+def run(text: str):
+    mod = verify(parse(HEADER + text, "before.tir"))
+    return mod, verify(thread_sync(mod, CTX))
+
+
+def check(before: str, expected: str):
+    _, after = run(before)
+    assert_structural_equal(after, parse(HEADER + expected, "expected.tir"))
+    return after
+
+
+def unchanged(before: str):
+    mod, after = run(before)
+    assert after is mod
+
+
+def kernel(body: str, params: str = 'A: T.Buffer((4096,), "float32"), B: T.Buffer((4096,), "float32")',
+           threads: str = 'tx = T.launch_thread("threadIdx.x", 128)') -> str:
+    lines = "\n".join("        " + line for line in body.strip("\n").splitlines())
+    return f"""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def k({params}):
+        bx = T.launch_thread("blockIdx.x", 32)
+        {threads}
+{lines}
+"""
+
+
+def without_barriers(text: str) -> str:
+    return "\n".join(line for line in text.splitlines() if "tvm_storage_sync" not in line)
+
+
+# -- the sample reduction ------------------------------------------------------------------
+def test_shared_reduction_sample_gets_its_barriers_back():
+    text = (ROOT / "samples" / "shared_reduction.tir").read_text()
+    with_barriers = lower_thread_bindings(parse(text, "sample.tir"), CTX)
+    stripped = lower_thread_bindings(parse(without_barriers(text), "stripped.tir"), CTX)
+    after = verify(thread_sync(stripped, CTX))
+    assert_structural_equal(after, with_barriers)
+
+
+def test_shared_reduction_in_launch_thread_form():
+    before = kernel("""
+red = T.alloc_shared((128,))
+red[tx] = A[bx * 128 + tx]
+for s in T.unroll(7):
+    if tx < T.shift_right(64, s):
+        red[tx] = red[tx] + red[tx + T.shift_right(64, s)]
+if tx == 0:
+    B[bx] = red[0]
+""")
+    expected = kernel("""
+red = T.alloc_shared((128,))
+red[tx] = A[bx * 128 + tx]
+T.tvm_storage_sync("shared")
+for s in T.unroll(7):
+    if tx < T.shift_right(64, s):
+        red[tx] = red[tx] + red[tx + T.shift_right(64, s)]
+    T.tvm_storage_sync("shared")
+if tx == 0:
+    B[bx] = red[0]
+""")
+    check(before, expected)
+
+
+def test_module_with_its_barriers_is_unchanged():
+    text = (ROOT / "samples" / "shared_reduction.tir").read_text()
+    mod = lower_thread_bindings(parse(text, "sample.tir"), CTX)
+    assert thread_sync(mod, CTX) is mod
+    tvm = (ROOT / "tests" / "corpus" / "tvm" / "lowered_reduce_sum_04_thread_sync.tir").read_text()
+    mod = parse(tvm, "tvm.tir")
+    assert thread_sync(mod, CTX) is mod
+
+
+# -- accesses by the same thread -------------------------------------------------------------
+def test_every_thread_touching_its_own_element_needs_no_barrier():
+    unchanged(kernel("""
+s = T.alloc_shared((128,))
+s[tx] = A[bx * 128 + tx]
+s[tx] = s[tx] * T.float32(2.0)
+for k in range(4):
+    s[tx] = s[tx] + A[k * 128 + tx]
+B[bx * 128 + tx] = s[tx]
+"""))
+
+
+def test_own_element_per_iteration_needs_no_barrier():
+    unchanged(kernel("""
+s = T.alloc_shared((512,))
+for k in range(4):
+    s[k * 128 + tx] = A[k * 128 + tx]
+    B[k * 128 + tx] = s[k * 128 + tx] + T.float32(1.0)
+"""))
+
+
+def test_two_thread_axes_own_element():
+    unchanged(kernel("""
+s = T.alloc_shared((128,))
+s[ty * 32 + tx] = A[bx * 128 + ty * 32 + tx]
+B[bx * 128 + ty * 32 + tx] = s[ty * 32 + tx]
+""", threads='ty = T.launch_thread("threadIdx.y", 4)\n        tx = T.launch_thread("threadIdx.x", 32)'))
+
+
+def test_index_missing_a_thread_axis_is_shared_between_threads():
+    # Threads (tx, 0) and (tx, 1) both write s[tx]: not private.
+    before = kernel("""
+s = T.alloc_shared((32,))
+s[tx] = A[bx * 128 + ty * 32 + tx]
+B[bx * 128 + ty * 32 + tx] = s[tx]
+""", threads='ty = T.launch_thread("threadIdx.y", 4)\n        tx = T.launch_thread("threadIdx.x", 32)')
+    expected = kernel("""
+s = T.alloc_shared((32,))
+s[tx] = A[bx * 128 + ty * 32 + tx]
+T.tvm_storage_sync("shared")
+B[bx * 128 + ty * 32 + tx] = s[tx]
+""", threads='ty = T.launch_thread("threadIdx.y", 4)\n        tx = T.launch_thread("threadIdx.x", 32)')
+    check(before, expected)
+
+
+def test_identical_index_that_is_not_per_thread():
+    before = kernel("""
+s = T.alloc_shared((64,))
+s[tx // 2] = A[tx]
+B[tx] = s[tx // 2]
+""")
+    expected = kernel("""
+s = T.alloc_shared((64,))
+s[tx // 2] = A[tx]
+T.tvm_storage_sync("shared")
+B[tx] = s[tx // 2]
+""")
+    check(before, expected)
+
+
+# -- read after write, write after read, loops ---------------------------------------------
+def test_write_after_read_of_another_threads_element():
+    before = kernel("""
+s = T.alloc_shared((128,))
+s[tx] = A[tx]
+B[tx] = s[127 - tx]
+s[tx] = A[tx + 128]
+""")
+    expected = kernel("""
+s = T.alloc_shared((128,))
+s[tx] = A[tx]
+T.tvm_storage_sync("shared")
+B[tx] = s[127 - tx]
+T.tvm_storage_sync("shared")
+s[tx] = A[tx + 128]
+""")
+    check(before, expected)
+
+
+def test_loop_carried_write_read_gets_a_barrier_at_the_end_of_the_body():
+    before = kernel("""
+a = T.alloc_shared((128,))
+b = T.alloc_shared((128,))
+b[tx] = A[bx * 128 + tx]
+for k in range(8):
+    a[tx] = b[127 - tx] + T.float32(1.0)
+    T.tvm_storage_sync("shared")
+    b[tx] = a[127 - tx]
+B[bx * 128 + tx] = b[tx]
+""")
+    expected = kernel("""
+a = T.alloc_shared((128,))
+b = T.alloc_shared((128,))
+b[tx] = A[bx * 128 + tx]
+T.tvm_storage_sync("shared")
+for k in range(8):
+    a[tx] = b[127 - tx] + T.float32(1.0)
+    T.tvm_storage_sync("shared")
+    b[tx] = a[127 - tx]
+    T.tvm_storage_sync("shared")
+B[bx * 128 + tx] = b[tx]
+""")
+    check(before, expected)
+
+
+def test_loop_reading_and_writing_neighbours():
+    before = kernel("""
+s = T.alloc_shared((128,))
+acc = T.alloc_local((1,))
+s[tx] = A[tx]
+acc[0] = T.float32(0.0)
+for k in range(8):
+    acc[0] = acc[0] + s[127 - tx]
+    s[tx] = acc[0]
+B[tx] = s[tx]
+""")
+    expected = kernel("""
+s = T.alloc_shared((128,))
+acc = T.alloc_local((1,))
+s[tx] = A[tx]
+acc[0] = T.float32(0.0)
+T.tvm_storage_sync("shared")
+for k in range(8):
+    acc[0] = acc[0] + s[127 - tx]
+    T.tvm_storage_sync("shared")
+    s[tx] = acc[0]
+    T.tvm_storage_sync("shared")
+B[tx] = s[tx]
+""")
+    check(before, expected)
+
+
+def test_loop_index_moving_with_the_iteration_is_loop_carried():
+    # Thread t reads s[t + k + 1] in iteration k + 1, which thread t + 1 wrote in k.
+    before = kernel("""
+s = T.alloc_shared((256,))
+for k in range(8):
+    B[tx] = s[tx + k + 1]
+    s[tx + k] = A[tx]
+""")
+    expected = kernel("""
+s = T.alloc_shared((256,))
+for k in range(8):
+    B[tx] = s[tx + k + 1]
+    T.tvm_storage_sync("shared")
+    s[tx + k] = A[tx]
+    T.tvm_storage_sync("shared")
+""")
+    check(before, expected)
+
+
+def test_while_loop_condition_reads_shared():
+    before = kernel("""
+s = T.alloc_shared((128,))
+s[0] = T.float32(0.0)
+while s[0] < T.float32(10.0):
+    if tx == 0:
+        s[0] = s[0] + A[tx]
+""")
+    expected = kernel("""
+s = T.alloc_shared((128,))
+s[0] = T.float32(0.0)
+T.tvm_storage_sync("shared")
+while s[0] < T.float32(10.0):
+    T.tvm_storage_sync("shared")
+    if tx == 0:
+        s[0] = s[0] + A[tx]
+    T.tvm_storage_sync("shared")
+""")
+    check(before, expected)
+
+
+# -- divergent code --------------------------------------------------------------------------
+def test_barrier_goes_before_a_thread_dependent_if():
+    before = kernel("""
+s = T.alloc_shared((128,))
+s[tx] = A[tx]
+if tx < 64:
+    B[tx] = s[tx] + s[tx + 64]
+""")
+    expected = kernel("""
+s = T.alloc_shared((128,))
+s[tx] = A[tx]
+T.tvm_storage_sync("shared")
+if tx < 64:
+    B[tx] = s[tx] + s[tx + 64]
+""")
+    check(before, expected)
+
+
+def test_no_barrier_inside_a_thread_dependent_if():
+    # The conflict lies wholly inside divergent code: a barrier there would deadlock.
+    unchanged(kernel("""
+s = T.alloc_shared((128,))
+if tx < 64:
+    s[tx] = A[tx]
+    B[tx] = s[63 - tx]
+"""))
+
+
+def test_no_barrier_inside_a_loop_with_a_thread_dependent_extent():
+    unchanged(kernel("""
+s = T.alloc_shared((128,))
+for k in range(tx):
+    B[tx] = s[127 - tx]
+    s[tx] = A[k]
+"""))
+
+
+def test_barrier_inside_a_uniform_if():
+    before = kernel("""
+s = T.alloc_shared((128,))
+if bx < 8:
+    s[tx] = A[bx * 128 + tx]
+    B[bx * 128 + tx] = s[127 - tx]
+""")
+    expected = kernel("""
+s = T.alloc_shared((128,))
+if bx < 8:
+    s[tx] = A[bx * 128 + tx]
+    T.tvm_storage_sync("shared")
+    B[bx * 128 + tx] = s[127 - tx]
+""")
+    check(before, expected)
+
+
+# -- scopes, pointers, code outside kernels --------------------------------------------------
+def test_dynamic_shared_memory_gets_a_shared_dyn_barrier():
+    before = kernel("""
+s = T.alloc_buffer((128,), scope="shared.dyn")
+s[tx] = A[tx]
+B[tx] = s[127 - tx]
+""")
+    expected = kernel("""
+s = T.alloc_buffer((128,), scope="shared.dyn")
+s[tx] = A[tx]
+T.tvm_storage_sync("shared.dyn")
+B[tx] = s[127 - tx]
+""")
+    check(before, expected)
+
+
+def test_pointer_passed_to_a_call_is_an_access_of_everything():
+    before = kernel("""
+s = T.alloc_shared((128,))
+s[tx] = A[tx]
+T.evaluate(T.call_extern("int32", "consume", s.data, tx))
+""")
+    expected = kernel("""
+s = T.alloc_shared((128,))
+s[tx] = A[tx]
+T.tvm_storage_sync("shared")
+T.evaluate(T.call_extern("int32", "consume", s.data, tx))
+""")
+    check(before, expected)
+
+
+def test_local_and_global_memory_need_no_barrier():
+    unchanged(kernel("""
+acc = T.alloc_local((4,))
+acc[tx % 4] = A[tx]
+B[tx] = acc[3 - tx % 4]
+A[tx] = B[127 - tx]
+"""))
+
+
+def test_each_sibling_kernel_is_planned_on_its_own():
+    before = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def two(A: T.Buffer((4096,), "float32"), B: T.Buffer((4096,), "float32")):
+        with T.launch_thread("blockIdx.x", 32) as bx:
+            s = T.alloc_shared((128,))
+            tx = T.launch_thread("threadIdx.x", 128)
+            s[tx] = A[bx * 128 + tx]
+        with T.launch_thread("blockIdx.x", 32) as bx:
+            s = T.alloc_shared((128,))
+            tx = T.launch_thread("threadIdx.x", 128)
+            B[bx * 128 + tx] = s[127 - tx]
+"""
+    unchanged(before)
+
+
+def test_host_function_without_kernels_is_unchanged():
+    unchanged("""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def host(A: T.Buffer((16,), "float32")):
+        for i in range(16):
+            A[i] = A[15 - i]
+""")
+
+
+def test_per_thread_slots_a_constant_apart_need_no_barrier():
+    unchanged(kernel("""
+s = T.alloc_shared((512,))
+s[tx * 4] = A[tx]
+s[tx * 4 + 1] = s[tx * 4] + T.float32(1.0)
+s[tx * 4 + 3] = s[tx * 4 + 1] + s[tx * 4 + 2]
+B[tx] = s[tx * 4 + 3]
+"""))
+
+
+def test_neighbouring_element_is_another_threads():
+    before = kernel("""
+s = T.alloc_shared((256,))
+s[tx * 2] = A[tx]
+B[tx] = s[tx * 2 + 2]
+""")
+    expected = kernel("""
+s = T.alloc_shared((256,))
+s[tx * 2] = A[tx]
+T.tvm_storage_sync("shared")
+B[tx] = s[tx * 2 + 2]
+""")
+    check(before, expected)
+
+
+def test_vector_accesses_of_a_threads_own_lanes():
+    unchanged(kernel("""
+s = T.alloc_shared((512,))
+s[T.Ramp(tx * 4, 1, 4)] = A[T.Ramp(tx * 4, 1, 4)]
+B[T.Ramp(tx * 4, 1, 4)] = s[T.Ramp(tx * 4, 1, 4)] * T.Broadcast(T.float32(2.0), 4)
+"""))
+    before = kernel("""
+s = T.alloc_shared((512,))
+s[T.Ramp(tx * 4, 1, 4)] = A[T.Ramp(tx * 4, 1, 4)]
+B[T.Ramp(tx * 2, 1, 4)] = s[T.Ramp(tx * 2, 1, 4)]
+""")
+    expected = kernel("""
+s = T.alloc_shared((512,))
+s[T.Ramp(tx * 4, 1, 4)] = A[T.Ramp(tx * 4, 1, 4)]
+T.tvm_storage_sync("shared")
+B[T.Ramp(tx * 2, 1, 4)] = s[T.Ramp(tx * 2, 1, 4)]
+""")
+    check(before, expected)
+
+
+def test_let_bound_thread_index_is_seen_through():
+    unchanged(kernel("""
+s = T.alloc_shared((128,))
+i: T.int32 = 127 - tx
+s[i] = A[tx]
+B[tx] = s[127 - tx]
+"""))
+
+
+def test_views_of_one_allocation_with_other_element_types_conflict():
+    # Thread 1 reads byte 1 of v, which thread 0 wrote as part of s[0].
+    before = kernel("""
+s = T.alloc_shared((128,))
+v = T.decl_buffer((512,), "int8", data=s.data)
+s[tx] = A[tx]
+B[tx] = T.Cast("float32", v[tx])
+""")
+    expected = kernel("""
+s = T.alloc_shared((128,))
+v = T.decl_buffer((512,), "int8", data=s.data)
+s[tx] = A[tx]
+T.tvm_storage_sync("shared")
+B[tx] = T.Cast("float32", v[tx])
+""")
+    check(before, expected)

@@ -1,0 +1,156 @@
+"""Index analysis for ThreadSync: which values differ between the threads of a kernel,
+and when two shared-memory accesses provably never touch the same element from two
+different threads (so no barrier has to order them).
+
+An index is split into a linear form over the kernel's *varying* variables (its
+``threadIdx`` axes and the loop variables inside it, with ``let``s that depend on them
+substituted) plus a constant and the remaining thread-invariant terms. Two accesses are
+disjoint across threads when their forms have the same coefficients and invariant terms,
+the form is injective on (thread, iteration) tuples (every thread axis appears, and each
+coefficient exceeds the spread of the smaller ones: a mixed-radix numbering), and their
+constants differ by less than the smallest step that numbering can take. Identical
+per-thread indices (``s[tx]`` written and read) are the case of equal constants.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from tirc.ir.expr import BinOp, Broadcast, BufferLoad, Call, IntImm, PrimExpr, Ramp, Var
+from tirc.ir.ops import INTRINSICS
+from tirc.ir.stmt import AttrStmt, For, IterVar, Stmt
+from tirc.ir.visitor import walk
+
+LANES = -1  # the key of a vector index's lane axis in a form's coefficients
+
+
+@dataclass(frozen=True)
+class _Form:
+    coeffs: tuple[tuple[int, int], ...]  # (id of a varying variable, coefficient), sorted
+    const: int
+    rest: tuple[tuple[int, PrimExpr], ...]  # (scale, thread-invariant term)
+
+
+def _const(e) -> int | None:
+    return e.value if isinstance(e, IntImm) else None
+
+
+class ThreadIndices:
+    """What varies inside one kernel (rooted at its outermost thread scope)."""
+
+    def __init__(self, root: Stmt):
+        self.ranges: dict[int, int | None] = {}  # varying variables -> extent, if known
+        self.threads: list[int] = []
+        self.lets: dict[int, PrimExpr] = {}  # varying lets, substituted by their values
+        self.divergent: set[int] = set()  # variables whose value differs between threads
+        for n in walk(root):
+            var = extent = None
+            if isinstance(n, AttrStmt) and n.key == "thread_extent" and isinstance(n.node, IterVar):
+                var, extent, tag = n.node.var, n.value, n.node.thread_tag
+            elif isinstance(n, For) and n.kind == "thread_binding":
+                var, extent, tag = n.loop_var, n.extent, n.thread_tag or ""
+            if var is not None and tag.startswith("threadIdx"):
+                self.ranges[id(var)] = _const(extent)
+                self.threads.append(id(var))
+                self.divergent.add(id(var))
+
+    # -- scopes the planner enters ------------------------------------------------------
+    def bind_let(self, var: Var, value: PrimExpr) -> None:
+        if self.varies(value):
+            self.lets[id(var)] = value
+        if self.is_divergent(value):
+            self.divergent.add(id(var))
+
+    def bind_loop(self, s: For) -> None:
+        self.ranges[id(s.loop_var)] = _const(s.extent)
+        if self.is_divergent(s.min, s.extent, s.step):
+            self.divergent.add(id(s.loop_var))
+
+    # -- dependence -------------------------------------------------------------------------
+    def _depends(self, e: PrimExpr, ids, loads: str) -> bool:
+        """Whether ``e`` mentions a variable of ``ids``, a load that counts (``"all"``: a
+        loaded value may change over time; ``"local"``: per-thread memory) or an impure call."""
+        for n in walk(e):
+            if isinstance(n, Var) and id(n) in ids:
+                return True
+            if isinstance(n, BufferLoad) and (loads == "all" or n.buffer.scope in ("local", "warp")):
+                return True
+            if isinstance(n, Call):
+                intr = INTRINSICS.get(n.op) if isinstance(n.op, str) else None
+                if intr is None or not intr.pure:
+                    return True
+        return False
+
+    def is_divergent(self, *exprs) -> bool:
+        """Whether some thread may see a different value (a barrier under it deadlocks)."""
+        return any(self._depends(e, self.divergent, "local") for e in exprs if e is not None)
+
+    def varies(self, e: PrimExpr) -> bool:
+        return self._depends(e, {**self.ranges, **self.lets}, "all")
+
+    # -- linear forms -------------------------------------------------------------------------
+    def _linear(self, e: PrimExpr, scale: int, coeffs: dict[int, int], acc: list) -> bool:
+        """Add ``scale * e`` to ``coeffs`` / ``acc = [const, rest]``; False if not linear."""
+        if isinstance(e, Var) and id(e) in self.lets:
+            return self._linear(self.lets[id(e)], scale, coeffs, acc)
+        if isinstance(e, Var) and id(e) in self.ranges:
+            coeffs[id(e)] = coeffs.get(id(e), 0) + scale
+            return True
+        if isinstance(e, IntImm):
+            acc[0] += scale * e.value
+            return True
+        if isinstance(e, BinOp) and e.op in ("add", "sub"):
+            return (self._linear(e.a, scale, coeffs, acc)
+                    and self._linear(e.b, scale if e.op == "add" else -scale, coeffs, acc))
+        if isinstance(e, BinOp) and e.op == "mul":
+            for c, x in ((e.a, e.b), (e.b, e.a)):
+                if isinstance(c, IntImm):
+                    return self._linear(x, scale * c.value, coeffs, acc)
+        if self.varies(e):
+            return False
+        acc[1].append((scale, e))
+        return True
+
+    def form(self, indices: tuple[PrimExpr, ...] | None) -> tuple[_Form, dict[int, int]] | None:
+        """The linear form of a flat index, with the lane count of a vector index's lanes."""
+        if indices is None or len(indices) != 1:
+            return None
+        e, coeffs, acc = indices[0], {}, [0, []]
+        if isinstance(e, Ramp):
+            if not isinstance(e.stride, IntImm):
+                return None
+            if e.stride.value != 0 and e.lanes > 1:
+                coeffs[LANES] = e.stride.value
+            e = e.base
+        elif isinstance(e, Broadcast):
+            e = e.value
+        if not self._linear(e, 1, coeffs, acc):
+            return None
+        lanes = {LANES: indices[0].lanes} if LANES in coeffs else {}
+        key = tuple(sorted((k, c) for k, c in coeffs.items() if c != 0))
+        return _Form(key, acc[0], tuple(acc[1])), lanes
+
+    def _gap(self, form: _Form, lanes: dict[int, int]) -> int:
+        """The smallest nonzero distance between two elements the form names for distinct
+        (thread, iteration, lane) tuples; 0 when two such tuples may share an element."""
+        coeffs = dict(form.coeffs)
+        if any(coeffs.get(t, 0) == 0 and self.ranges[t] != 1 for t in self.threads):
+            return 0  # threads that differ only along a missing axis share elements
+        axes = sorted((abs(c), lanes.get(k, self.ranges.get(k))) for k, c in coeffs.items())
+        spread, gap = 0, None
+        for i, (coef, extent) in enumerate(axes):
+            if coef <= spread or (extent is None and i != len(axes) - 1):
+                return 0
+            gap = coef - spread if gap is None else min(gap, coef - spread)
+            spread += coef * ((extent or 1) - 1)
+        return gap if gap is not None else 1
+
+    def disjoint(self, a: tuple[PrimExpr, ...] | None, b: tuple[PrimExpr, ...] | None) -> bool:
+        """Whether no element accessed through ``a`` by one thread (in one iteration) is
+        accessed through ``b`` by another thread or in another iteration."""
+        fa, fb = self.form(a), self.form(b)
+        if fa is None or fb is None:
+            return False
+        (fa, lanes_a), (fb, lanes_b) = fa, fb
+        if fa.coeffs != fb.coeffs or fa.rest != fb.rest or lanes_a != lanes_b:
+            return False
+        return abs(fa.const - fb.const) < self._gap(fa, lanes_a)
