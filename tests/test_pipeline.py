@@ -85,3 +85,17 @@ def test_targets_and_passes_commands():
     assert "The default CUDA architecture is sm_80" in t.output
     p = runner.invoke(cli, ["passes"])
     assert p.exit_code == 0 and "BindTarget" in p.output
+
+
+def test_seed_000_lowers_cleanly_where_tvm_fails_in_make_packed_api():
+    """TVM 0.27 stops on seed 000's first example in MakePackedAPI ("variables (length,)
+    are used, but are not passed in as API arguments"); tirc folds the host call of the
+    helper and lowers the whole module."""
+    from conftest import ROOT
+    from tirc.passes.verify import verify
+    mod = parse((ROOT / "samples" / "device_call_add.tir").read_text())
+    out = run_pipeline(mod, PassContext(parse_target("cuda -arch=sm_90", host="llvm")))
+    verify(out)
+    main = out["main"]
+    assert main.attrs["calling_conv"] == 1 and main.attrs["global_symbol"] == "__tvm_ffi_main"
+    assert out["main_kernel"].attrs["tirx.kernel_launch_params"] == ("blockIdx.x", "threadIdx.x")
