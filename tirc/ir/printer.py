@@ -2,12 +2,9 @@
 from the IR, made unique per function with ``_1``, ``_2`` suffixes in print order."""
 from __future__ import annotations
 
-import math
-from typing import Any
 
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar,
-                          IntImm, Let, Not, PrimExpr, Ramp, Select, Shuffle, StringImm,
+from tirc.ir.expr import (Call, IntImm, Let, PrimExpr, StringImm,
                           Var)
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore, Continue,
@@ -16,81 +13,13 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore,
 from tirc.ir.scalars import scalar_buffers
 from tirc.ir.freevars import free_vars
 from tirc.target import Target
+from tirc.ir.print_expr import ExprPrinter, _plus, py_value, quote
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 BARE_HEADER = "# from tvm.script import tirx as T\n"
 
-# Python operator precedence, higher binds tighter.
-_PREC = {"or": 1, "and": 2, "not": 3, "eq": 4, "ne": 4, "lt": 4, "le": 4, "gt": 4, "ge": 4,
-         "bitwise_or": 5, "bitwise_xor": 6, "bitwise_and": 7, "shift_left": 8,
-         "shift_right": 8, "add": 9, "sub": 9, "mul": 10, "floordiv": 10, "floormod": 10,
-         "div": 10}
-_ATOM = 12
-_UNARY = 11
-_SYMBOL = {"add": "+", "sub": "-", "mul": "*", "div": "/", "floordiv": "//", "floormod": "%",
-           "eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">=", "and": "and",
-           "or": "or", "shift_left": "<<", "shift_right": ">>", "bitwise_and": "&",
-           "bitwise_or": "|", "bitwise_xor": "^"}
-_NODE_FORM = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "mod": "Mod",
-              "floordiv": "FloorDiv", "floormod": "FloorMod", "min": "Min", "max": "Max",
-              "eq": "EQ", "ne": "NE", "lt": "LT", "le": "LE", "gt": "GT", "ge": "GE",
-              "and": "And", "or": "Or", "shift_left": "LShift", "shift_right": "RShift",
-              "bitwise_and": "BitwiseAnd", "bitwise_or": "BitwiseOr", "bitwise_xor": "BitwiseXor"}
-_FUNCTION_FORM = {"min": "T.min", "max": "T.max", "mod": "T.truncmod"}
-_DTYPE_FIRST = ("call_extern", "call_pure_extern", "call_intrin", "call_llvm_intrin",
-                "call_llvm_pure_intrin", "reinterpret", "type_annotation")
 _LOOP_FN = {"parallel": "T.parallel", "vectorized": "T.vectorized", "unrolled": "T.unroll",
             "serial": "T.serial"}
-
-
-def quote(text: str) -> str:
-    out = ['"']
-    for ch in text:
-        if ch == '"':
-            out.append('\\"')
-        elif ch == "\\":
-            out.append("\\\\")
-        elif ch == "\n":
-            out.append("\\n")
-        elif ch == "\t":
-            out.append("\\t")
-        elif ch == "\r":
-            out.append("\\r")
-        elif ord(ch) < 32 or ord(ch) == 127:
-            out.append(f"\\x{ord(ch):02x}")
-        else:
-            out.append(ch)
-    out.append('"')
-    return "".join(out)
-
-
-def format_float(value: float) -> str:
-    if math.isnan(value):
-        return '"nan"'
-    if math.isinf(value):
-        return '"inf"' if value > 0 else '"-inf"'
-    return repr(float(value))
-
-
-def py_value(value: Any, printer: "FunctionPrinter | None" = None) -> str:
-    """A JSON-like value (attributes, target options) as Python literal text."""
-    if isinstance(value, bool):
-        return "True" if value else "False"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return format_float(value) if math.isfinite(value) else f"float({format_float(value)})"
-    if isinstance(value, str):
-        return quote(value)
-    if isinstance(value, Target):
-        return f"T.target({py_value(value.to_dict(explicit_only=True))})"
-    if isinstance(value, (list, tuple)):
-        return "[" + ", ".join(py_value(v, printer) for v in value) + "]"
-    if isinstance(value, dict):
-        return "{" + ", ".join(f"{quote(k)}: {py_value(v, printer)}" for k, v in sorted(value.items())) + "}"
-    if isinstance(value, PrimExpr) and printer is not None:
-        return printer.expr(value)
-    raise TypeError(f"cannot print attribute value {value!r}")
 
 
 def print_module(mod: IRModule) -> str:
@@ -122,7 +51,7 @@ def _typevar_lines(names: list[str]) -> str:
     return "".join(f"{n} = TypeVar({quote(n)})\n" for n in names)
 
 
-class FunctionPrinter:
+class FunctionPrinter(ExprPrinter):
     def __init__(self, func: PrimFunc, name: str, module_name: str | None):
         self.func = func
         self.name = name
@@ -464,102 +393,6 @@ class FunctionPrinter:
         return f"{_LOOP_FN[s.kind]}({bounds}{extra})"
 
     # -- expressions ---------------------------------------------------------------------
-    def expr(self, e: object) -> str:
-        return self._expr(e)[0]
-
-    def load_text(self, buf: Buffer, indices, slices: bool = False) -> str:
-        """``A[i, j]``; vector indices of stores print as slices, as TVM does."""
-        parts = []
-        for i in indices:
-            if slices and isinstance(i, Ramp) and isinstance(i.stride, IntImm) and i.stride.value > 0:
-                stop = _plus(i.base, IntImm(i.base.dtype, i.lanes * i.stride.value))
-                step = f":{i.stride.value}" if i.stride.value != 1 else ""
-                parts.append(f"{self.expr(i.base)}:{self.expr(stop)}{step}")
-            else:
-                parts.append(self.expr(i))
-        return f"{self.buffer_name(buf)}[{', '.join(parts)}]"
-
-    def _expr(self, e: object) -> tuple[str, int]:
-        if isinstance(e, Var):
-            return self.var(e), _ATOM
-        if isinstance(e, Buffer):
-            return self.buffer_name(e), _ATOM
-        if isinstance(e, IntImm):
-            if e.dtype.is_bool:
-                return f"T.bool({bool(e.value)})", _ATOM
-            if str(e.dtype) == "int32":
-                return str(e.value), (_ATOM if e.value >= 0 else _UNARY)
-            return f"T.{e.dtype}({e.value})", _ATOM
-        if isinstance(e, FloatImm):
-            return f"T.{e.dtype}({format_float(e.value)})", _ATOM
-        if isinstance(e, StringImm):
-            return quote(e.value), _ATOM
-        if isinstance(e, BinOp):
-            return self._binop(e)
-        if isinstance(e, Not):
-            return f"not {self._operand(e.a, _PREC['not'], False)}", _PREC["not"]
-        if isinstance(e, Select):
-            return f"T.Select({self.expr(e.condition)}, {self.expr(e.true_value)}, {self.expr(e.false_value)})", _ATOM
-        if isinstance(e, Cast):
-            return f"T.Cast({quote(str(e.dtype))}, {self.expr(e.value)})", _ATOM
-        if isinstance(e, BufferLoad):
-            if id(e.buffer) in self.scalars:
-                return self.buffer_name(e.buffer), _ATOM
-            return self.load_text(e.buffer, e.indices), _ATOM
-        if isinstance(e, Ramp):
-            return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _ATOM
-        if isinstance(e, Shuffle):
-            vecs = ", ".join(self.expr(v) for v in e.vectors)
-            idx = ", ".join(self.expr(i) for i in e.indices)
-            return f"T.Shuffle([{vecs}], [{idx}])", _ATOM
-        if isinstance(e, Broadcast):
-            return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _ATOM
-        if isinstance(e, Call):
-            return self._call(e), _ATOM
-        if isinstance(e, Let):
-            name = self.define(e.var, e.var.name)
-            return f"T.Let({self.expr(e.body)}, where={{{name}: {self.expr(e.value)}}})", _ATOM
-        raise TypeError(f"cannot print expression {type(e).__name__}")
-
-    def _operand(self, e: PrimExpr, prec: int, right: bool) -> str:
-        text, p = self._expr(e)
-        if p < prec or (right and p == prec) or (prec == 4 and p == 4):
-            return f"({text})"
-        return text
-
-    def _binop(self, e: BinOp) -> tuple[str, int]:
-        if isinstance(e.a, (IntImm, FloatImm)) and isinstance(e.b, (IntImm, FloatImm)):
-            # TVM folds operators on two constants while parsing; the node form keeps them.
-            return f"T.{_NODE_FORM[e.op]}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
-        if e.op in _FUNCTION_FORM:
-            return f"{_FUNCTION_FORM[e.op]}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
-        if e.op == "div" and not e.dtype.element().is_float:
-            return f"T.Div({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
-        prec = _PREC[e.op]
-        a = self._operand(e.a, prec, False)
-        b = self._operand(e.b, prec, True)
-        return f"{a} {_SYMBOL[e.op]} {b}", prec
-
-    def _call(self, e: Call) -> str:
-        args = [self.expr(a) for a in e.args]
-        if isinstance(e.op, GlobalVar):
-            callee = f"{self.module_name}.{e.op.name}" if self.module_name else e.op.name
-            return f"{callee}({', '.join(args)})"
-        if e.op == "bitwise_not":
-            if isinstance(e.args[0], IntImm):
-                return f"T.BitwiseNot({args[0]})"
-            return f"~{self._operand(e.args[0], _UNARY, False)}"
-        if e.op in _DTYPE_FIRST:
-            args.insert(0, quote(str(e.dtype)))
-        elif e.op == "tvm_struct_get":
-            args.append(quote(str(e.dtype)))
-        for key, value in e.kwargs:
-            args.append(f"{key}={py_value(value, self)}")
-        if e.op == "call_ffi_kernel":
-            args.append(f"ret_ty={quote(str(e.dtype))}")
-        return f"T.{e.op}({', '.join(args)})"
-
-
 def _let_vars(body: Stmt) -> list[Var]:
     """The variables expression-level ``Let`` nodes bind, in order of appearance."""
     from tirc.ir.visitor import walk
@@ -572,13 +405,6 @@ def _let_vars(body: Stmt) -> list[Var]:
 
 def _mentions(buf: Buffer, v: Var) -> bool:
     return any(e is v for e in (*buf.shape, *buf.strides, buf.elem_offset))
-
-
-def _plus(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    """``a + b`` as the text of a bound, folded when both are constants."""
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(a.dtype, a.value + b.value)
-    return BinOp("add", a, b, a.dtype)
 
 
 def _first(s: Stmt) -> Stmt:
