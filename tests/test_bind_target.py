@@ -6,8 +6,7 @@ import pytest
 from tirc.diagnostics import Diagnostic
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.visitor import walk
-from tirc.ir.expr import Var, BufferLoad
-from tirc.ir.stmt import BufferStore
+from tirc.ir.expr import Var
 from tirc.parser import parse
 from tirc.passes.bind_target import bind_target
 from tirc.passes.verify import verify
