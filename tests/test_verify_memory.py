@@ -1,0 +1,46 @@
+"""VerifyMemory: a host access to a device buffer is an error, not a CPU read of GPU memory."""
+from __future__ import annotations
+
+import pytest
+
+from split_helpers import run
+from tirc.diagnostics import Diagnostic
+from tirc.parser import parse
+from tirc.passes.pipeline import PassContext, run_pipeline
+from tirc.target import parse_target
+
+FORGOT_TO_BIND = """
+@T.prim_func
+def f(A: T.Buffer((64,), "float32")):
+    for i in range(64):
+        A[i] = A[i] * T.float32(2.0)
+"""
+
+
+def test_unbound_loop_on_device_buffers_is_an_error():
+    mod = parse("# from tvm.script import tirx as T\n" + FORGOT_TO_BIND, "f.tir")
+    with pytest.raises(Diagnostic) as info:
+        run_pipeline(mod, PassContext(parse_target("cuda -arch=sm_90", host="llvm")))
+    d = info.value
+    assert "host code of 'f' writes buffer 'A', which lives on the cuda device" in d.message
+    assert (d.span.file, d.span.line) == ("f.tir", 6)
+
+
+def test_same_module_for_the_cpu_is_fine():
+    mod = parse("# from tvm.script import tirx as T\n" + FORGOT_TO_BIND)
+    run_pipeline(mod, PassContext(parse_target("llvm")))
+
+
+def test_host_locals_and_kernels_are_fine():
+    from tirc.passes.verify_memory import verify_memory
+    mod = run([], """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((64,), "float32")):
+        T.func_attr({"target": T.target({"kind": "cuda", "arch": "sm_90", "host": {"kind": "llvm"}})})
+        tmp = T.alloc_buffer((4,), "int32")
+        tmp[0] = 1
+        T.call_ffi_kernel("k", A.data, tmp[0], launch_params=["threadIdx.x"])
+""")
+    assert verify_memory(mod, None) is mod

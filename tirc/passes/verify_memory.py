@@ -1,0 +1,39 @@
+"""VerifyMemory: host code never touches device memory.
+
+After the split, a host function whose target is a device target with a host receives
+its buffers in device memory (MakePackedAPI checks their device type). Loads and stores
+of those buffers belong in kernels; one left in host code would read GPU addresses on
+the CPU. Each is a diagnostic at the access, suggesting a thread binding or a CPU target
+(TVM's VerifyMemory asks "did you forget to bind?" in the same place).
+
+Precondition: LowerDeviceKernelLaunch (device regions are kernels of their own).
+"""
+from __future__ import annotations
+
+from tirc.diagnostics import Diagnostic
+from tirc.ir.expr import BufferLoad
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.stmt import BufferStore
+from tirc.ir.visitor import walk
+from tirc.passes.context import HOST, body_context
+from tirc.target import Target
+
+
+def _check(name: str, func: PrimFunc, target: Target) -> None:
+    device_data = {id(buf.data) for _, buf in func.buffer_map}
+    for node in walk(func.body):
+        if isinstance(node, (BufferLoad, BufferStore)) and id(node.buffer.data) in device_data:
+            verb = "reads" if isinstance(node, BufferLoad) else "writes"
+            raise Diagnostic(
+                f"host code of '{name}' {verb} buffer '{node.buffer.name}', which lives on the "
+                f"{target.kind} device; move the access into a kernel (T.thread_binding) or "
+                "give the function a CPU target", node.span)
+
+
+def verify_memory(mod: IRModule, ctx) -> IRModule:
+    for name, func in mod.functions.items():
+        target = func.attrs.get("target")
+        if (isinstance(target, Target) and target.is_device and target.host is not None
+                and func.attrs.get("calling_conv") != 2 and body_context(func) == HOST):
+            _check(name, func, target)
+    return mod
