@@ -90,19 +90,14 @@ def _target_option(ctx, param, value):
 
 
 def bind_target_from(target, host):
-    """The bind target of ``--target``/``--host``: ``llvm`` when none is given; a device
-    target gets ``--host`` (default ``llvm``) as its host."""
-    from tirc.target import parse_target
-    if target is None:
-        target = parse_target("llvm")
-    if host is not None:
-        if host.is_device:
-            raise click.BadParameter(f"the host must be a CPU target, not '{host.kind}'",
-                                     param_hint="'--host'")
-        target = target.with_host(host) if target.is_device else target
-    elif target.is_device and target.host is None:
-        target = target.with_host(parse_target("llvm"))
-    return target
+    """The bind target of ``--target``/``--host`` (tirc.build.bind_target_from); a device
+    ``--host`` is a usage error."""
+    from tirc.build import bind_target_from as bind
+    from tirc.target import TargetError
+    try:
+        return bind(target, host)
+    except TargetError as e:
+        raise click.BadParameter(str(e), param_hint="'--host'") from None
 
 
 def _pass_list(ctx, param, value):
@@ -153,6 +148,32 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes)
     if time_passes:
         click.echo(timer.report(), err=True)
     click.echo(print_module(mod), nl=False)
+
+
+@cli.command()
+@click.argument("file", type=click.Path(dir_okay=False))
+@click.option("--target", "target", callback=_target_option, metavar="TARGET",
+              help="target for functions that have none (default llvm)")
+@click.option("--host", "host", callback=_target_option, metavar="TARGET",
+              help="host target of a device target (default llvm)")
+@click.option("-o", "--output", "out_dir", default=".", show_default=True, metavar="OUTDIR",
+              type=click.Path(file_okay=False), help="directory for NAME.o (and NAME.so, NAME.ll)")
+@click.option("--shared", is_flag=True, help="also link NAME.so with the system C compiler")
+@click.option("--emit", multiple=True, type=click.Choice(["llvm"]),
+              help="also write an intermediate form: llvm (NAME.ll)")
+def build(file, target, host, out_dir, shared, emit) -> None:
+    """Compile FILE: write OUTDIR/NAME.o, the host object (device code: not yet)."""
+    from pathlib import Path
+
+    from tirc.build import build as build_module
+
+    bind_target_from(target, host)  # usage errors first
+    source = _read(file)
+    try:
+        build_module(source.text, target, host, out_dir, Path(file).stem, shared=shared,
+                     emit=tuple(emit), filename=source.name)
+    except Diagnostic as d:
+        _fail(d, source)
 
 
 @cli.command()

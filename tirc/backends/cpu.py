@@ -1,0 +1,112 @@
+"""The host CPU backend: the shared LLVM lowering with a CPU target context, optimised
+and emitted as an object file through llvmlite.
+
+The target machine comes from the target's ``mtriple`` (default: this machine's),
+``mcpu``, ``mattr`` and ``opt-level`` (default 3), position-independent so the object
+links into a shared library. CPU facts: one address space; stack allocations up to
+1 KiB of constant size, ``malloc``/``free`` otherwise; errors through tvm-ffi's
+``TVMFFIErrorSetRaisedFromCStr`` and a -1 return; ``T.parallel`` loops through
+libgomp (``cpu_parallel``); math through LLVM intrinsics and libm. Public functions
+(``calling_conv`` 1 after MakePackedAPI) are exported as their ``global_symbol``;
+every other function is internal.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import binding as llvm
+from llvmlite import ir
+
+from tirc.backends import llvm_types as lt
+from tirc.backends.llvm_context import LLVMTargetContext
+from tirc.backends.llvm_lower import ModuleLowering
+from tirc.diagnostics import Diagnostic
+from tirc.ir.function import IRModule
+from tirc.ir.stmt import For
+from tirc.target import Target, host_triple
+
+_initialized = False
+
+
+def _init_llvm() -> None:
+    global _initialized
+    if not _initialized:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        _initialized = True
+
+
+def target_machine(target: Target) -> llvm.TargetMachine:
+    """The LLVM target machine a CPU target describes (a Diagnostic if LLVM lacks it)."""
+    _init_llvm()
+    triple = target.get("mtriple") or host_triple()
+    try:
+        llvm_target = llvm.Target.from_triple(triple)
+    except RuntimeError as e:
+        raise Diagnostic(f"LLVM cannot generate code for triple '{triple}': {e}") from None
+    features = ",".join(target.get("mattr") or ())
+    return llvm_target.create_target_machine(
+        cpu=target.get("mcpu") or "", features=features, opt=int(target.get("opt-level", 3)),
+        reloc="pic", codemodel="default", abiname=target.get("mabi") or "")
+
+
+class CPUContext(LLVMTargetContext):
+    def __init__(self, target: Target):
+        self.machine = target_machine(target)
+        super().__init__(target, self.machine.triple, str(self.machine.target_data))
+        self.uses_openmp = False
+
+    def allocate(self, fl, nbytes, const_bytes, elem, count):
+        if const_bytes is not None and const_bytes <= self.max_stack_alloca:
+            return fl.alloca(elem, max(count, 1), name="stack", align=64), 64, False
+        ptr_t = self.pointer()
+        malloc = fl.module.declare("malloc", ir.FunctionType(ptr_t, [lt.I64]))
+        ptr = fl.b.call(malloc, [nbytes])
+        ok, bad = fl.block("alloc_ok"), fl.block("alloc_fail")
+        fl.b.cbranch(fl.b.icmp_unsigned("!=", ptr, ir.Constant(ptr_t, None)), ok, bad)
+        fl.b.position_at_end(bad)
+        fl.fail(fl.string("RuntimeError"), fl.string(f"cannot allocate memory for a buffer "
+                                                      f"in function '{fl.name}'"))
+        fl.b.position_at_end(ok)
+        return ptr, 16, True
+
+    def raise_error(self, fl, kind, message):
+        ptr_t = self.pointer()
+        setter = fl.module.declare("TVMFFIErrorSetRaisedFromCStr",
+                                   ir.FunctionType(ir.VoidType(), [ptr_t, ptr_t]))
+        fl.b.call(setter, [kind, message])
+
+    def lower_parallel(self, fl, loop: For) -> None:
+        from tirc.backends.cpu_parallel import lower_parallel
+        self.uses_openmp = True
+        lower_parallel(fl, loop, int(self.target.get("num-cores") or 0))
+
+
+@dataclass(frozen=True)
+class HostObject:
+    """What the CPU backend makes of a host module."""
+
+    object: bytes
+    llvm_ir: str  # the optimised module, as in the object
+    triple: str
+    uses_openmp: bool  # link with libgomp
+
+
+def lower_to_llvm(mod: IRModule, target: Target, name: str = "module") -> tuple[str, CPUContext]:
+    """The module as LLVM IR text, before optimisation."""
+    ctx = CPUContext(target)
+    return str(ModuleLowering(mod, ctx, name).lower()), ctx
+
+
+def generate(mod: IRModule, target: Target, name: str = "module") -> HostObject:
+    text, ctx = lower_to_llvm(mod, target, name)
+    parsed = llvm.parse_assembly(text)
+    parsed.verify()
+    level = int(target.get("opt-level", 3))
+    pto = llvm.create_pipeline_tuning_options(speed_level=level)
+    if level >= 2:
+        pto.loop_vectorization = True
+        pto.slp_vectorization = True
+    pb = llvm.create_pass_builder(ctx.machine, pto)
+    pb.getModulePassManager().run(parsed, pb)
+    return HostObject(ctx.machine.emit_object(parsed), str(parsed), ctx.triple, ctx.uses_openmp)

@@ -1,0 +1,87 @@
+"""The target context: every target fact the shared TIR -> LLVM lowering needs, as small
+hooks (numba-cuda's target context, tinygrad's table per renderer). The lowering in
+``llvm_lower``/``llvm_expr``/``llvm_intrin`` never asks which target it is on; a backend
+subclasses :class:`LLVMTargetContext` and overrides what differs: address spaces, math
+functions, how functions are exposed, how buffers are allocated, parallel loops,
+how an error is raised, and target-specific calls.
+"""
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llvmlite import ir
+
+from tirc.diagnostics import Diagnostic
+from tirc.ir.expr import Call
+from tirc.ir.function import PrimFunc
+from tirc.ir.stmt import AttrStmt, For
+from tirc.target import Target
+
+if TYPE_CHECKING:
+    from tirc.backends.llvm_lower import FunctionLowering
+
+# Math functions with an LLVM intrinsic every backend expands (to instructions or libm).
+LLVM_MATH = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": "llvm.log2",
+             "log10": "llvm.log10", "sqrt": "llvm.sqrt", "sin": "llvm.sin", "cos": "llvm.cos",
+             "floor": "llvm.floor", "ceil": "llvm.ceil", "round": "llvm.nearbyint",
+             "trunc": "llvm.trunc", "nearbyint": "llvm.nearbyint", "fabs": "llvm.fabs",
+             "pow": "llvm.pow", "fma": "llvm.fma", "copysign": "llvm.copysign"}
+# The rest come from the C math library (``f`` suffix for float32).
+LIBM = ("tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
+        "erf", "log1p", "atan2", "hypot", "nextafter", "fmod")
+
+
+class LLVMTargetContext:
+    """Defaults describe a plain CPU; device backends override."""
+
+    global_addrspace = 0
+    max_stack_alloca = 1024  # bytes: larger or non-constant allocations go elsewhere
+
+    def __init__(self, target: Target, triple: str, data_layout: str = ""):
+        self.target, self.triple, self.data_layout = target, triple, data_layout
+
+    def pointer(self, scope: str = "global") -> ir.PointerType:
+        return ir.PointerType(addrspace=self.global_addrspace)
+
+    # -- functions --------------------------------------------------------------------
+    def symbol(self, name: str, func: PrimFunc) -> str:
+        """The LLVM name of module function ``name``."""
+        return str(func.attrs.get("global_symbol", name)) if self.is_exported(func) else name
+
+    def is_exported(self, func: PrimFunc) -> bool:
+        return func.attrs.get("calling_conv", 0) == 1
+
+    def decorate(self, llfunc: ir.Function, func: PrimFunc) -> None:
+        llfunc.linkage = "external" if self.is_exported(func) else "internal"
+        llfunc.attributes.add("nounwind")
+
+    # -- math -------------------------------------------------------------------------
+    def math(self, name: str, dtype_base: str) -> tuple[str, str] | None:
+        """(``"llvm"``, intrinsic) or (``"libm"``, symbol) for a float math function of
+        one lane of ``dtype_base``; None when not available (the caller composes)."""
+        if name in LLVM_MATH:
+            return "llvm", LLVM_MATH[name]
+        if name in LIBM:
+            return "libm", name + ("f" if dtype_base in ("float32", "float16") else "")
+        return None
+
+    # -- hooks ------------------------------------------------------------------------
+    def allocate(self, fl: FunctionLowering, nbytes: ir.Value, const_bytes: int | None,
+                 elem: ir.Type, count: int | None) -> tuple[ir.Value, int, bool]:
+        """Memory for a buffer of ``nbytes`` (``const_bytes`` when constant):
+        (pointer, its known alignment, whether it is on the heap and must be freed)."""
+        raise NotImplementedError
+
+    def lower_parallel(self, fl: FunctionLowering, loop: For) -> None:
+        raise Diagnostic("parallel loops are not supported on this target", loop.span)
+
+    def lower_attr(self, fl: FunctionLowering, s: AttrStmt) -> bool:
+        """Lower an AttrStmt with a target meaning; False: just its body."""
+        return False
+
+    def lower_call(self, fl: FunctionLowering, call: Call) -> ir.Value | None:
+        """Target-specific intrinsics; None: not one of them."""
+        return None
+
+    def raise_error(self, fl: FunctionLowering, kind: ir.Value, message: ir.Value) -> None:
+        """Record an error (C strings ``kind``, ``message``) before the function fails."""

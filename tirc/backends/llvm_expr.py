@@ -1,0 +1,322 @@
+"""Expressions: TIR PrimExpr -> LLVM values, for every target (a mixin of
+:class:`~tirc.backends.llvm_lower.FunctionLowering`). Integer semantics as TVM's:
+``div``/``mod`` truncate, ``floordiv``/``floormod`` floor, shifts are arithmetic for
+signed types; comparisons of floats are ordered except ``!=``."""
+from __future__ import annotations
+
+import math
+
+from llvmlite import ir
+
+from tirc.backends import llvm_types as lt
+from tirc.diagnostics import Diagnostic
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import (
+    BinOp,
+    Broadcast,
+    BufferLoad,
+    Call,
+    Cast,
+    FloatImm,
+    IntImm,
+    Let,
+    Not,
+    PrimExpr,
+    Ramp,
+    Select,
+    Shuffle,
+    StringImm,
+    Var,
+)
+
+_ICMP_S = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
+
+
+class ExprLowering:
+    b: ir.IRBuilder
+    vars: dict[int, ir.Value]
+
+    # -- helpers ----------------------------------------------------------------------
+    def ty(self, d: DataType, span=None) -> ir.Type:
+        return lt.value_type(d, self.ctx.pointer(), span)
+
+    def const(self, d: DataType, v) -> ir.Constant:
+        return lt.const(d, v, self.ctx.pointer())
+
+    def broadcast(self, v: ir.Value, lanes: int) -> ir.Value:
+        vt = ir.VectorType(v.type, lanes)
+        one = self.b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(lt.I32, 0))
+        return self.b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
+                                     ir.Constant(ir.VectorType(lt.I32, lanes), [0] * lanes))
+
+    def lanes_of(self, v: ir.Value) -> list[ir.Value]:
+        if not lt.is_vector(v.type):
+            return [v]
+        return [self.b.extract_element(v, ir.Constant(lt.I32, i)) for i in range(v.type.count)]
+
+    def pack(self, values: list[ir.Value]) -> ir.Value:
+        if len(values) == 1:
+            return values[0]
+        out = ir.Constant(ir.VectorType(values[0].type, len(values)), ir.Undefined)
+        for i, v in enumerate(values):
+            out = self.b.insert_element(out, v, ir.Constant(lt.I32, i))
+        return out
+
+    def int_cast(self, v: ir.Value, to: ir.IntType, signed: bool = True) -> ir.Value:
+        """Resize an integer (or integer vector) value."""
+        src = v.type.element if lt.is_vector(v.type) else v.type
+        dst = ir.VectorType(to, v.type.count) if lt.is_vector(v.type) else to
+        if src.width == to.width:
+            return v
+        if src.width > to.width:
+            return self.b.trunc(v, dst)
+        return self.b.sext(v, dst) if signed and src.width > 1 else self.b.zext(v, dst)
+
+    # -- dispatch ---------------------------------------------------------------------
+    def expr(self, e: PrimExpr) -> ir.Value:
+        method = getattr(self, "expr_" + type(e).__name__, None)
+        if method is None:
+            raise Diagnostic(f"the LLVM backend cannot compile a {type(e).__name__} expression",
+                             getattr(e, "span", None))
+        return method(e)
+
+    def expr_IntImm(self, e: IntImm) -> ir.Value:
+        return self.const(e.dtype, e.value)
+
+    def expr_FloatImm(self, e: FloatImm) -> ir.Value:
+        return self.const(e.dtype, e.value)
+
+    def expr_StringImm(self, e: StringImm) -> ir.Value:
+        return self.string(e.value)
+
+    def expr_Var(self, v: Var) -> ir.Value:
+        try:
+            return self.vars[id(v)]
+        except KeyError:
+            raise Diagnostic(f"variable '{v.name}' is used but never defined in function "
+                             f"'{self.name}'", v.span or self.func.span) from None
+
+    def expr_Let(self, e: Let) -> ir.Value:
+        self.vars[id(e.var)] = self.expr(e.value)
+        return self.expr(e.body)
+
+    def expr_Not(self, e: Not) -> ir.Value:
+        return self.b.not_(self.expr(e.a))
+
+    def expr_Select(self, e: Select) -> ir.Value:
+        c, t, f = self.expr(e.condition), self.expr(e.true_value), self.expr(e.false_value)
+        return self.b.select(c, t, f)
+
+    def expr_Broadcast(self, e: Broadcast) -> ir.Value:
+        return self.broadcast(self.expr(e.value), e.lanes)
+
+    def expr_Ramp(self, e: Ramp) -> ir.Value:
+        base, stride = self.expr(e.base), self.expr(e.stride)
+        steps = ir.Constant(ir.VectorType(base.type, e.lanes), list(range(e.lanes)))
+        offs = self.b.mul(self.broadcast(stride, e.lanes), steps)
+        return self.b.add(self.broadcast(base, e.lanes), offs)
+
+    def expr_Shuffle(self, e: Shuffle) -> ir.Value:
+        lanes: list[ir.Value] = []
+        for v in e.vectors:
+            lanes.extend(self.lanes_of(self.expr(v)))
+        picked = []
+        for i in e.indices:
+            if not isinstance(i, IntImm) or not 0 <= i.value < len(lanes):
+                raise Diagnostic("a shuffle index must be a constant lane number", e.span)
+            picked.append(lanes[i.value])
+        return self.pack(picked)
+
+    # -- arithmetic -------------------------------------------------------------------
+    def expr_BinOp(self, e: BinOp) -> ir.Value:
+        a, c = self.expr(e.a), self.expr(e.b)
+        d = e.a.dtype
+        b, op = self.b, e.op
+        if op in _ICMP_S:
+            if d.is_float:
+                return b.fcmp_unordered("!=", a, c) if op == "ne" else b.fcmp_ordered(_ICMP_S[op], a, c)
+            if d.is_handle:
+                a, c = b.ptrtoint(a, lt.I64), b.ptrtoint(c, lt.I64)
+            signed = d.is_int
+            return b.icmp_signed(_ICMP_S[op], a, c) if signed else b.icmp_unsigned(_ICMP_S[op], a, c)
+        if op in ("and", "or"):
+            return b.and_(a, c) if op == "and" else b.or_(a, c)
+        if op in ("min", "max"):
+            if d.is_float:
+                less = b.fcmp_ordered("<", a, c)
+            else:
+                less = b.icmp_signed("<", a, c) if d.is_int else b.icmp_unsigned("<", a, c)
+            return b.select(less, a, c) if op == "min" else b.select(less, c, a)
+        if d.is_float:
+            return self.float_arith(op, a, c, e)
+        return self.int_arith(op, a, c, d, e)
+
+    def float_arith(self, op: str, a: ir.Value, c: ir.Value, e: BinOp) -> ir.Value:
+        b = self.b
+        simple = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "mod": b.frem}
+        if op in simple:
+            return simple[op](a, c)
+        if op in ("floordiv", "floormod"):
+            q = self.call_intrinsic("llvm.floor", [b.fdiv(a, c)])
+            return q if op == "floordiv" else b.fsub(a, b.fmul(q, c))
+        raise Diagnostic(f"operator '{op}' does not apply to floating-point values", e.span)
+
+    def int_arith(self, op: str, a: ir.Value, c: ir.Value, d: DataType, e: BinOp) -> ir.Value:
+        b, signed = self.b, d.is_int
+        simple = {"add": b.add, "sub": b.sub, "mul": b.mul, "bitwise_and": b.and_,
+                  "bitwise_or": b.or_, "bitwise_xor": b.xor, "shift_left": b.shl,
+                  "shift_right": b.ashr if signed else b.lshr,
+                  "div": b.sdiv if signed else b.udiv, "mod": b.srem if signed else b.urem}
+        if op in simple:
+            return simple[op](a, c)
+        if op not in ("floordiv", "floormod"):
+            raise Diagnostic(f"unknown operator '{op}'", e.span)
+        if not signed:
+            return b.udiv(a, c) if op == "floordiv" else b.urem(a, c)
+        q, r = b.sdiv(a, c), b.srem(a, c)
+        zero = ir.Constant(a.type, None)
+        # r != 0 and sign(r) != sign(c): the truncated result is one too high
+        fix = b.and_(b.icmp_signed("!=", r, zero),
+                     b.icmp_signed("!=", b.icmp_signed("<", r, zero), b.icmp_signed("<", c, zero)))
+        if op == "floordiv":
+            return b.sub(q, b.zext(fix, a.type))
+        return b.select(fix, b.add(r, c), r)
+
+    def expr_Cast(self, e: Cast) -> ir.Value:
+        return self.convert(self.expr(e.value), e.value.dtype, e.dtype, e.span)
+
+    def convert(self, v: ir.Value, src: DataType, dst: DataType, span=None) -> ir.Value:
+        """``v`` of ``src`` as ``dst`` (lanes agree or ``src`` is scalar)."""
+        b = self.b
+        if dst.lanes > 1 and not lt.is_vector(v.type):
+            v, src = self.broadcast(v, dst.lanes), src.with_lanes(dst.lanes)
+        to = self.ty(dst, span)
+        if src.element() == dst.element():
+            return v
+        if dst.is_bool:
+            if src.is_float:
+                return b.fcmp_unordered("!=", v, ir.Constant(v.type, None))
+            if src.is_handle:
+                return b.icmp_unsigned("!=", v, ir.Constant(v.type, None))
+            return b.icmp_unsigned("!=", v, ir.Constant(v.type, None))
+        if src.is_handle or dst.is_handle:
+            if src.is_handle and dst.is_handle:
+                return v
+            return b.ptrtoint(v, to) if src.is_handle else b.inttoptr(self.int_cast(v, lt.I64, src.is_int), to)
+        if src.is_float and dst.is_float:
+            return b.fpext(v, to) if dst.bits > src.bits else b.fptrunc(v, to)
+        if src.is_float:
+            return b.fptosi(v, to) if dst.is_int else b.fptoui(v, to)
+        if dst.is_float:
+            return b.sitofp(v, to) if src.is_int else b.uitofp(v, to)
+        return self.int_cast(v, to.element if lt.is_vector(to) else to, src.is_int)
+
+    # -- memory -----------------------------------------------------------------------
+    def buffer_pointer(self, buf: Buffer, index: PrimExpr | None, span=None) -> tuple[ir.Value, ir.Type]:
+        """The address of element ``index`` (scalar; None: 0) of ``buf``, and its type."""
+        elem = lt.memory_type(buf.dtype, self.ctx.pointer(), span)
+        base = self.expr(buf.data)
+        offset = None
+        eo = self.elem_offset(buf)
+        if eo is not None:
+            offset = self.expr(eo)
+        if index is not None:
+            i = self.expr(index)
+            if offset is not None:
+                if offset.type != i.type:
+                    offset, i = self.int_cast(offset, lt.I64), self.int_cast(i, lt.I64)
+                i = self.b.add(offset, i)
+            offset = i
+        if offset is None:
+            return base, elem
+        return self.b.gep(base, [offset], source_etype=elem), elem
+
+    def elem_offset(self, buf: Buffer) -> PrimExpr | None:
+        eo = buf.elem_offset
+        if eo is None or (isinstance(eo, IntImm) and eo.value == 0) or id(buf) in self.offset_applied:
+            return None
+        return eo
+
+    def alignment(self, buf: Buffer, index: PrimExpr, nbytes: int) -> int:
+        """A known alignment of an access of ``nbytes`` at ``index`` of ``buf``."""
+        elem = lt.byte_size(buf.dtype)
+        # only our own allocations are trusted: a caller's array may be less aligned
+        # than the buffer declares
+        base = max(self.data_align.get(id(buf.data), 0), elem)
+        if self.elem_offset(buf) is not None:
+            return elem
+        mult = _known_multiple(index) * elem
+        return max(elem, math.gcd(math.gcd(mult, base), nbytes)) if mult else min(base, nbytes)
+
+    def expr_BufferLoad(self, e: BufferLoad) -> ir.Value:
+        if len(e.indices) != 1:
+            raise Diagnostic(f"buffer '{e.buffer.name}' is not flattened", e.span)
+        return self.load(e.buffer, e.indices[0], e.dtype, e.span)
+
+    def load(self, buf: Buffer, index: PrimExpr, dtype: DataType, span=None) -> ir.Value:
+        store_t = lt.memory_type(dtype, self.ctx.pointer(), span)
+        if isinstance(index, Ramp) and _is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
+            ptr, _ = self.buffer_pointer(buf, index.base, span)
+            v = self.b.load(ptr, typ=store_t, align=self.alignment(buf, index.base, lt.byte_size(dtype)))
+        elif index.dtype.lanes > 1:  # a gather, lane by lane
+            lanes = []
+            for i in self.lanes_of(self.expr(index)):
+                ptr, elem = self.address_of_value(buf, i, span)
+                lanes.append(self.b.load(ptr, typ=elem, align=lt.byte_size(buf.dtype)))
+            v = self.pack(lanes)
+        else:
+            ptr, _ = self.buffer_pointer(buf, index, span)
+            v = self.b.load(ptr, typ=store_t, align=self.alignment(buf, index, lt.byte_size(dtype)))
+        if dtype.is_bool:
+            v = self.b.icmp_unsigned("!=", v, ir.Constant(v.type, None))
+        return v
+
+    def address_of_value(self, buf: Buffer, i: ir.Value, span=None) -> tuple[ir.Value, ir.Type]:
+        """The address of element ``i`` (an already lowered scalar index) of ``buf``."""
+        elem = lt.memory_type(buf.dtype, self.ctx.pointer(), span)
+        eo = self.elem_offset(buf)
+        if eo is not None:
+            off = self.expr(eo)
+            if off.type != i.type:
+                off, i = self.int_cast(off, lt.I64), self.int_cast(i, lt.I64)
+            i = self.b.add(off, i)
+        return self.b.gep(self.expr(buf.data), [i], source_etype=elem), elem
+
+    def store(self, buf: Buffer, index: PrimExpr, value: PrimExpr, span=None) -> None:
+        v, dtype = self.expr(value), value.dtype
+        if dtype.is_bool:
+            v = self.b.zext(v, lt.memory_type(dtype, self.ctx.pointer()))
+        if isinstance(index, Ramp) and _is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
+            ptr, _ = self.buffer_pointer(buf, index.base, span)
+            self.b.store(v, ptr, align=self.alignment(buf, index.base, lt.byte_size(dtype)))
+        elif index.dtype.lanes > 1:  # a scatter, lane by lane
+            if dtype.lanes == 1:
+                v = self.broadcast(v, index.dtype.lanes)
+            for i, x in zip(self.lanes_of(self.expr(index)), self.lanes_of(v)):
+                ptr, _ = self.address_of_value(buf, i, span)
+                self.b.store(x, ptr, align=lt.byte_size(buf.dtype))
+        else:
+            ptr, _ = self.buffer_pointer(buf, index, span)
+            self.b.store(v, ptr, align=self.alignment(buf, index, lt.byte_size(dtype)))
+
+    def expr_Call(self, e: Call) -> ir.Value:
+        from tirc.backends.llvm_intrin import lower_call
+        return lower_call(self, e)
+
+
+def _is_one(e: PrimExpr) -> bool:
+    return isinstance(e, IntImm) and e.value == 1
+
+
+def _known_multiple(e: PrimExpr) -> int:
+    """A number ``e`` is known to be a multiple of (0 for the constant 0)."""
+    if isinstance(e, IntImm):
+        return abs(e.value)
+    if isinstance(e, BinOp) and e.op == "mul":
+        return _known_multiple(e.a) * _known_multiple(e.b) or 1
+    if isinstance(e, BinOp) and e.op in ("add", "sub"):
+        return math.gcd(_known_multiple(e.a), _known_multiple(e.b)) or 1
+    if isinstance(e, Cast):
+        return _known_multiple(e.value)
+    return 1

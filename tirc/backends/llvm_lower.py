@@ -1,0 +1,379 @@
+"""The one TIR -> LLVM IR lowering: a module's functions, their statements (this file),
+expressions (``llvm_expr``) and calls (``llvm_intrin``). Everything target-specific is
+asked of the :class:`~tirc.backends.llvm_context.LLVMTargetContext`.
+
+Variables are SSA values (TIR lets are immutable); loops use phi nodes; a buffer is its
+data pointer plus ``elem_offset``. Statements after a ``return``/``break``/``continue``
+land in a fresh unreachable block. Heap allocations still live when a function returns
+or fails, or when a loop is left by ``break``/``continue``, are freed on the way out.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from tirc.backends import llvm_types as lt
+from tirc.backends.llvm_context import LLVMTargetContext
+from tirc.backends.llvm_expr import ExprLowering
+from tirc.diagnostics import Diagnostic, Span
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.stmt import (
+    AllocBuffer,
+    AssertStmt,
+    AttrStmt,
+    Break,
+    BufferStore,
+    Continue,
+    DeclBuffer,
+    Evaluate,
+    For,
+    IfThenElse,
+    LetStmt,
+    Return,
+    SeqStmt,
+    Stmt,
+    While,
+)
+
+
+class ModuleLowering:
+    """One LLVM module: declares every function first (so calls may go forward), then
+    lowers each body. Names and constants are created in a fixed order: same input, same IR."""
+
+    def __init__(self, mod: IRModule, ctx: LLVMTargetContext, name: str = "module"):
+        self.mod, self.ctx = mod, ctx
+        self.ir = ir.Module(name)
+        self.ir.triple = ctx.triple
+        if ctx.data_layout:
+            self.ir.data_layout = ctx.data_layout
+        self.functions: dict[str, tuple[ir.Function, PrimFunc]] = {}
+        self.strings: dict[str, ir.GlobalVariable] = {}
+
+    def lower(self) -> ir.Module:
+        for name, func in self.mod.functions.items():
+            self.functions[name] = (self.declare_prim_func(name, func), func)
+        for name, (llfunc, func) in self.functions.items():
+            FunctionLowering(self, name, func, llfunc).run()
+        return self.ir
+
+    def declare_prim_func(self, name: str, func: PrimFunc) -> ir.Function:
+        ptr = self.ctx.pointer()
+        ret = lt.value_type(func.ret_type, ptr, func.span) if func.ret_type else ir.VoidType()
+        params = [lt.value_type(p.dtype, ptr, p.span or func.span) for p in func.params]
+        llfunc = ir.Function(self.ir, ir.FunctionType(ret, params), self.ctx.symbol(name, func))
+        for arg, p in zip(llfunc.args, func.params):
+            arg.name = p.name
+        self.ctx.decorate(llfunc, func)
+        return llfunc
+
+    def callee(self, name: str, span: Span | None) -> tuple[ir.Function, PrimFunc]:
+        if name not in self.functions:
+            raise Diagnostic(f"function '{name}' is called but not compiled for this target", span)
+        return self.functions[name]
+
+    def declare(self, name: str, fnty: ir.FunctionType, span: Span | None = None) -> ir.Function:
+        """An external function (C symbol or LLVM intrinsic), declared once."""
+        existing = self.ir.globals.get(name)
+        if existing is None:
+            return ir.Function(self.ir, fnty, name)
+        if not isinstance(existing, ir.Function) or existing.function_type != fnty:
+            raise Diagnostic(f"'{name}' is used with two different signatures", span)
+        return existing
+
+    def string(self, text: str) -> ir.GlobalVariable:
+        if text not in self.strings:
+            data = bytearray(text.encode("utf-8") + b"\0")
+            ty = ir.ArrayType(lt.I8, len(data))
+            g = ir.GlobalVariable(self.ir, ty, f".str.{len(self.strings)}")
+            g.linkage, g.global_constant, g.unnamed_addr = "private", True, True
+            g.initializer = ir.Constant(ty, data)
+            opaque(g, self.ctx.pointer())
+            self.strings[text] = g
+        return self.strings[text]
+
+
+@dataclass
+class _Loop:
+    continue_to: ir.Block
+    break_to: ir.Block
+    heap_depth: int
+
+
+class FunctionLowering(ExprLowering):
+    """Lowers one function body. ``on_error`` decides what a failure does (default:
+    record the error with the context and return -1); outlined parallel bodies change it."""
+
+    def __init__(self, module: ModuleLowering, name: str, func: PrimFunc, llfunc: ir.Function):
+        self.module, self.ctx, self.name, self.func, self.llfunc = module, module.ctx, name, func, llfunc
+        self.entry = llfunc.append_basic_block("entry")
+        self.b = ir.IRBuilder(self.entry)
+        self.vars: dict[int, ir.Value] = {}
+        self.data_align: dict[int, int] = {}  # data pointer var -> known alignment
+        self.offset_applied: set[int] = set()  # buffers whose pointer includes elem_offset
+        self.loops: list[_Loop] = []
+        self.heap: list[ir.Value] = []  # live heap allocations, innermost last
+        self.counter = 0
+
+    def run(self) -> None:
+        for arg, p in zip(self.llfunc.args, self.func.params):
+            self.vars[id(p)] = arg
+            buf = self.func.buffer_of(p)
+            if buf is not None:  # a buffer argument: the caller passed data + elem_offset
+                self.vars[id(buf.data)] = arg
+                self.offset_applied.add(id(buf))
+        self.stmt(self.func.body)
+        if not self.b.block.is_terminated:
+            ret = self.llfunc.function_type.return_type
+            self.free_heap(0)
+            if isinstance(ret, ir.VoidType):
+                self.b.ret_void()
+            else:
+                self.b.ret(ir.Constant(ret, None))
+        self.seal()
+
+    def seal(self) -> None:
+        """End the unreachable blocks left after terminators."""
+        for bb in self.llfunc.blocks:
+            if not bb.is_terminated:
+                self.b.position_at_end(bb)
+                self.b.unreachable()
+
+    # -- helpers ----------------------------------------------------------------------
+    def block(self, hint: str) -> ir.Block:
+        self.counter += 1
+        return self.llfunc.append_basic_block(f"{hint}{self.counter}")
+
+    def string(self, text: str) -> ir.Value:
+        return self.module.string(text)
+
+    def alloca(self, t: ir.Type, count: int | None = None, name: str = "", align: int = 0) -> ir.Value:
+        """A stack slot in the entry block (so loops do not grow the stack)."""
+        here = self.b.block
+        at = self.entry.instructions[0] if self.entry.instructions else None
+        b = ir.IRBuilder(self.entry)
+        if at is not None:
+            b.position_before(at)
+        slot = b.alloca(t, size=ir.Constant(lt.I64, count) if count is not None else None, name=name)
+        if align:
+            slot.align = align
+        opaque(slot, self.ctx.pointer())
+        self.b.position_at_end(here)
+        return slot
+
+    def call_intrinsic(self, name: str, args: list[ir.Value], ret: ir.Type | None = None) -> ir.Value:
+        ret = ret or args[0].type
+        fnty = ir.FunctionType(ret, [a.type for a in args])
+        return self.b.call(self.module.declare(f"{name}.{lt.mangle(args[0].type)}", fnty), args)
+
+    def math(self, name: str, base: str, args: list[ir.Value]) -> ir.Value:
+        """A float math function, as the context provides it (lane by lane for C calls)."""
+        choice = self.ctx.math(name, base)
+        if choice is None:
+            raise Diagnostic(f"T.{name} is not available on this target", self.func.span)
+        how, symbol = choice
+        if how == "llvm":
+            return self.call_intrinsic(symbol, args)
+        lanes = [self.lanes_of(a) for a in args]
+        out = []
+        for parts in zip(*lanes):
+            t = parts[0].type
+            wide = isinstance(t, ir.HalfType)
+            if wide:
+                parts = tuple(self.b.fpext(p, ir.FloatType()) for p in parts)
+            ct = parts[0].type
+            v = self.b.call(self.module.declare(symbol, ir.FunctionType(ct, [ct] * len(parts))), list(parts))
+            out.append(self.b.fptrunc(v, t) if wide else v)
+        return self.pack(out)
+
+    def dead_block(self) -> None:
+        """Continue in a fresh block after a terminator (unreachable code)."""
+        self.b.position_at_end(self.block("after"))
+
+    def free_heap(self, depth: int) -> None:
+        for p in reversed(self.heap[depth:]):
+            free = self.module.declare("free", ir.FunctionType(ir.VoidType(), [self.ctx.pointer()]))
+            self.b.call(free, [p])
+
+    def emit_return(self, value: ir.Value | None) -> None:
+        self.free_heap(0)
+        if value is None or isinstance(self.llfunc.function_type.return_type, ir.VoidType):
+            self.b.ret_void()
+        else:
+            self.b.ret(value)
+        self.dead_block()
+
+    def fail(self, kind: ir.Value | None, message: ir.Value | None) -> None:
+        """Raise an error (``kind``/``message`` C strings; None: already set) and leave."""
+        if kind is not None:
+            self.ctx.raise_error(self, kind, message)
+        self.free_heap(0)
+        ret = self.llfunc.function_type.return_type
+        if isinstance(ret, ir.VoidType):
+            self.b.ret_void()
+        else:
+            self.b.ret(ir.Constant(ret, -1) if isinstance(ret, ir.IntType) else ir.Constant(ret, None))
+        self.dead_block()
+
+    # -- statements -------------------------------------------------------------------
+    def stmt(self, s: Stmt) -> None:
+        method = getattr(self, "stmt_" + type(s).__name__, None)
+        if method is None:
+            raise Diagnostic(f"the LLVM backend cannot compile a {type(s).__name__} statement",
+                             getattr(s, "span", None))
+        method(s)
+
+    def stmt_SeqStmt(self, s: SeqStmt) -> None:
+        for item in s.stmts:
+            self.stmt(item)
+
+    def stmt_BufferStore(self, s: BufferStore) -> None:
+        if len(s.indices) != 1:
+            raise Diagnostic(f"buffer '{s.buffer.name}' is not flattened", s.span)
+        self.store(s.buffer, s.indices[0], s.value, s.span)
+
+    def stmt_LetStmt(self, s: LetStmt) -> None:
+        v = self.expr(s.value)
+        if isinstance(v, ir.NamedValue) and not v.name:
+            v.name = s.var.name
+        self.vars[id(s.var)] = v
+        self.stmt(s.body)
+
+    def stmt_AttrStmt(self, s: AttrStmt) -> None:
+        if not self.ctx.lower_attr(self, s):
+            self.stmt(s.body)
+
+    def stmt_AssertStmt(self, s: AssertStmt) -> None:
+        ok, bad = self.block("assert_ok"), self.block("assert_fail")
+        self.b.cbranch(self.expr(s.condition), ok, bad)
+        self.b.position_at_end(bad)
+        self.fail(self.string(s.kind), self.string("".join(s.message)))
+        self.b.position_at_end(ok)
+        self.stmt(s.body)
+
+    def stmt_Evaluate(self, s: Evaluate) -> None:
+        if not isinstance(s.value, IntImm):
+            self.expr(s.value)
+
+    def stmt_Return(self, s: Return) -> None:
+        self.emit_return(self.expr(s.value))
+
+    def stmt_IfThenElse(self, s: IfThenElse) -> None:
+        then_bb, end_bb = self.block("then"), self.block("endif")
+        else_bb = self.block("else") if s.else_case is not None else end_bb
+        self.b.cbranch(self.expr(s.condition), then_bb, else_bb)
+        for bb, body in ((then_bb, s.then_case), (else_bb, s.else_case)):
+            if body is None:
+                continue
+            self.b.position_at_end(bb)
+            self.stmt(body)
+            if not self.b.block.is_terminated:
+                self.b.branch(end_bb)
+        self.b.position_at_end(end_bb)
+
+    def stmt_While(self, s: While) -> None:
+        head, body, end = self.block("while_cond"), self.block("while_body"), self.block("while_end")
+        self.b.branch(head)
+        self.b.position_at_end(head)
+        self.b.cbranch(self.expr(s.condition), body, end)
+        self.b.position_at_end(body)
+        self.loops.append(_Loop(head, end, len(self.heap)))
+        self.stmt(s.body)
+        self.loops.pop()
+        if not self.b.block.is_terminated:
+            self.b.branch(head)
+        self.b.position_at_end(end)
+
+    def stmt_Break(self, s: Break) -> None:
+        self.jump_out(s, "break")
+
+    def stmt_Continue(self, s: Continue) -> None:
+        self.jump_out(s, "continue")
+
+    def jump_out(self, s: Stmt, what: str) -> None:
+        if not self.loops:
+            raise Diagnostic(f"'{what}' outside a loop", s.span)
+        loop = self.loops[-1]
+        self.free_heap(loop.heap_depth)
+        self.b.branch(loop.break_to if what == "break" else loop.continue_to)
+        self.dead_block()
+
+    def stmt_For(self, s: For) -> None:
+        if s.kind == "parallel":
+            self.ctx.lower_parallel(self, s)
+        elif s.kind == "thread_binding":
+            raise Diagnostic("a thread-bound loop reached host code generation", s.span)
+        else:  # serial; unrolled and vectorized leftovers run as serial loops
+            self.serial_loop(s.loop_var, self.expr(s.min), self.expr(s.extent),
+                             self.expr(s.step) if s.step is not None else None, s.body)
+
+    def serial_loop(self, var: Var, start: ir.Value, extent: ir.Value, step: ir.Value | None,
+                    body: Stmt) -> None:
+        """``for var in range(start, start + extent, step)`` with a phi for ``var``."""
+        if extent.type != start.type:
+            extent = self.int_cast(extent, start.type)
+        end_value = self.b.add(start, extent)
+        pre = self.b.block
+        head, body_bb, latch, end = (self.block(n) for n in ("for_head", "for_body", "for_next", "for_end"))
+        self.b.branch(head)
+        self.b.position_at_end(head)
+        i = self.b.phi(start.type, name=var.name)
+        i.add_incoming(start, pre)
+        self.b.cbranch(self.b.icmp_signed("<", i, end_value), body_bb, end)
+        self.b.position_at_end(body_bb)
+        self.vars[id(var)] = i
+        self.loops.append(_Loop(latch, end, len(self.heap)))
+        self.stmt(body)
+        self.loops.pop()
+        if not self.b.block.is_terminated:
+            self.b.branch(latch)
+        self.b.position_at_end(latch)
+        one = ir.Constant(start.type, 1) if step is None else self.int_cast(step, start.type)
+        nxt = self.b.add(i, one)
+        i.add_incoming(nxt, latch)
+        self.b.branch(head)
+        self.b.position_at_end(end)
+
+    def stmt_DeclBuffer(self, s: DeclBuffer) -> None:
+        self.expr(s.buffer.data)  # defined before the view (a clear error otherwise)
+        self.stmt(s.body)
+
+    def stmt_AllocBuffer(self, s: AllocBuffer) -> None:
+        buf = s.buffer
+        elem = lt.memory_type(buf.dtype, self.ctx.pointer(), s.span)
+        count_expr = _product(buf.shape)
+        count = count_expr.value if isinstance(count_expr, IntImm) else None
+        size = lt.byte_size(buf.dtype)
+        if count is not None:
+            nbytes: ir.Value = ir.Constant(lt.I64, count * size)
+        else:
+            n = self.int_cast(self.expr(count_expr), lt.I64)
+            nbytes = self.b.mul(n, ir.Constant(lt.I64, size))
+        ptr, align, heap = self.ctx.allocate(self, nbytes, count * size if count is not None else None,
+                                             elem, count)
+        self.vars[id(buf.data)] = ptr
+        self.data_align[id(buf.data)] = align
+        if heap:
+            self.heap.append(ptr)
+        self.stmt(s.body)
+        if heap:
+            self.heap.pop()
+            if not self.b.block.is_terminated:
+                self.b.call(self.module.declare("free", ir.FunctionType(ir.VoidType(), [self.ctx.pointer()])), [ptr])
+
+
+def opaque(value: ir.Value, ptr: ir.PointerType) -> ir.Value:
+    """Give a global or stack slot the opaque pointer type (llvmlite may default to
+    typed pointers, which LLVM no longer parses)."""
+    value.type = ptr
+    return value
+
+
+def _product(shape: tuple[PrimExpr, ...]) -> PrimExpr:
+    from tirc.passes.packed_abi import mul
+    out: PrimExpr = IntImm(shape[0].dtype if shape else DataType("int64"), 1)
+    for s in shape:
+        out = mul(out, s)
+    return out

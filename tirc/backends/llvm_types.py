@@ -1,0 +1,73 @@
+"""TIR dtypes as LLVM types: the register form (bool is ``i1``) and the memory form
+(bool is stored in a byte, as DLPack does), constants, and intrinsic name mangling."""
+from __future__ import annotations
+
+from llvmlite import ir
+
+from tirc.diagnostics import Diagnostic, Span
+from tirc.ir.dtype import DataType
+
+I1, I8, I32, I64 = ir.IntType(1), ir.IntType(8), ir.IntType(32), ir.IntType(64)
+F64 = ir.DoubleType()
+_FLOATS = {"float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType()}
+
+
+def scalar_type(d: DataType, ptr: ir.Type, span: Span | None = None) -> ir.Type:
+    """The register type of one lane of ``d``; ``ptr`` is the type handles get."""
+    if d.is_bool:
+        return I1
+    if d.is_integer:
+        return ir.IntType(d.bits)
+    if d.base in _FLOATS:
+        return _FLOATS[d.base]
+    if d.is_handle:
+        return ptr
+    if d.is_void:
+        return ir.VoidType()
+    raise Diagnostic(f"dtype {d.base} cannot be compiled by the LLVM backend (it should have "
+                     f"been legalized to an integer storage type)", span)
+
+
+def value_type(d: DataType, ptr: ir.Type, span: Span | None = None) -> ir.Type:
+    t = scalar_type(d, ptr, span)
+    return ir.VectorType(t, d.lanes) if d.lanes > 1 else t
+
+
+def memory_type(d: DataType, ptr: ir.Type, span: Span | None = None) -> ir.Type:
+    """What a buffer element of ``d`` occupies in memory (bool: a byte)."""
+    t = I8 if d.is_bool else scalar_type(d, ptr, span)
+    return ir.VectorType(t, d.lanes) if d.lanes > 1 else t
+
+
+def byte_size(d: DataType) -> int:
+    return (1 if d.is_bool else max(1, d.bits // 8)) * d.lanes
+
+
+def const(d: DataType, value: float, ptr: ir.Type) -> ir.Constant:
+    t = scalar_type(d, ptr)
+    if d.is_bool:
+        c = ir.Constant(I1, 1 if value else 0)
+    elif d.is_integer:
+        c = ir.Constant(t, int(value) & ((1 << d.bits) - 1))
+    elif d.is_float:
+        c = ir.Constant(t, float(value))
+    elif d.is_handle:
+        c = ir.Constant(t, None)
+    else:
+        raise Diagnostic(f"no constant of dtype {d}")
+    if d.lanes > 1:
+        return ir.Constant(ir.VectorType(t, d.lanes), [c] * d.lanes)
+    return c
+
+
+def mangle(t: ir.Type) -> str:
+    """The type suffix of an overloaded LLVM intrinsic: ``f32``, ``v4f32``, ``i64``."""
+    if isinstance(t, ir.VectorType):
+        return f"v{t.count}{mangle(t.element)}"
+    if isinstance(t, ir.IntType):
+        return f"i{t.width}"
+    return {"half": "f16", "float": "f32", "double": "f64"}[str(t)]
+
+
+def is_vector(t: ir.Type) -> bool:
+    return isinstance(t, ir.VectorType)

@@ -1,0 +1,154 @@
+"""``build()``: TIR text or module -> pipeline -> backends -> files (DESIGN §5).
+
+The host module (every function whose target is a CPU target or carries a host) goes
+to the backend of its host target and becomes ``OUT/NAME.o``; ``shared=True`` also
+links ``OUT/NAME.so`` with the system C compiler (``-lm``, and ``-lgomp`` when the code
+has ``T.parallel`` loops). ``emit=("llvm",)`` also writes ``OUT/NAME.ll``, the
+optimised LLVM IR of the object.
+
+Not yet: device modules (kernels and device subroutines) are split off and returned in
+:class:`BuildResult` but not compiled; a host function that launches a kernel is a
+Diagnostic. Every output is written to a temporary file and renamed into place only
+when all of them are ready, so a failed build leaves nothing behind.
+"""
+from __future__ import annotations
+
+import os
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tirc.diagnostics import Diagnostic
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.target import Target, TargetError, host_triple, parse_target
+
+EMIT_KINDS = ("llvm",)
+
+
+def bind_target_from(target: Target | str | None, host: Target | str | None) -> Target:
+    """The bind target of ``--target``/``--host``: ``llvm`` when none is given; a device
+    target gets ``host`` (default ``llvm``) as its host. A device host is a TargetError."""
+    target = parse_target(target) if isinstance(target, str) else target
+    host = parse_target(host) if isinstance(host, str) else host
+    if target is None:
+        target = parse_target("llvm")
+    if host is not None:
+        if host.is_device:
+            raise TargetError(f"the host must be a CPU target, not '{host.kind}'")
+        target = target.with_host(host) if target.is_device else target
+    elif target.is_device and target.host is None:
+        target = target.with_host(parse_target("llvm"))
+    return target
+
+
+@dataclass
+class BuildResult:
+    files: list[Path]  # written, in order
+    host: IRModule
+    host_target: Target
+    devices: dict[str, IRModule] = field(default_factory=dict)  # by device target (canonical)
+
+
+def split_module(mod: IRModule) -> tuple[IRModule, dict[Target, IRModule]]:
+    """Host functions (CPU target, or a target with a host) and device functions by target."""
+    host: dict[str, PrimFunc] = {}
+    devices: dict[Target, dict[str, PrimFunc]] = {}
+    for name, f in mod.functions.items():
+        t = f.attrs.get("target")
+        if not isinstance(t, Target) or not t.is_device or t.host is not None:
+            host[name] = f
+        else:
+            devices.setdefault(t, {})[name] = f
+    return (IRModule(host, mod.name, mod.span),
+            {t: IRModule(fs, mod.name, mod.span) for t, fs in devices.items()})
+
+
+def host_target_of(host: IRModule, bind: Target) -> Target:
+    """The one CPU target the host functions are compiled for."""
+    found: dict[str, Target] = {}
+    for f in host.functions.values():
+        t = f.attrs.get("target")
+        cpu = t if isinstance(t, Target) and not t.is_device else (t.host if isinstance(t, Target) else None)
+        if cpu is not None:
+            found.setdefault(cpu.canonical, cpu)
+    if len(found) > 1:
+        raise Diagnostic("the host functions of one module need one host target; found "
+                         + " and ".join(t.describe() for t in found.values()), host.span)
+    if found:
+        return next(iter(found.values()))
+    return bind if not bind.is_device else (bind.host or parse_target("llvm"))
+
+
+def build(source: str | IRModule, target: Target | str | None = None,
+          host: Target | str | None = None, out_dir: str | os.PathLike = ".",
+          name: str | None = None, shared: bool = False, emit: tuple[str, ...] = (),
+          filename: str = "<input>", cc: str = "cc") -> BuildResult:
+    """Compile ``source`` and write ``OUT/NAME.o`` (+ ``.so``, ``.ll``). Diagnostics for
+    every user error; TargetError for a bad target."""
+    from tirc.backends.registry import get_backend
+    from tirc.passes.pipeline import PassContext, run_pipeline
+
+    for kind in emit:
+        if kind not in EMIT_KINDS:
+            raise ValueError(f"unknown --emit kind '{kind}'; valid: {', '.join(EMIT_KINDS)}")
+    bind = bind_target_from(target, host)
+    if isinstance(source, str):
+        from tirc.parser import parse
+        source = parse(source, filename)
+    name = name or (Path(filename).stem if filename != "<input>" else (source.name or "module"))
+    mod = run_pipeline(source, PassContext(bind))
+    host_mod, devices = split_module(mod)
+    host_target = host_target_of(host_mod, bind)
+    obj = get_backend(host_target.kind).load()(host_mod, host_target, name)
+
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    outputs: list[tuple[Path, bytes]] = [(out / f"{name}.o", obj.object)]
+    if "llvm" in emit:
+        outputs.append((out / f"{name}.ll", obj.llvm_ir.encode()))
+    _write_all(outputs, shared and (out / f"{name}.so"), obj, cc)
+    files = [p for p, _ in outputs] + ([out / f"{name}.so"] if shared else [])
+    return BuildResult(files, host_mod, host_target, {t.canonical: m for t, m in devices.items()})
+
+
+def _write_all(outputs: list[tuple[Path, bytes]], shared_path, obj, cc: str) -> None:
+    temps: list[tuple[str, Path]] = []
+    try:
+        for path, data in outputs:
+            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+            temps.append((tmp, path))
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+            os.chmod(tmp, 0o644)
+        if shared_path:
+            fd, tmp = tempfile.mkstemp(prefix=f".{shared_path.name}.", dir=shared_path.parent)
+            os.close(fd)
+            temps.append((tmp, shared_path))
+            _link(cc, temps[0][0], tmp, obj)
+            os.chmod(tmp, 0o755)
+        for tmp, path in temps:
+            os.replace(tmp, path)
+        temps = []
+    finally:
+        for tmp, _ in temps:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+
+
+def _link(cc: str, obj_path: str, so_path: str, obj) -> None:
+    if obj.triple.split("-")[0] != host_triple().split("-")[0]:
+        raise Diagnostic(f"cannot link a shared library for '{obj.triple}' on this machine "
+                         f"({host_triple()}); build the object only")
+    cmd = [cc, "-shared", "-o", so_path, obj_path, "-lm"]
+    if obj.uses_openmp:
+        cmd.append("-lgomp")
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    except OSError as e:
+        raise Diagnostic(f"cannot run the C compiler '{cc}': {e.strerror}") from None
+    if proc.returncode != 0:
+        raise Diagnostic(f"linking the shared library failed ({' '.join(cmd)}):\n"
+                         f"{proc.stderr.strip()}")
