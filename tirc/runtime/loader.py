@@ -1,0 +1,76 @@
+"""Loading what ``tirc build`` wrote, and checking that a device image fits a GPU."""
+from __future__ import annotations
+
+import os
+import re
+
+from tirc.runtime.errors import IncompatibleDeviceImage, LoadError
+
+_ARCH = re.compile(r"^(?P<prefix>sm|compute)_(?P<major>\d+?)(?P<minor>\d)(?P<suffix>[af]?)$")
+
+
+def load(path):
+    """The tvm-ffi module of a built library (``out/NAME.so``):
+    ``tirc.runtime.load("out/add.so")["add"](a, b, c)``."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"cannot load '{path}': no such file (build it with "
+                                f"'tirc build ... --shared -o OUTDIR')")
+    if os.path.isdir(path):
+        raise LoadError(f"cannot load '{path}': it is a directory, not a shared library")
+    try:
+        import tvm_ffi
+    except ImportError as e:
+        raise LoadError(f"cannot load '{path}': tvm-ffi is not installed "
+                        f"(pip install apache-tvm-ffi)") from e
+    try:
+        return tvm_ffi.load_module(path)
+    except Exception as e:
+        raise LoadError(f"cannot load '{path}': {e}") from e
+
+
+def parse_arch(arch: str) -> tuple[int, int, str, str]:
+    """``sm_90a`` -> (9, 0, "a", "cubin"); ``compute_80`` -> (8, 0, "", "ptx")."""
+    m = _ARCH.match(arch.strip()) if isinstance(arch, str) else None
+    if m is None:
+        raise ValueError(f"bad architecture '{arch}' (expected e.g. 'sm_90', 'sm_90a' "
+                         f"or 'compute_80')")
+    kind = "cubin" if m["prefix"] == "sm" else "ptx"
+    return int(m["major"]), int(m["minor"]), m["suffix"], kind
+
+
+def check_device_image(arch: str, dev, kind: str | None = None) -> None:
+    """Raise :class:`IncompatibleDeviceImage` unless an image built for ``arch`` runs
+    on ``dev`` (anything with a ``compute_capability`` (major, minor)).
+
+    ``kind`` is ``"cubin"`` or ``"ptx"``; by default ``sm_XY`` names a cubin and
+    ``compute_XY`` PTX. A cubin runs only on its own major version with a minor at
+    least its own; PTX runs on its architecture and every later one (the driver
+    compiles it); an arch-specific image (``sm_90a``) runs only on exactly that
+    architecture, a family one (``sm_100f``) on its major version from its minor up.
+    """
+    major, minor, suffix, default_kind = parse_arch(arch)
+    kind = kind or default_kind
+    if kind not in ("cubin", "ptx"):
+        raise ValueError(f"image kind must be 'cubin' or 'ptx', not {kind!r}")
+    cc = getattr(dev, "compute_capability", None)
+    if cc is None:
+        raise IncompatibleDeviceImage(f"a CUDA image ({arch}) cannot run on {dev}: it is "
+                                      f"not a CUDA device")
+    have = (int(cc[0]), int(cc[1]))
+    if suffix == "a":
+        ok, rule = have == (major, minor), f"exactly compute capability {major}.{minor}"
+    elif kind == "cubin" or suffix == "f":
+        ok = have[0] == major and have[1] >= minor
+        rule = f"compute capability {major}.x with x >= {minor}"
+    else:
+        ok, rule = have >= (major, minor), f"compute capability {major}.{minor} or newer"
+    if ok:
+        return
+    name = getattr(dev, "name", None)
+    where = f"{dev} ({name}, compute capability {have[0]}.{have[1]})" if name else \
+        f"{dev} (compute capability {have[0]}.{have[1]})"
+    raise IncompatibleDeviceImage(
+        f"the device image was built for {arch} ({kind}) and cannot run on {where}: "
+        f"a {kind} for {arch} needs {rule}; rebuild with "
+        f"--target 'cuda -arch=sm_{have[0]}{have[1]}'")
