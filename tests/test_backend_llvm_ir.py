@@ -222,5 +222,6 @@ def test_kernel_launch_is_not_supported_yet():
 
 def test_registry_is_keyed_by_target_kind():
     assert get_backend("llvm").name == "cpu"
-    with pytest.raises(Diagnostic, match="no code generator for target kind 'cuda'"):
-        get_backend("cuda")
+    assert get_backend("cuda").name == "nvptx"
+    with pytest.raises(Diagnostic, match="no code generator for target kind 'rocm'"):
+        get_backend("rocm")

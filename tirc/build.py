@@ -6,10 +6,14 @@ links ``OUT/NAME.so`` with the system C compiler (``-lm``, and ``-lgomp`` when t
 has ``T.parallel`` loops). ``emit=("llvm",)`` also writes ``OUT/NAME.ll``, the
 optimised LLVM IR of the object.
 
-Not yet: device modules (kernels and device subroutines) are split off and returned in
-:class:`BuildResult` but not compiled; a host function that launches a kernel is a
-Diagnostic. Every output is written to a temporary file and renamed into place only
-when all of them are ready, so a failed build leaves nothing behind.
+Device modules (kernels and device subroutines, grouped by device target) go to the
+backend of their target kind: one image each, ``OUT/NAME.ptx`` — ``OUT/NAME.<arch>.ptx``
+when there are several device targets — or ``.cubin`` with ``device_format="cubin"``
+(nvJitLink). Not yet: the host side of a kernel launch; a host function that launches
+a kernel is a Diagnostic, so for a module with kernels ``device_only=True`` compiles
+and writes the device images alone (no host object). Every output is written to a
+temporary file and renamed into place only when all of them are ready, so a failed
+build leaves nothing behind.
 """
 from __future__ import annotations
 
@@ -24,6 +28,7 @@ from tirc.ir.function import IRModule, PrimFunc
 from tirc.target import Target, TargetError, host_triple, parse_target
 
 EMIT_KINDS = ("llvm",)
+DEVICE_FORMATS = ("ptx", "cubin")
 
 
 def bind_target_from(target: Target | str | None, host: Target | str | None) -> Target:
@@ -48,6 +53,7 @@ class BuildResult:
     host: IRModule
     host_target: Target
     devices: dict[str, IRModule] = field(default_factory=dict)  # by device target (canonical)
+    images: dict[str, Path] = field(default_factory=dict)  # device file by target (canonical)
 
 
 def split_module(mod: IRModule) -> tuple[IRModule, dict[Target, IRModule]]:
@@ -83,15 +89,21 @@ def host_target_of(host: IRModule, bind: Target) -> Target:
 def build(source: str | IRModule, target: Target | str | None = None,
           host: Target | str | None = None, out_dir: str | os.PathLike = ".",
           name: str | None = None, shared: bool = False, emit: tuple[str, ...] = (),
-          filename: str = "<input>", cc: str = "cc") -> BuildResult:
-    """Compile ``source`` and write ``OUT/NAME.o`` (+ ``.so``, ``.ll``). Diagnostics for
-    every user error; TargetError for a bad target."""
+          filename: str = "<input>", cc: str = "cc", device_format: str = "ptx",
+          device_only: bool = False) -> BuildResult:
+    """Compile ``source`` and write ``OUT/NAME.o`` (+ ``.so``, ``.ll``) and the device
+    images (``device_only``: those alone). Diagnostics for every user error;
+    TargetError for a bad target."""
     from tirc.backends.registry import get_backend
     from tirc.passes.pipeline import PassContext, run_pipeline
 
     for kind in emit:
         if kind not in EMIT_KINDS:
             raise ValueError(f"unknown --emit kind '{kind}'; valid: {', '.join(EMIT_KINDS)}")
+    if device_format not in DEVICE_FORMATS:
+        raise ValueError(f"unknown device format '{device_format}'; valid: {', '.join(DEVICE_FORMATS)}")
+    if device_only and (shared or emit):
+        raise ValueError("a device-only build writes no host object to link or emit")
     bind = bind_target_from(target, host)
     if isinstance(source, str):
         from tirc.parser import parse
@@ -100,16 +112,47 @@ def build(source: str | IRModule, target: Target | str | None = None,
     mod = run_pipeline(source, PassContext(bind))
     host_mod, devices = split_module(mod)
     host_target = host_target_of(host_mod, bind)
-    obj = get_backend(host_target.kind).load()(host_mod, host_target, name)
-
+    if device_only and not devices:
+        raise Diagnostic("--device-only: the module has no device functions", mod.span)
     out = Path(out_dir)
+    images = _device_images(devices, out, name, device_format)
+    outputs: list[tuple[Path, bytes]] = []
+    obj = None
+    if not device_only:
+        obj = get_backend(host_target.kind).load()(host_mod, host_target, name)
+        outputs.append((out / f"{name}.o", obj.object))
+        if "llvm" in emit:
+            outputs.append((out / f"{name}.ll", obj.llvm_ir.encode()))
+    outputs += [(path, data) for path, data in images.values()]
     out.mkdir(parents=True, exist_ok=True)
-    outputs: list[tuple[Path, bytes]] = [(out / f"{name}.o", obj.object)]
-    if "llvm" in emit:
-        outputs.append((out / f"{name}.ll", obj.llvm_ir.encode()))
     _write_all(outputs, shared and (out / f"{name}.so"), obj, cc)
     files = [p for p, _ in outputs] + ([out / f"{name}.so"] if shared else [])
-    return BuildResult(files, host_mod, host_target, {t.canonical: m for t, m in devices.items()})
+    return BuildResult(files, host_mod, host_target, {t.canonical: m for t, m in devices.items()},
+                       {t.canonical: path for t, (path, _) in images.items()})
+
+
+def _device_images(devices: dict[Target, IRModule], out: Path, name: str,
+                   device_format: str) -> dict[Target, tuple[Path, bytes]]:
+    """Compile each device module: its file (``NAME.ptx``; ``NAME.<arch>.ptx`` when there
+    are several, ``NAME.<arch>.<n>.ptx`` when two targets share an arch) and bytes."""
+    from tirc.backends.registry import get_backend
+
+    images: dict[Target, tuple[Path, bytes]] = {}
+    taken: set[str] = set()
+    for t, m in devices.items():
+        image = get_backend(t.kind).load()(m, t, name)
+        data = image.ptx.encode()
+        if device_format == "cubin":
+            from tirc.backends.nvptx_cubin import ptx_to_cubin
+            data = ptx_to_cubin(image.ptx, image.arch, name)
+        stem = name if len(devices) == 1 else f"{name}.{image.arch}"
+        n = 1
+        while stem in taken:
+            n += 1
+            stem = f"{name}.{image.arch}.{n}"
+        taken.add(stem)
+        images[t] = (out / f"{stem}.{device_format}", data)
+    return images
 
 
 def _write_all(outputs: list[tuple[Path, bytes]], shared_path, obj, cc: str) -> None:

@@ -161,17 +161,27 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes)
 @click.option("--shared", is_flag=True, help="also link NAME.so with the system C compiler")
 @click.option("--emit", multiple=True, type=click.Choice(["llvm"]),
               help="also write an intermediate form: llvm (NAME.ll)")
-def build(file, target, host, out_dir, shared, emit) -> None:
-    """Compile FILE: write OUTDIR/NAME.o, the host object (device code: not yet)."""
+@click.option("--device-format", type=click.Choice(["ptx", "cubin"]), default="ptx",
+              show_default=True, help="device image format (cubin: through nvJitLink)")
+@click.option("--device-only", is_flag=True,
+              help="write only the device images (NAME.ptx or NAME.<arch>.ptx), no host object")
+def build(file, target, host, out_dir, shared, emit, device_format, device_only) -> None:
+    """Compile FILE: write OUTDIR/NAME.o, the host object, and one device image per
+    device target. Host code that launches kernels is not supported yet: build such a
+    module with --device-only to get its device images."""
     from pathlib import Path
 
     from tirc.build import build as build_module
 
     bind_target_from(target, host)  # usage errors first
+    if device_only and (shared or emit):
+        raise click.UsageError("--device-only writes no host object: it cannot go with "
+                               "--shared or --emit")
     source = _read(file)
     try:
         build_module(source.text, target, host, out_dir, Path(file).stem, shared=shared,
-                     emit=tuple(emit), filename=source.name)
+                     emit=tuple(emit), filename=source.name, device_format=device_format,
+                     device_only=device_only)
     except Diagnostic as d:
         _fail(d, source)
 

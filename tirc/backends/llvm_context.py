@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import AttrStmt, For
@@ -43,6 +44,10 @@ class LLVMTargetContext:
     def pointer(self, scope: str = "global") -> ir.PointerType:
         return ir.PointerType(addrspace=self.global_addrspace)
 
+    def param_pointer(self, func: PrimFunc) -> ir.PointerType:
+        """The type of ``func``'s handle parameters."""
+        return self.pointer()
+
     # -- functions --------------------------------------------------------------------
     def symbol(self, name: str, func: PrimFunc) -> str:
         """The LLVM name of module function ``name``."""
@@ -71,6 +76,12 @@ class LLVMTargetContext:
         """Memory for a buffer of ``nbytes`` (``const_bytes`` when constant):
         (pointer, its known alignment, whether it is on the heap and must be freed)."""
         raise NotImplementedError
+
+    def allocate_buffer(self, fl: FunctionLowering, buf: Buffer, nbytes: ir.Value,
+                        const_bytes: int | None, elem: ir.Type,
+                        count: int | None) -> tuple[ir.Value, int, bool]:
+        """Memory for ``buf``, whose scope may matter (devices); default: :meth:`allocate`."""
+        return self.allocate(fl, nbytes, const_bytes, elem, count)
 
     def lower_parallel(self, fl: FunctionLowering, loop: For) -> None:
         raise Diagnostic("parallel loops are not supported on this target", loop.span)

@@ -192,7 +192,9 @@ def _storage_sync(fl, call: Call) -> ir.Value:
 
 
 def _kernel_launch(fl, call: Call) -> ir.Value:
-    raise Diagnostic("GPU kernel launches are not supported yet", call.span or fl.func.span)
+    raise Diagnostic("GPU kernel launches are not supported yet (the host side of a launch); "
+                     "'tirc build --device-only' writes the device code alone",
+                     call.span or fl.func.span)
 
 
 # -- the packed ABI ---------------------------------------------------------------------
@@ -257,9 +259,11 @@ def _add_byte_offset(fl, call: Call) -> ir.Value:
 def _module_call(fl, call: Call) -> ir.Value:
     llfunc, callee = fl.module.callee(call.op.name, call.span or fl.func.span)
     args = []
-    for param, a in zip(callee.params, call.args):
+    for param, a, formal in zip(callee.params, call.args, llfunc.args):
         if isinstance(a, Buffer):
-            args.append(fl.buffer_pointer(a, None, call.span)[0])
+            p = fl.buffer_pointer(a, None, call.span)[0]
+            # a device's shared/local memory passed as a generic pointer
+            args.append(p if p.type == formal.type else fl.b.addrspacecast(p, formal.type))
         else:
             v = fl.expr(a)
             if a.dtype != param.dtype:

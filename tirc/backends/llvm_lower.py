@@ -62,7 +62,8 @@ class ModuleLowering:
     def declare_prim_func(self, name: str, func: PrimFunc) -> ir.Function:
         ptr = self.ctx.pointer()
         ret = lt.value_type(func.ret_type, ptr, func.span) if func.ret_type else ir.VoidType()
-        params = [lt.value_type(p.dtype, ptr, p.span or func.span) for p in func.params]
+        param_ptr = self.ctx.param_pointer(func)
+        params = [lt.value_type(p.dtype, param_ptr, p.span or func.span) for p in func.params]
         llfunc = ir.Function(self.ir, ir.FunctionType(ret, params), self.ctx.symbol(name, func))
         for arg, p in zip(llfunc.args, func.params):
             arg.name = p.name
@@ -159,7 +160,7 @@ class FunctionLowering(ExprLowering):
         slot = b.alloca(t, size=ir.Constant(lt.I64, count) if count is not None else None, name=name)
         if align:
             slot.align = align
-        opaque(slot, self.ctx.pointer())
+        opaque(slot, self.ctx.pointer("local"))
         self.b.position_at_end(here)
         return slot
 
@@ -351,8 +352,9 @@ class FunctionLowering(ExprLowering):
         else:
             n = self.int_cast(self.expr(count_expr), lt.I64)
             nbytes = self.b.mul(n, ir.Constant(lt.I64, size))
-        ptr, align, heap = self.ctx.allocate(self, nbytes, count * size if count is not None else None,
-                                             elem, count)
+        ptr, align, heap = self.ctx.allocate_buffer(self, buf, nbytes,
+                                                    count * size if count is not None else None,
+                                                    elem, count)
         self.vars[id(buf.data)] = ptr
         self.data_align[id(buf.data)] = align
         if heap:

@@ -42,3 +42,5 @@ def get_backend(kind: str) -> Backend:
 
 register(Backend("llvm", "cpu", "tirc.backends.cpu:generate",
                  "host CPU code through LLVM (an object file)"))
+register(Backend("cuda", "nvptx", "tirc.backends.nvptx:generate",
+                 "NVIDIA GPU code through LLVM's NVPTX target (PTX text)"))

@@ -1,0 +1,255 @@
+"""The NVPTX device backend: the shared TIR -> LLVM lowering with an NVPTX target
+context, optimised and printed as PTX text through llvmlite's NVPTX target.
+
+Device facts, all from the ``cuda`` target (nothing asks a GPU):
+
+* triple ``nvptx64-nvidia-cuda``; the target machine's CPU is the target's ``arch``
+  (``sm_90``) and its PTX ISA version the target's ``ptx_version`` (feature ``+ptx78``),
+  so the PTX says ``.version 7.8`` / ``.target sm_90``;
+* kernels (``calling_conv`` 2) are ``.visible .entry`` functions (LLVM's ``ptx_kernel``
+  calling convention) whose pointer parameters are global memory (address space 1),
+  with ``.maxntid`` from their constant ``threadIdx`` extents (``nvvm.annotations``,
+  which LLVM turns into the ``"nvvm.maxntid"`` attribute); every other function is a
+  device subroutine, an internal, never-inlined ``.func`` taking generic pointers;
+* ``T.launch_thread`` axes read ``llvm.nvvm.read.ptx.sreg.tid.x``/``ctaid.x``/...;
+* allocations: scope ``shared`` is a static ``.shared`` array (an addrspace(3) global),
+  ``shared.dyn`` the module's one ``.extern .shared .align 16`` array
+  (``buf_dyn_shmem``, sized at launch), anything else a per-thread ``alloca`` (local
+  memory); all need a constant size except ``shared.dyn``;
+* ``T.tvm_storage_sync("shared")`` is ``bar.sync 0`` (``llvm.nvvm.barrier0``, which
+  LLVM 22 upgrades to ``llvm.nvvm.barrier.cta.sync.aligned.all``); a failed assertion
+  traps;
+* math: sqrt, fabs, fma, floor, ceil, trunc, round/nearbyint and copysign are PTX
+  instructions; the rest (exp, log, tanh, pow, erf, ...) are libdevice's ``__nv_*``
+  functions, linked from ``libdevice.10.bc`` as located by ``cuda.pathfinder`` (a
+  Diagnostic when it is not installed).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from llvmlite import binding as llvm
+from llvmlite import ir
+
+from tirc.backends import llvm_types as lt
+from tirc.backends.llvm_context import LIBM, LLVM_MATH, LLVMTargetContext
+from tirc.backends.llvm_lower import ModuleLowering, opaque
+from tirc.diagnostics import Diagnostic
+from tirc.ir.expr import Call, IntImm, StringImm
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.stmt import AttrStmt, IterVar
+from tirc.ir.visitor import walk
+from tirc.target import Target
+
+TRIPLE = "nvptx64-nvidia-cuda"
+GLOBAL, SHARED, GENERIC = 1, 3, 0  # NVPTX address spaces
+DYN_SHMEM = "buf_dyn_shmem"
+_SREG = {"threadIdx": "tid", "blockIdx": "ctaid"}
+# math functions that are PTX instructions (f32/f64); the rest come from libdevice
+_NATIVE = {"sqrt", "fabs", "fma", "floor", "ceil", "trunc", "round", "nearbyint", "copysign"}
+_LIBDEVICE = (set(LLVM_MATH) | set(LIBM) | {"exp10"}) - _NATIVE
+_MATH_OPS = _LIBDEVICE | {"sigmoid", "ldexp"}  # TIR calls that may reach libdevice
+
+_initialized = False
+
+
+def _init_llvm() -> None:
+    global _initialized
+    if not _initialized:
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        _initialized = True
+
+
+def locate_libdevice() -> str | None:
+    """The path of ``libdevice.10.bc`` as ``cuda.pathfinder`` finds it (the PyPI wheels
+    ``nvidia-nvvm``/``nvidia-cuda-nvcc``), or None."""
+    try:
+        from cuda.pathfinder import locate_bitcode_lib
+    except ImportError:
+        return None
+    try:
+        return locate_bitcode_lib("device").abs_path
+    except Exception:  # BitcodeLibNotFoundError and friends: simply not installed
+        return None
+
+
+def target_machine(target: Target) -> llvm.TargetMachine:
+    _init_llvm()
+    arch, ptx = str(target.get("arch")), int(target.get("ptx_version"))
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(
+        cpu=arch, features=f"+ptx{ptx}", opt=3)
+
+
+def is_kernel(func: PrimFunc) -> bool:
+    return func.attrs.get("calling_conv", 0) == 2
+
+
+def max_threads(func: PrimFunc) -> tuple[int, int, int] | None:
+    """The block size (x, y, z) when every ``threadIdx`` extent is a constant."""
+    dims = {"x": 1, "y": 1, "z": 1}
+    for node in walk(func.body):
+        if isinstance(node, AttrStmt) and node.key == "thread_extent" and isinstance(node.node, IterVar):
+            axis, _, dim = node.node.thread_tag.partition(".")
+            if axis != "threadIdx":
+                continue
+            if not isinstance(node.value, IntImm):
+                return None
+            dims[dim] = node.value.value
+    return dims["x"], dims["y"], dims["z"]
+
+
+class NVPTXContext(LLVMTargetContext):
+    global_addrspace = GLOBAL
+
+    def __init__(self, target: Target, libdevice: str | None = None):
+        self.machine = target_machine(target)
+        super().__init__(target, TRIPLE, str(self.machine.target_data))
+        self.libdevice = libdevice  # path; None: look it up when first needed
+        self.uses_libdevice = False
+
+    def pointer(self, scope: str = "global") -> ir.PointerType:
+        space = {"shared": SHARED, "shared.dyn": SHARED, "local": GENERIC,
+                 "generic": GENERIC}.get(scope, GLOBAL)
+        return ir.PointerType(addrspace=space)
+
+    def param_pointer(self, func: PrimFunc) -> ir.PointerType:
+        return self.pointer("global" if is_kernel(func) else "generic")
+
+    # -- functions --------------------------------------------------------------------
+    def is_exported(self, func: PrimFunc) -> bool:
+        return is_kernel(func)
+
+    def decorate(self, llfunc: ir.Function, func: PrimFunc) -> None:
+        llfunc.attributes.add("nounwind")
+        if not is_kernel(func):
+            llfunc.linkage = "internal"
+            llfunc.attributes.add("noinline")  # keep the subroutine a .func, as the IR says
+            return
+        if func.ret_type is not None and not func.ret_type.is_void:
+            raise Diagnostic(f"kernel '{llfunc.name}' returns a value", func.span)
+        llfunc.linkage = "external"
+        llfunc.calling_convention = "ptx_kernel"
+        if func.attrs.get("tir.noalias") or func.attrs.get("tirx.noalias"):
+            for arg in llfunc.args:
+                if isinstance(arg.type, ir.PointerType):
+                    arg.add_attribute("noalias")
+        bounds = max_threads(func)
+        if bounds is not None:
+            m = llfunc.module
+            notes = m.add_named_metadata("nvvm.annotations")
+            for dim, n in zip("xyz", bounds):
+                notes.add(m.add_metadata([llfunc, f"maxntid{dim}", ir.Constant(lt.I32, n)]))
+
+    # -- math -------------------------------------------------------------------------
+    def math(self, name: str, dtype_base: str) -> tuple[str, str] | None:
+        if name in _NATIVE:
+            return super().math(name, dtype_base)
+        if name in _LIBDEVICE:
+            self.uses_libdevice = True
+            return "libm", f"__nv_{name}" + ("" if dtype_base == "float64" else "f")
+        return None
+
+    def find_libdevice(self) -> str | None:
+        if self.libdevice is None:
+            self.libdevice = locate_libdevice() or ""
+        return self.libdevice or None
+
+    # -- hooks ------------------------------------------------------------------------
+    def allocate_buffer(self, fl, buf, nbytes, const_bytes, elem, count):
+        scope, m = buf.scope, fl.module.ir
+        if scope == "shared.dyn":
+            g = m.globals.get(DYN_SHMEM)
+            if g is None:
+                g = ir.GlobalVariable(m, ir.ArrayType(lt.I8, 0), DYN_SHMEM, addrspace=SHARED)
+                g.linkage, g.align = "external", 16
+                opaque(g, self.pointer("shared.dyn"))
+            return g, 16, False
+        if const_bytes is None:
+            raise Diagnostic(f"buffer '{buf.name}' (scope '{scope}') needs a constant size in "
+                             "device code", buf.span or fl.func.span)
+        if scope == "shared":
+            ty = ir.ArrayType(elem, count)
+            g = ir.GlobalVariable(m, ty, m.get_unique_name(f"{fl.llfunc.name}_{buf.name}"),
+                                  addrspace=SHARED)
+            g.linkage, g.align, g.initializer = "internal", 16, ir.Constant(ty, ir.Undefined)
+            opaque(g, self.pointer("shared"))
+            return g, 16, False
+        return fl.alloca(elem, max(count, 1), name=buf.name, align=16), 16, False
+
+    def lower_attr(self, fl, s: AttrStmt) -> bool:
+        if s.key != "thread_extent" or not isinstance(s.node, IterVar):
+            return False
+        axis, _, dim = s.node.thread_tag.partition(".")
+        if axis not in _SREG or dim not in ("x", "y", "z"):
+            raise Diagnostic(f"unknown thread axis '{s.node.thread_tag}'", s.span)
+        fn = fl.module.declare(f"llvm.nvvm.read.ptx.sreg.{_SREG[axis]}.{dim}",
+                               ir.FunctionType(lt.I32, []))
+        var = s.node.var
+        fl.vars[id(var)] = fl.int_cast(fl.b.call(fn, [], name=var.name), ir.IntType(var.dtype.bits),
+                                       signed=False)
+        fl.stmt(s.body)
+        return True
+
+    def lower_call(self, fl, call: Call) -> ir.Value | None:
+        if call.op == "tvm_storage_sync":
+            scope = call.args[0].value if call.args and isinstance(call.args[0], StringImm) else ""
+            if scope in ("shared", "shared.dyn"):
+                fl.b.call(fl.module.declare("llvm.nvvm.barrier0", ir.FunctionType(ir.VoidType(), [])), [])
+            elif scope != "warp":  # a warp runs in lockstep here: nothing to wait for
+                raise Diagnostic(f"T.tvm_storage_sync(\"{scope}\") is not supported on the GPU",
+                                 call.span)
+            return ir.Constant(lt.I32, 0)
+        if call.op in _MATH_OPS and call.dtype.is_float and self.find_libdevice() is None:
+            raise Diagnostic(f"the math function T.{call.op} needs libdevice (libdevice.10.bc), "
+                             "which was not found: install the PyPI wheel nvidia-nvvm (or "
+                             "nvidia-cuda-nvcc) so that cuda.pathfinder finds it", call.span)
+        return None
+
+    def raise_error(self, fl, kind, message) -> None:
+        fl.b.call(fl.module.declare("llvm.trap", ir.FunctionType(ir.VoidType(), [])), [])
+
+
+@dataclass(frozen=True)
+class DeviceImage:
+    """What the NVPTX backend makes of a device module."""
+
+    ptx: str
+    llvm_ir: str  # the optimised module the PTX was printed from
+    arch: str  # sm_90
+    kernels: tuple[str, ...]  # entry symbols, in module order
+
+
+def lower_to_llvm(mod: IRModule, target: Target, name: str = "module") -> tuple[str, NVPTXContext]:
+    """The device module as LLVM IR text, before optimisation and libdevice."""
+    ctx = NVPTXContext(target)
+    return str(ModuleLowering(mod, ctx, name).lower()), ctx
+
+
+def generate(mod: IRModule, target: Target, name: str = "module") -> DeviceImage:
+    text, ctx = lower_to_llvm(mod, target, name)
+    parsed = llvm.parse_assembly(text)
+    parsed.verify()
+    if ctx.uses_libdevice:
+        _link_libdevice(parsed, ctx)
+    pb = llvm.create_pass_builder(ctx.machine, llvm.create_pipeline_tuning_options(speed_level=3))
+    pb.getModulePassManager().run(parsed, pb)
+    kernels = tuple(ctx.symbol(n, f) for n, f in mod.functions.items() if is_kernel(f))
+    return DeviceImage(ctx.machine.emit_assembly(parsed), str(parsed), str(target.get("arch")),
+                       kernels)
+
+
+def _link_libdevice(parsed: llvm.ModuleRef, ctx: NVPTXContext) -> None:
+    """Link libdevice in and make its functions internal, so the optimiser keeps only
+    those the module calls (and NVVMReflect folds its ``__nvvm_reflect`` queries)."""
+    path = ctx.find_libdevice()
+    if path is None:  # lower_call stops this earlier, with the call's location
+        raise Diagnostic("the module's math functions need libdevice (libdevice.10.bc), which "
+                         "was not found")
+    with open(path, "rb") as f:
+        lib = llvm.parse_bitcode(f.read())
+    lib.triple, lib.data_layout = parsed.triple, parsed.data_layout
+    parsed.link_in(lib)
+    for fn in parsed.functions:
+        if not fn.is_declaration and fn.name.startswith("__nv_"):
+            fn.linkage = "internal"
