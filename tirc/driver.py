@@ -100,6 +100,15 @@ def bind_target_from(target, host):
         raise click.BadParameter(str(e), param_hint="'--host'") from None
 
 
+def target_options(command):
+    """``--target`` and ``--host``, shared by the commands that compile."""
+    command = click.option("--host", "host", callback=_target_option, metavar="TARGET",
+                           help="host target of a device target (default llvm)")(command)
+    return click.option("--target", "target", callback=_target_option, metavar="TARGET",
+                        help="target for functions that have none (default llvm), "
+                             "e.g. 'cuda -arch=sm_90'")(command)
+
+
 def _pass_list(ctx, param, value):
     from tirc.passes.pipeline import pass_names
     names = pass_names()
@@ -113,10 +122,7 @@ def _pass_list(ctx, param, value):
 
 @cli.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--target", "target", callback=_target_option, metavar="TARGET",
-              help="target for functions that have none (default llvm), e.g. 'cuda -arch=sm_90'")
-@click.option("--host", "host", callback=_target_option, metavar="TARGET",
-              help="host target of a device target (default llvm)")
+@target_options
 @click.option("--stop-after", callback=_pass_list, metavar="PASS", help="stop after this pass")
 @click.option("--print-after", multiple=True, callback=_pass_list, metavar="PASS",
               help="also print the module after this pass (repeatable; 'all' for every pass)")
@@ -152,10 +158,7 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes)
 
 @cli.command()
 @click.argument("file", type=click.Path(dir_okay=False))
-@click.option("--target", "target", callback=_target_option, metavar="TARGET",
-              help="target for functions that have none (default llvm)")
-@click.option("--host", "host", callback=_target_option, metavar="TARGET",
-              help="host target of a device target (default llvm)")
+@target_options
 @click.option("-o", "--output", "out_dir", default=".", show_default=True, metavar="OUTDIR",
               type=click.Path(file_okay=False), help="directory for NAME.o (and NAME.so, NAME.ll)")
 @click.option("--shared", is_flag=True, help="also link NAME.so with the system C compiler")
