@@ -207,7 +207,7 @@ def test_extern_calls_declare_c_symbols(tmp_path):
     """, tmp_path)
 
 
-def test_kernel_launch_is_not_supported_yet():
+def test_kernel_launch_without_device_images_is_a_diagnostic():
     text = (HEAD + '@T.prim_func\ndef f(A: T.Buffer((256,), "float32")):\n'
             '    for bx in T.thread_binding(2, thread="blockIdx.x"):\n'
             '        for tx in T.thread_binding(128, thread="threadIdx.x"):\n'
@@ -216,7 +216,7 @@ def test_kernel_launch_is_not_supported_yet():
     mod = run_pipeline(parse(text, "k.tir"), PassContext(t.with_host(parse_target("llvm"))))
     host = {n: f for n, f in mod.functions.items() if not f.attrs["target"].is_device or f.attrs["target"].host}
     from tirc.ir.function import IRModule
-    with pytest.raises(Diagnostic, match="GPU kernel launches are not supported yet"):
+    with pytest.raises(Diagnostic, match="a GPU kernel launch needs the kernel's device image"):
         generate(IRModule(host), parse_target("llvm"))
 
 

@@ -270,24 +270,25 @@ def test_device_only_build_writes_one_ptx_per_arch(tmp_path):
     src = SAMPLES / "multi_target.tir"
     r = build(src.read_text(), out_dir=tmp_path, name="multi_target", filename=str(src),
               device_only=True)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["multi_target.sm_80.ptx",
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["multi_target.json", "multi_target.sm_80.ptx",
                                                           "multi_target.sm_90.ptx"]
-    assert [p.name for p in r.files] == ["multi_target.sm_80.ptx", "multi_target.sm_90.ptx"]
+    assert [p.name for p in r.files] == ["multi_target.sm_80.ptx", "multi_target.sm_90.ptx",
+                                         "multi_target.json"]
     assert ".target sm_80" in (tmp_path / "multi_target.sm_80.ptx").read_text()
 
 
-def test_cli_device_only_and_the_host_side_limitation(tmp_path):
+def test_cli_device_only_and_the_full_build(tmp_path):
     src = SAMPLES / "shared_reduction.tir"
+    full = tmp_path / "full"
+    r = CliRunner().invoke(cli, ["build", str(src), "--target", "cuda -arch=sm_90", "-o", str(full)])
+    assert r.exit_code == 0, r.output
+    assert {"shared_reduction.o", "shared_reduction.ptx"} <= {p.name for p in full.iterdir()}
     out = tmp_path / "out"
-    r = CliRunner().invoke(cli, ["build", str(src), "--target", "cuda -arch=sm_90", "-o", str(out)])
-    assert r.exit_code == 1
-    assert "GPU kernel launches are not supported yet" in r.output and "--device-only" in r.output
-    assert not out.exists() or not any(out.iterdir())
     for d in (out, tmp_path / "again"):
         r = CliRunner().invoke(cli, ["build", str(src), "--target", "cuda -arch=sm_90", "-o", str(d),
                                      "--device-only"])
         assert r.exit_code == 0, r.output
-        assert [p.name for p in d.iterdir()] == ["shared_reduction.ptx"]
+        assert sorted(p.name for p in d.iterdir()) == ["shared_reduction.json", "shared_reduction.ptx"]
     assert (out / "shared_reduction.ptx").read_bytes() == (tmp_path / "again" / "shared_reduction.ptx").read_bytes()
 
 

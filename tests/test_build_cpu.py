@@ -36,9 +36,9 @@ def elf_header(data: bytes) -> tuple[int, int]:
 
 def test_build_writes_the_object(tmp_path):
     result = build(SCALE, "llvm", None, tmp_path, "scale")
-    assert result.files == [tmp_path / "scale.o"]
+    assert result.files == [tmp_path / n for n in ("scale.o", "scale.h", "scale.json")]
     assert elf_header((tmp_path / "scale.o").read_bytes()) == (ET_REL, EM_X86_64)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["scale.o"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["scale.h", "scale.json", "scale.o"]
 
 
 def test_aarch64_object(tmp_path):
@@ -76,7 +76,8 @@ def test_cli_build_shared_and_emit(tmp_path):
                                  "--shared", "--emit", "llvm"])
     assert r.exit_code == 0, r.output
     assert r.output == ""
-    assert sorted(p.name for p in out.iterdir()) == ["scale.ll", "scale.o", "scale.so"]
+    assert sorted(p.name for p in out.iterdir()) == ["scale.h", "scale.json", "scale.ll",
+                                                     "scale.o", "scale.so"]
     assert "@__tvm_ffi_scale" in (out / "scale.ll").read_text()
     tvm_ffi = pytest.importorskip("tvm_ffi")
     a = np.arange(1024, dtype=np.float32)
@@ -85,12 +86,12 @@ def test_cli_build_shared_and_emit(tmp_path):
     np.testing.assert_array_equal(b, a * 0.5)
 
 
-def test_kernel_launch_is_a_diagnostic_and_leaves_no_file(tmp_path):
+def test_kernel_launches_build_with_their_device_images(tmp_path):
     src = ROOT / "samples" / "multi_target.tir"
     r = CliRunner().invoke(cli, ["build", str(src), "-o", str(tmp_path / "out")])
-    assert r.exit_code == 1
-    assert "GPU kernel launches are not supported yet" in r.output
-    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+    assert r.exit_code == 0, r.output
+    names = {p.name for p in (tmp_path / "out").iterdir()}
+    assert {"multi_target.o", "multi_target.sm_80.ptx", "multi_target.sm_90.ptx"} <= names
 
 
 def test_syntax_error_leaves_no_file(tmp_path):

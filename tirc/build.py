@@ -9,9 +9,13 @@ optimised LLVM IR of the object.
 Device modules (kernels and device subroutines, grouped by device target) go to the
 backend of their target kind: one image each, ``OUT/NAME.ptx`` — ``OUT/NAME.<arch>.ptx``
 when there are several device targets — or ``.cubin`` with ``device_format="cubin"``
-(nvJitLink). Not yet: the host side of a kernel launch; a host function that launches
-a kernel is a Diagnostic, so for a module with kernels ``device_only=True`` compiles
-and writes the device images alone (no host object). Every output is written to a
+(nvJitLink). ``OUT/NAME.h`` declares the host object's exported functions
+(``tirc.header``; ``abi="c"``: plain C functions, MakeCAPI) and ``OUT/NAME.json`` is the
+manifest of public functions and kernels (``tirc.manifest``; also for device-only
+builds). Device modules are compiled first: the host object embeds their images and
+launches its kernels through the CUDA driver (``backends.cuda_launch``; ``--shared``
+then also links ``-ldl -lpthread``); ``device_only=True`` writes the device images
+alone (no host object). Every output is written to a
 temporary file and renamed into place only when all of them are ready, so a failed
 build leaves nothing behind.
 """
@@ -90,7 +94,7 @@ def build(source: str | IRModule, target: Target | str | None = None,
           host: Target | str | None = None, out_dir: str | os.PathLike = ".",
           name: str | None = None, shared: bool = False, emit: tuple[str, ...] = (),
           filename: str = "<input>", cc: str = "cc", device_format: str = "ptx",
-          device_only: bool = False) -> BuildResult:
+          device_only: bool = False, abi: str = "packed") -> BuildResult:
     """Compile ``source`` and write ``OUT/NAME.o`` (+ ``.so``, ``.ll``) and the device
     images (``device_only``: those alone). Diagnostics for every user error;
     TargetError for a bad target."""
@@ -109,21 +113,26 @@ def build(source: str | IRModule, target: Target | str | None = None,
         from tirc.parser import parse
         source = parse(source, filename)
     name = name or (Path(filename).stem if filename != "<input>" else (source.name or "module"))
-    mod = run_pipeline(source, PassContext(bind))
+    original = source
+    mod = run_pipeline(source, PassContext(bind, abi))
     host_mod, devices = split_module(mod)
     host_target = host_target_of(host_mod, bind)
     if device_only and not devices:
         raise Diagnostic("--device-only: the module has no device functions", mod.span)
     out = Path(out_dir)
-    images = _device_images(devices, out, name, device_format)
+    device_code = _new_device_code() if devices and not device_only else None
+    images = _device_images(devices, out, name, device_format, device_code)
     outputs: list[tuple[Path, bytes]] = []
     obj = None
     if not device_only:
-        obj = get_backend(host_target.kind).load()(host_mod, host_target, name)
+        launches = {"device_code": device_code} if device_code is not None else {}
+        obj = get_backend(host_target.kind).load()(host_mod, host_target, name, **launches)
         outputs.append((out / f"{name}.o", obj.object))
         if "llvm" in emit:
             outputs.append((out / f"{name}.ll", obj.llvm_ir.encode()))
     outputs += [(path, data) for path, data in images.values()]
+    outputs += _header_and_manifest(mod, host_mod, original, name, abi, out, host_target,
+                                    images, header=not device_only)
     out.mkdir(parents=True, exist_ok=True)
     _write_all(outputs, shared and (out / f"{name}.so"), obj, cc)
     files = [p for p, _ in outputs] + ([out / f"{name}.so"] if shared else [])
@@ -131,10 +140,31 @@ def build(source: str | IRModule, target: Target | str | None = None,
                        {t.canonical: path for t, (path, _) in images.items()})
 
 
+def _header_and_manifest(mod: IRModule, host_mod: IRModule, original: IRModule, name: str,
+                         abi: str, out: Path, host_target: Target, images: dict,
+                         header: bool) -> list[tuple[Path, bytes]]:
+    """``OUT/NAME.h`` (with a host object) and ``OUT/NAME.json``."""
+    from tirc.header import make_header
+    from tirc.manifest import manifest, manifest_json
+
+    files = {t.canonical: path.name for t, (path, _) in images.items()}
+    data = manifest(mod, name, abi, original, host_target, files)
+    result = [(out / f"{name}.json", manifest_json(data).encode())]
+    if header:
+        result.insert(0, (out / f"{name}.h", make_header(name, host_mod, original, abi).encode()))
+    return result
+
+
+def _new_device_code():
+    from tirc.backends.cuda_launch import DeviceCode
+    return DeviceCode()
+
+
 def _device_images(devices: dict[Target, IRModule], out: Path, name: str,
-                   device_format: str) -> dict[Target, tuple[Path, bytes]]:
+                   device_format: str, device_code=None) -> dict[Target, tuple[Path, bytes]]:
     """Compile each device module: its file (``NAME.ptx``; ``NAME.<arch>.ptx`` when there
-    are several, ``NAME.<arch>.<n>.ptx`` when two targets share an arch) and bytes."""
+    are several, ``NAME.<arch>.<n>.ptx`` when two targets share an arch) and bytes; each
+    image also goes into ``device_code`` (a ``cuda_launch.DeviceCode``) when given."""
     from tirc.backends.registry import get_backend
 
     images: dict[Target, tuple[Path, bytes]] = {}
@@ -145,6 +175,8 @@ def _device_images(devices: dict[Target, IRModule], out: Path, name: str,
         if device_format == "cubin":
             from tirc.backends.nvptx_cubin import ptx_to_cubin
             data = ptx_to_cubin(image.ptx, image.arch, name)
+        if device_code is not None:
+            device_code.add(m, image.kernels, data, device_format, image.arch)
         stem = name if len(devices) == 1 else f"{name}.{image.arch}"
         n = 1
         while stem in taken:
@@ -188,6 +220,8 @@ def _link(cc: str, obj_path: str, so_path: str, obj) -> None:
     cmd = [cc, "-shared", "-o", so_path, obj_path, "-lm"]
     if obj.uses_openmp:
         cmd.append("-lgomp")
+    if getattr(obj, "uses_cuda", False):  # dlopen of libcuda.so.1, pthread mutexes
+        cmd += ["-ldl", "-lpthread"]
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
     except OSError as e:

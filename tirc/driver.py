@@ -111,7 +111,7 @@ def target_options(command):
 
 def _pass_list(ctx, param, value):
     from tirc.passes.pipeline import pass_names
-    names = pass_names()
+    names = pass_names(None)  # MakePackedAPI and MakeCAPI (--abi c) both
     values = value if isinstance(value, tuple) else ((value,) if value else ())
     for v in values:
         if v not in names and not (v == "all" and param.name == "print_after"):
@@ -128,18 +128,28 @@ def _pass_list(ctx, param, value):
               help="also print the module after this pass (repeatable; 'all' for every pass)")
 @click.option("--verify-each", is_flag=True, help="verify the module after every pass")
 @click.option("--time-passes", is_flag=True, help="report the time of each pass on stderr")
-def lower(file, target, host, stop_after, print_after, verify_each, time_passes) -> None:
+@click.option("--abi", type=click.Choice(["packed", "c"]), default="packed", show_default=True,
+              help="host ABI of public functions: MakePackedAPI or MakeCAPI")
+def lower(file, target, host, stop_after, print_after, verify_each, time_passes, abi) -> None:
     """Run the pass pipeline on FILE and print the module (TVMScript) at the end."""
     from tirc.ir.printer import print_module
     from tirc.parser import parse
-    from tirc.passes.pipeline import PassContext, PrintAfter, TimePasses, VerifyEach, run_pipeline
-
+    from tirc.passes.pipeline import (
+        PassContext,
+        PrintAfter,
+        TimePasses,
+        VerifyEach,
+        pass_names,
+        run_pipeline,
+    )
     bind = bind_target_from(target, host)
+    if stop_after is not None and stop_after not in pass_names(abi):
+        raise click.BadParameter(f"pass '{stop_after}' does not run with --abi {abi}",
+                                 param_hint="'--stop-after'")
     source = _read(file)
     instruments = []
     if print_after:
-        from tirc.passes.pipeline import pass_names
-        names = set(pass_names()) if "all" in print_after else set(print_after)
+        names = set(pass_names(abi)) if "all" in print_after else set(print_after)
         instruments.append(PrintAfter(names, lambda text: click.echo(text, nl=False)))
     if verify_each:
         instruments.append(VerifyEach())
@@ -148,7 +158,7 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes)
         instruments.append(timer)
     try:
         mod = parse(source.text, source.name)
-        mod = run_pipeline(mod, PassContext(bind), stop_after, tuple(instruments))
+        mod = run_pipeline(mod, PassContext(bind, abi), stop_after, tuple(instruments))
     except Diagnostic as d:
         _fail(d, source)
     if time_passes:
@@ -168,8 +178,11 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes)
               show_default=True, help="device image format (cubin: through nvJitLink)")
 @click.option("--device-only", is_flag=True,
               help="write only the device images (NAME.ptx or NAME.<arch>.ptx), no host object")
-def build(file, target, host, out_dir, shared, emit, device_format, device_only) -> None:
-    """Compile FILE: write OUTDIR/NAME.o, the host object, and one device image per
+@click.option("--abi", type=click.Choice(["packed", "c"]), default="packed", show_default=True,
+              help="host ABI: tvm-ffi packed functions, or plain C functions declared in NAME.h")
+def build(file, target, host, out_dir, shared, emit, device_format, device_only, abi) -> None:
+    """Compile FILE: write OUTDIR/NAME.o, the host object, NAME.h (its declarations),
+    NAME.json (a manifest of functions and kernels) and one device image per
     device target. Host code that launches kernels is not supported yet: build such a
     module with --device-only to get its device images."""
     from pathlib import Path
@@ -184,7 +197,7 @@ def build(file, target, host, out_dir, shared, emit, device_format, device_only)
     try:
         build_module(source.text, target, host, out_dir, Path(file).stem, shared=shared,
                      emit=tuple(emit), filename=source.name, device_format=device_format,
-                     device_only=device_only)
+                     device_only=device_only, abi=abi)
     except Diagnostic as d:
         _fail(d, source)
 
@@ -192,9 +205,11 @@ def build(file, target, host, out_dir, shared, emit, device_format, device_only)
 @cli.command()
 def passes() -> None:
     """List the passes of the pipeline, in order."""
-    from tirc.passes.pipeline import PIPELINE
+    from tirc.passes.pipeline import MAKE_C_API, PIPELINE
     for i, p in enumerate(PIPELINE, 1):
         click.echo(f"{i:2d}. {p.name:<29} {p.doc}")
+        if p.name == "MakePackedAPI":  # --abi c runs MakeCAPI in its place
+            click.echo(f"    {MAKE_C_API.name + ' (--abi c)':<29} {MAKE_C_API.doc}")
 
 
 @cli.command()

@@ -5,7 +5,8 @@ The target machine comes from the target's ``mtriple`` (default: this machine's)
 ``mcpu``, ``mattr`` and ``opt-level`` (default 3), position-independent so the object
 links into a shared library. CPU facts: one address space; stack allocations up to
 1 KiB of constant size, ``malloc``/``free`` otherwise; errors through tvm-ffi's
-``TVMFFIErrorSetRaisedFromCStr`` and a -1 return; ``T.parallel`` loops through
+``TVMFFIErrorSetRaisedFromCStr`` and a -1 return (C-API functions of ``--abi c``:
+a thread-local message, ``c_errors``); ``T.parallel`` loops through
 libgomp (``cpu_parallel``); math through LLVM intrinsics and libm. Public functions
 (``calling_conv`` 1 after MakePackedAPI) are exported as their ``global_symbol``;
 every other function is internal.
@@ -51,10 +52,32 @@ def target_machine(target: Target) -> llvm.TargetMachine:
 
 
 class CPUContext(LLVMTargetContext):
-    def __init__(self, target: Target):
+    def __init__(self, target: Target, device_code=None):
         self.machine = target_machine(target)
         super().__init__(target, self.machine.triple, str(self.machine.target_data))
         self.uses_openmp = False
+        self.device_code = device_code  # cuda_launch.DeviceCode: images the launches use
+        self.launcher = None  # cuda_launch.CudaLauncher, made at the first launch
+        self.device_attrs: list[tuple[str, ir.Value]] = []  # enclosing device_id/device_type
+
+    def lower_attr(self, fl, s):
+        if s.key not in ("device_id", "device_type"):
+            return False
+        self.device_attrs.append((s.key, fl.expr(s.value)))
+        try:
+            fl.stmt(s.body)
+        finally:
+            self.device_attrs.pop()
+        return True
+
+    def lower_call(self, fl, call):
+        if call.op != "call_ffi_kernel" or self.device_code is None:
+            return None
+        from tirc.backends.cuda_launch import CudaLauncher
+        if self.launcher is None:
+            self.launcher = CudaLauncher(fl.module, self.device_code)
+        attrs = dict(self.device_attrs)  # innermost wins
+        return self.launcher.launch(fl, call, attrs.get("device_type"), attrs.get("device_id"))
 
     def allocate(self, fl, nbytes, const_bytes, elem, count):
         if const_bytes is not None and const_bytes <= self.max_stack_alloca:
@@ -70,7 +93,17 @@ class CPUContext(LLVMTargetContext):
         fl.b.position_at_end(ok)
         return ptr, 16, True
 
+    def decorate(self, llfunc, func):
+        super().decorate(llfunc, func)
+        if func.attrs.get("tirc.c_api"):  # --abi c: the module's <NAME>_last_error()
+            from tirc.backends.c_errors import error_buffer
+            error_buffer(llfunc.module, self.pointer())
+
     def raise_error(self, fl, kind, message):
+        if fl.func.attrs.get("tirc.c_api"):  # --abi c: no tvm-ffi; a thread-local message
+            from tirc.backends.c_errors import record_error
+            record_error(fl, kind, message)
+            return
         ptr_t = self.pointer()
         setter = fl.module.declare("TVMFFIErrorSetRaisedFromCStr",
                                    ir.FunctionType(ir.VoidType(), [ptr_t, ptr_t]))
@@ -90,16 +123,19 @@ class HostObject:
     llvm_ir: str  # the optimised module, as in the object
     triple: str
     uses_openmp: bool  # link with libgomp
+    uses_cuda: bool = False  # launches kernels: link with -ldl -lpthread
 
 
-def lower_to_llvm(mod: IRModule, target: Target, name: str = "module") -> tuple[str, CPUContext]:
-    """The module as LLVM IR text, before optimisation."""
-    ctx = CPUContext(target)
+def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
+                  device_code=None) -> tuple[str, CPUContext]:
+    """The module as LLVM IR text, before optimisation; ``device_code`` (a
+    ``cuda_launch.DeviceCode``) holds the device images its kernel launches embed."""
+    ctx = CPUContext(target, device_code)
     return str(ModuleLowering(mod, ctx, name).lower()), ctx
 
 
-def generate(mod: IRModule, target: Target, name: str = "module") -> HostObject:
-    text, ctx = lower_to_llvm(mod, target, name)
+def generate(mod: IRModule, target: Target, name: str = "module", device_code=None) -> HostObject:
+    text, ctx = lower_to_llvm(mod, target, name, device_code)
     parsed = llvm.parse_assembly(text)
     parsed.verify()
     level = int(target.get("opt-level", 3))
@@ -109,4 +145,5 @@ def generate(mod: IRModule, target: Target, name: str = "module") -> HostObject:
         pto.slp_vectorization = True
     pb = llvm.create_pass_builder(ctx.machine, pto)
     pb.getModulePassManager().run(parsed, pb)
-    return HostObject(ctx.machine.emit_object(parsed), str(parsed), ctx.triple, ctx.uses_openmp)
+    return HostObject(ctx.machine.emit_object(parsed), str(parsed), ctx.triple, ctx.uses_openmp,
+                      ctx.launcher is not None)

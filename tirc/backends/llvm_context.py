@@ -54,7 +54,8 @@ class LLVMTargetContext:
         return str(func.attrs.get("global_symbol", name)) if self.is_exported(func) else name
 
     def is_exported(self, func: PrimFunc) -> bool:
-        return func.attrs.get("calling_conv", 0) == 1
+        """Packed functions (``calling_conv`` 1) and C-API functions (``tirc.c_api``)."""
+        return func.attrs.get("calling_conv", 0) == 1 or bool(func.attrs.get("tirc.c_api"))
 
     def decorate(self, llfunc: ir.Function, func: PrimFunc) -> None:
         llfunc.linkage = "external" if self.is_exported(func) else "internal"

@@ -192,9 +192,10 @@ def _storage_sync(fl, call: Call) -> ir.Value:
 
 
 def _kernel_launch(fl, call: Call) -> ir.Value:
-    raise Diagnostic("GPU kernel launches are not supported yet (the host side of a launch); "
-                     "'tirc build --device-only' writes the device code alone",
-                     call.span or fl.func.span)
+    # reached only when the host context has no device images (CPUContext.lower_call
+    # lowers launches through cuda_launch when it has them)
+    raise Diagnostic("a GPU kernel launch needs the kernel's device image: compile the host "
+                     "code with its device modules (tirc build)", call.span or fl.func.span)
 
 
 # -- the packed ABI ---------------------------------------------------------------------

@@ -17,9 +17,11 @@ from tirc.target import Target
 
 @dataclass(frozen=True)
 class PassContext:
-    """What passes may read besides the module: the bind target (with its host)."""
+    """What passes may read besides the module: the bind target (with its host) and the
+    host ABI of public functions (``"packed"``: MakePackedAPI; ``"c"``: MakeCAPI)."""
 
     target: Target
+    abi: str = "packed"
 
 
 @dataclass(frozen=True)
@@ -140,16 +142,39 @@ PIPELINE: list[Pass] = [
 ]
 
 
-def pass_names() -> list[str]:
-    return [p.name for p in PIPELINE]
+# ``--abi c``: MakeCAPI runs in place of MakePackedAPI (PIPELINE is the packed ABI's list).
+MAKE_C_API = _pass("MakeCAPI", "make_c_api",
+                   "public host functions become plain C functions (pointers, scalars, "
+                   "0 or an error code)", ("VerifyMemory",))
+ABIS = ("packed", "c")
+
+
+def pipeline(abi: str = "packed") -> list[Pass]:
+    """The passes run for host ABI ``abi``."""
+    if abi not in ABIS:
+        raise ValueError(f"unknown ABI '{abi}'; valid: {', '.join(ABIS)}")
+    if abi == "packed":
+        return list(PIPELINE)
+    swap = {"MakePackedAPI": MAKE_C_API.name}
+    return [MAKE_C_API if p.name == "MakePackedAPI" else
+            Pass(p.name, p.run, p.doc, tuple(swap.get(r, r) for r in p.requires)) for p in PIPELINE]
+
+
+def pass_names(abi: str | None = "packed") -> list[str]:
+    """The pass names of ``abi``'s pipeline; None: of every ABI (for validating names)."""
+    if abi is None:
+        return [n for p in PIPELINE for n in ((p.name, MAKE_C_API.name)
+                                              if p.name == "MakePackedAPI" else (p.name,))]
+    return [p.name for p in pipeline(abi)]
 
 
 def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
                  instruments: tuple[Instrument, ...] = ()) -> IRModule:
-    """Run the pipeline in order, up to and including ``stop_after``."""
-    if stop_after is not None and stop_after not in pass_names():
+    """Run the pipeline of ``ctx.abi`` in order, up to and including ``stop_after``."""
+    passes = pipeline(ctx.abi)
+    if stop_after is not None and stop_after not in [p.name for p in passes]:
         raise ValueError(f"unknown pass '{stop_after}'")
-    for p in PIPELINE:
+    for p in passes:
         for inst in instruments:
             inst.before(p, mod)
         mod = p.run(mod, ctx)

@@ -1,0 +1,423 @@
+"""The host side of a GPU kernel launch: ``T.call_ffi_kernel`` in host code, lowered to
+CUDA driver API calls with llvmlite's IRBuilder (reached from the shared lowering through
+``CPUContext.lower_call``; nothing here lowers TIR expressions itself).
+
+What the host object gets, per LLVM module:
+
+* each device image (PTX text with a closing NUL, or a cubin) as a private constant
+  ``__tirc_cuda_image<i>``;
+* the CUDA driver, opened at first use with ``dlopen("libcuda.so.1")`` and its entry
+  points looked up with ``dlsym`` into ``__tirc_cuda_api`` — so the library loads and its
+  CPU functions run where there is no driver, and the object needs only libc, libdl and
+  libpthread; without the driver a launch raises RuntimeError "the CUDA driver
+  (libcuda.so.1) could not be loaded";
+* a per-device cache (devices 0..63): the device's primary context
+  (``cuDevicePrimaryCtxRetain``), and per image its ``CUmodule`` and ``CUfunction``s,
+  filled once per device under one ``pthread_mutex_t`` and published with a release
+  store of a ready flag that the launch reads with an acquire load (the fast path takes
+  no lock);
+* at each launch: the device from the enclosing ``device_id``/``device_type`` attributes
+  (the tensors' device, bound by MakePackedAPI; device 0 when there are none), the
+  primary context pushed and popped around the launch, ``cuFuncSetAttribute(MAX_DYNAMIC_
+  SHARED_SIZE_BYTES)`` when the dynamic shared memory exceeds 48 KiB, and
+  ``cuLaunchKernel`` on tvm-ffi's environment stream for the device
+  (``TVMFFIEnvGetStream(device_type, device_id)``). A launch with an empty grid does
+  nothing.
+
+Every driver call is checked; a failure raises RuntimeError the way the calling function
+raises errors (the context's ``raise_error``: ``TVMFFIErrorSetRaisedFromCStr`` for packed
+functions) with the call, the CUDA error name (``cuGetErrorName``) and the status, and the
+function returns -1: never ``exit()``, never a crash. ``--abi c`` functions (attribute
+``tirc.c_api``) launch on the default stream, having no tvm-ffi environment.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from llvmlite import ir
+
+from tirc.backends import llvm_types as lt
+from tirc.diagnostics import Diagnostic
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import Call, IntImm, StringImm
+from tirc.ir.function import IRModule
+
+MAX_DEVICES = 64
+DYN_SHMEM_DEFAULT_LIMIT = 48 * 1024  # above it a kernel must opt in (cuFuncSetAttribute)
+CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+RTLD_NOW = 2
+KDL_CUDA = 2
+DRIVER = "libcuda.so.1"
+NO_DRIVER = f"the CUDA driver ({DRIVER}) could not be loaded"
+MSG_BYTES = 512  # the message buffer a failing helper fills
+_LAUNCH_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
+DYN_SHMEM_TAG = "tirx.use_dyn_shared_memory"
+
+PTR = ir.PointerType()
+I32, I64 = lt.I32, lt.I64
+# The driver entry points: (dlsym name, parameter types); all return CUresult (i32).
+_API: dict[str, list[ir.Type]] = {
+    "cuGetErrorName": [I32, PTR],
+    "cuInit": [I32],
+    "cuDeviceGet": [PTR, I32],
+    "cuDevicePrimaryCtxRetain": [PTR, I32],
+    "cuCtxPushCurrent_v2": [PTR],
+    "cuCtxPopCurrent_v2": [PTR],
+    "cuModuleLoadData": [PTR, PTR],
+    "cuModuleGetFunction": [PTR, PTR, PTR],
+    "cuFuncSetAttribute": [PTR, I32, I32],
+    "cuLaunchKernel": [PTR] + [I32] * 7 + [PTR, PTR, PTR],
+}
+_API_INDEX = {name: i for i, name in enumerate(_API)}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A kernel as the host sees it: its image, its entry symbol, its parameter dtypes."""
+
+    image: int
+    symbol: str
+    params: tuple[DataType, ...]
+
+
+@dataclass
+class DeviceCode:
+    """The device images a host module launches from, and where each kernel lives."""
+
+    images: list[bytes] = field(default_factory=list)  # as cuModuleLoadData takes them
+    labels: list[str] = field(default_factory=list)  # "sm_90 ptx", for messages
+    kernels: dict[str, Kernel] = field(default_factory=dict)  # by TIR function name
+
+    def add(self, mod: IRModule, symbols: tuple[str, ...], data: bytes, fmt: str, arch: str) -> None:
+        """One compiled device module: its image bytes (``fmt`` "ptx" or "cubin") and
+        its kernels' entry symbols, in module order of its kernels."""
+        from tirc.passes.lower_device_kernel_launch import is_kernel
+        index = len(self.images)
+        self.images.append(data + b"\0" if fmt == "ptx" else data)
+        self.labels.append(f"{arch} {fmt}")
+        names = [n for n, f in mod.functions.items() if is_kernel(f)]
+        for name, symbol in zip(names, symbols):
+            self.kernels[name] = Kernel(index, symbol, tuple(p.dtype for p in mod.functions[name].params))
+
+
+class _FnPointer(ir.instructions.LoadInstr):
+    """A loaded function pointer that llvmlite can call (opaque pointers carry no type)."""
+
+    @property
+    def function_type(self):
+        return self._fnty
+
+
+def _store_atomic(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, ordering: str, align: int) -> None:
+    b._insert(ir.instructions.StoreAtomicInstr(b.block, value, ptr, ordering, align))
+
+
+class CudaLauncher:
+    """The launch support of one host LLVM module, created at its first launch."""
+
+    def __init__(self, module, code: DeviceCode):
+        self.module, self.code = module, code  # a ModuleLowering
+        m = module.ir
+        self.mutex = self._global("__tirc_cuda_mutex", ir.ArrayType(lt.I8, 64), 16)
+        self.lib = self._global("__tirc_cuda_lib", PTR, 8)
+        self.api = self._global("__tirc_cuda_api", ir.ArrayType(PTR, len(_API)), 8)
+        self.ctxs = self._global("__tirc_cuda_ctx", ir.ArrayType(PTR, MAX_DEVICES), 8)
+        self.images: list[ir.GlobalVariable] = []
+        for i, data in enumerate(code.images):
+            ty = ir.ArrayType(lt.I8, len(data))
+            g = ir.GlobalVariable(m, ty, f"__tirc_cuda_image{i}")
+            g.linkage, g.global_constant, g.align = "private", True, 64
+            g.initializer = ir.Constant(ty, bytearray(data))
+            g.type = PTR
+            self.images.append(g)
+        self.ready = [self._global(f"__tirc_cuda_ready{i}", ir.ArrayType(I32, MAX_DEVICES), 4)
+                      for i in range(len(code.images))]
+        self.modules = [self._global(f"__tirc_cuda_module{i}", ir.ArrayType(PTR, MAX_DEVICES), 8)
+                        for i in range(len(code.images))]
+        self.funcs = {name: self._global(f"__tirc_cuda_func.{name}", ir.ArrayType(PTR, MAX_DEVICES), 8)
+                      for name in code.kernels}
+        self.error_fn = self._error_helper()
+        self.driver_fn = self._driver_helper()
+        self.load_fns = [self._load_helper(i) for i in range(len(code.images))]
+
+    # -- module-level pieces -----------------------------------------------------------
+    def _global(self, name: str, ty: ir.Type, align: int) -> ir.GlobalVariable:
+        g = ir.GlobalVariable(self.module.ir, ty, name)
+        g.linkage, g.align = "internal", align
+        g.initializer = ir.Constant(ty, None)
+        g.type = PTR
+        return g
+
+    def _declare(self, name: str, ret: ir.Type, args: list[ir.Type], var_arg: bool = False) -> ir.Function:
+        return self.module.declare(name, ir.FunctionType(ret, args, var_arg=var_arg))
+
+    def _string(self, text: str) -> ir.Value:
+        return self.module.string(text)
+
+    def _helper(self, name: str, ret: ir.Type, args: list[ir.Type]) -> tuple[ir.Function, ir.IRBuilder]:
+        f = ir.Function(self.module.ir, ir.FunctionType(ret, args), name)
+        f.linkage = "internal"
+        f.attributes.add("nounwind")
+        f.attributes.add("noinline")
+        return f, ir.IRBuilder(f.append_basic_block("entry"))
+
+    def api_call(self, b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
+        """Call a driver entry point through the table (loaded before any call)."""
+        slot = b.gep(self.api, [ir.Constant(I64, 0), ir.Constant(I64, _API_INDEX[name])],
+                     source_etype=self.api_type)
+        fn = b.load(slot, typ=PTR, name=name)
+        fn.__class__ = _FnPointer
+        fn._fnty = ir.FunctionType(I32, _API[name])
+        return b.call(fn, args)
+
+    @property
+    def api_type(self) -> ir.Type:
+        return ir.ArrayType(PTR, len(_API))
+
+    def _elem(self, b: ir.IRBuilder, g: ir.Value, elem: ir.Type, index: ir.Value) -> ir.Value:
+        return b.gep(g, [ir.Constant(I64, 0), b.sext(index, I64) if index.type != I64 else index],
+                     source_etype=ir.ArrayType(elem, MAX_DEVICES))
+
+    def _lock(self, b: ir.IRBuilder, what: str) -> None:
+        f = self._declare(f"pthread_mutex_{what}", I32, [PTR])
+        b.call(f, [self.mutex])
+
+    def _error_helper(self) -> ir.Function:
+        """``__tirc_cuda_error(status, what, msg)``: "WHAT failed: NAME (CUresult S)" into
+        ``msg`` (MSG_BYTES)."""
+        f, b = self._helper("__tirc_cuda_error", ir.VoidType(), [I32, PTR, PTR])
+        status, what, buf = f.args
+        name_slot = b.alloca(PTR)
+        b.store(self._string("an unknown CUDA error"), name_slot)
+        fn_slot = b.gep(self.api, [ir.Constant(I64, 0), ir.Constant(I64, _API_INDEX["cuGetErrorName"])],
+                        source_etype=self.api_type)
+        have = b.icmp_unsigned("!=", b.load(fn_slot, typ=PTR), ir.Constant(PTR, None))
+        with b.if_then(have):
+            tmp = b.alloca(PTR)
+            b.store(ir.Constant(PTR, None), tmp)
+            r = self.api_call(b, "cuGetErrorName", [status, tmp])
+            name = b.load(tmp, typ=PTR)
+            ok = b.and_(b.icmp_signed("==", r, ir.Constant(I32, 0)),
+                        b.icmp_unsigned("!=", name, ir.Constant(PTR, None)))
+            with b.if_then(ok):
+                b.store(name, name_slot)
+        snprintf = self._declare("snprintf", I32, [PTR, I64, PTR], var_arg=True)
+        b.call(snprintf, [buf, ir.Constant(I64, MSG_BYTES), self._string("%s failed: %s (CUresult %d)"),
+                          what, b.load(name_slot, typ=PTR), status])
+        b.ret_void()
+        return f
+
+    def _message(self, b: ir.IRBuilder, buf: ir.Value, fmt: str, args: list[ir.Value]) -> None:
+        snprintf = self._declare("snprintf", I32, [PTR, I64, PTR], var_arg=True)
+        b.call(snprintf, [buf, ir.Constant(I64, MSG_BYTES), self._string("%s"), self._string(fmt)]
+               if not args else [buf, ir.Constant(I64, MSG_BYTES), self._string(fmt), *args])
+
+    def _driver_helper(self) -> ir.Function:
+        """``__tirc_cuda_driver(msg)`` (mutex held): dlopen + dlsym + cuInit once; 0, or
+        -1 with the message in ``msg``."""
+        f, b = self._helper("__tirc_cuda_driver", I32, [PTR])
+        msg = f.args[0]
+        loaded = b.icmp_unsigned("!=", b.load(self.lib, typ=PTR), ir.Constant(PTR, None))
+        with b.if_then(loaded):
+            b.ret(ir.Constant(I32, 0))
+        handle = b.call(self._declare("dlopen", PTR, [PTR, I32]), [self._string(DRIVER), ir.Constant(I32, RTLD_NOW)])
+        with b.if_then(b.icmp_unsigned("==", handle, ir.Constant(PTR, None)), likely=False):
+            reason = b.call(self._declare("dlerror", PTR, []), [])
+            no_reason = b.icmp_unsigned("==", reason, ir.Constant(PTR, None))
+            reason = b.select(no_reason, self._string("not found"), reason)
+            self._message(b, msg, NO_DRIVER + " (%s); GPU functions need an NVIDIA driver", [reason])
+            b.ret(ir.Constant(I32, -1))
+        dlsym = self._declare("dlsym", PTR, [PTR, PTR])
+        for name, i in _API_INDEX.items():
+            p = b.call(dlsym, [handle, self._string(name)])
+            with b.if_then(b.icmp_unsigned("==", p, ir.Constant(PTR, None)), likely=False):
+                self._message(b, msg, f"{NO_DRIVER}: it has no '{name}' (the driver is too old)", [])
+                b.ret(ir.Constant(I32, -1))
+            slot = b.gep(self.api, [ir.Constant(I64, 0), ir.Constant(I64, i)], source_etype=self.api_type)
+            b.store(p, slot)
+        r = self.api_call(b, "cuInit", [ir.Constant(I32, 0)])
+        with b.if_then(b.icmp_signed("!=", r, ir.Constant(I32, 0)), likely=False):
+            b.call(self.error_fn, [r, self._string("cuInit"), msg])
+            b.ret(ir.Constant(I32, -1))
+        b.store(handle, self.lib)
+        b.ret(ir.Constant(I32, 0))
+        return f
+
+    def _load_helper(self, i: int) -> ir.Function:
+        """``__tirc_cuda_load<i>(dev)``: image ``i`` loaded on device ``dev`` once, under
+        the mutex; its functions published with a release store of the ready flag."""
+        f, b = self._helper(f"__tirc_cuda_load{i}", I32, [I32, PTR])
+        dev, msg = f.args
+        dev.name, msg.name = "dev", "msg"
+        fail = f.append_basic_block("fail")
+        fail_popped = f.append_basic_block("fail_pop")
+        self._lock(b, "lock")
+        ready = self._elem(b, self.ready[i], I32, dev)
+        done = b.icmp_signed("!=", b.load_atomic(ready, "monotonic", 4, typ=I32), ir.Constant(I32, 0))
+        with b.if_then(done):
+            self._lock(b, "unlock")
+            b.ret(ir.Constant(I32, 0))
+        r = b.call(self.driver_fn, [msg])
+        b.cbranch(b.icmp_signed("!=", r, ir.Constant(I32, 0)), fail, b.append_basic_block("driver_ok"))
+        b.position_at_end(f.blocks[-1])
+
+        def check(status: ir.Value, what: str, on_fail: ir.Block) -> None:
+            bad = f.append_basic_block("bad")
+            ok = f.append_basic_block("ok")
+            b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), bad, ok)
+            b.position_at_end(bad)
+            b.call(self.error_fn, [status, self._string(what), msg])
+            b.branch(on_fail)
+            b.position_at_end(ok)
+
+        ctx_slot = self._elem(b, self.ctxs, PTR, dev)
+        no_ctx = b.icmp_unsigned("==", b.load(ctx_slot, typ=PTR), ir.Constant(PTR, None))
+        retain, have = f.append_basic_block("retain"), f.append_basic_block("have_ctx")
+        b.cbranch(no_ctx, retain, have)
+        b.position_at_end(retain)
+        cudev = b.alloca(I32)
+        check(self.api_call(b, "cuDeviceGet", [cudev, dev]), "cuDeviceGet", fail)
+        ctx = b.alloca(PTR)
+        check(self.api_call(b, "cuDevicePrimaryCtxRetain", [ctx, b.load(cudev, typ=I32)]),
+              "cuDevicePrimaryCtxRetain", fail)
+        b.store(b.load(ctx, typ=PTR), ctx_slot)
+        b.branch(have)
+        b.position_at_end(have)
+        check(self.api_call(b, "cuCtxPushCurrent_v2", [b.load(ctx_slot, typ=PTR)]), "cuCtxPushCurrent", fail)
+        mod = b.alloca(PTR)
+        check(self.api_call(b, "cuModuleLoadData", [mod, self.images[i]]),
+              f"cuModuleLoadData (the {self.code.labels[i]} image)", fail_popped)
+        module = b.load(mod, typ=PTR)
+        fn = b.alloca(PTR)
+        for name, k in self.code.kernels.items():
+            if k.image != i:
+                continue
+            check(self.api_call(b, "cuModuleGetFunction", [fn, module, self._string(k.symbol)]),
+                  f"cuModuleGetFunction({k.symbol})", fail_popped)
+            b.store(b.load(fn, typ=PTR), self._elem(b, self.funcs[name], PTR, dev))
+        b.store(module, self._elem(b, self.modules[i], PTR, dev))
+        old = b.alloca(PTR)
+        check(self.api_call(b, "cuCtxPopCurrent_v2", [old]), "cuCtxPopCurrent", fail)
+        _store_atomic(b, ir.Constant(I32, 1), ready, "release", 4)
+        self._lock(b, "unlock")
+        b.ret(ir.Constant(I32, 0))
+        b.position_at_end(fail_popped)
+        self.api_call(b, "cuCtxPopCurrent_v2", [b.alloca(PTR)])
+        b.branch(fail)
+        b.position_at_end(fail)
+        self._lock(b, "unlock")
+        b.ret(ir.Constant(I32, -1))
+        return f
+
+    # -- one launch ----------------------------------------------------------------------
+    def launch(self, fl, call: Call, device_type: ir.Value | None, device_id: ir.Value | None) -> ir.Value:
+        span = call.span or fl.func.span
+        if not call.args or not isinstance(call.args[0], StringImm):
+            raise Diagnostic("T.call_ffi_kernel needs the kernel name as its first argument", span)
+        name = call.args[0].value
+        kernel = self.code.kernels.get(name)
+        if kernel is None:
+            raise Diagnostic(f"kernel '{name}' is launched but no device image of this build "
+                             "defines it", span)
+        tags = list(dict(call.kwargs).get("launch_params", ()))
+        nargs = len(call.args) - 1 - len(tags)
+        if nargs != len(kernel.params):
+            raise Diagnostic(f"kernel '{name}' takes {len(kernel.params)} arguments; the launch "
+                             f"passes {nargs}", span)
+        for t in tags:
+            if t not in _LAUNCH_AXES and t != DYN_SHMEM_TAG:
+                raise Diagnostic(f"unknown launch parameter '{t}' of kernel '{name}'", span)
+        b = fl.b
+        # kernel arguments, each in a stack slot, and the array of their addresses
+        values = []
+        for a, dtype in zip(call.args[1:1 + nargs], kernel.params):
+            if isinstance(a, Buffer):
+                v = fl.buffer_pointer(a, None, call.span)[0]
+            else:
+                v = fl.expr(a)
+                if a.dtype != dtype:
+                    v = fl.convert(v, a.dtype, dtype, call.span)
+            values.append(v)
+        sizes = {t: (e, fl.expr(e)) for t, e in zip(tags, call.args[1 + nargs:])}
+        dims = [self._u32(fl, sizes[t][1]) if t in sizes else ir.Constant(I32, 1) for t in _LAUNCH_AXES]
+        dyn_expr, dyn = sizes.get(DYN_SHMEM_TAG, (None, None))
+        dyn = self._u32(fl, dyn) if dyn is not None else ir.Constant(I32, 0)
+        dev = (fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0))
+        dtype_v = (fl.int_cast(device_type, I32) if device_type is not None else ir.Constant(I32, KDL_CUDA))
+
+        run, end = fl.block("launch"), fl.block("launch_end")
+        grid = b.mul(b.mul(dims[0], dims[1]), dims[2])
+        block = b.mul(b.mul(dims[3], dims[4]), dims[5])
+        empty = b.or_(b.icmp_unsigned("==", grid, ir.Constant(I32, 0)),
+                      b.icmp_unsigned("==", block, ir.Constant(I32, 0)))
+        b.cbranch(empty, end, run)
+        b.position_at_end(run)
+        msg = fl.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="cuda_msg")
+        in_range = b.icmp_unsigned("<", dev, ir.Constant(I32, MAX_DEVICES))
+        self._check_or_fail(fl, in_range, fl.string(
+            f"launching kernel '{name}': the device id is outside 0..{MAX_DEVICES - 1}"))
+        ready = self._elem(b, self.ready[kernel.image], I32, dev)
+        is_ready = b.icmp_signed("!=", b.load_atomic(ready, "acquire", 4, typ=I32), ir.Constant(I32, 0))
+        load_bb, loaded = fl.block("cuda_load"), fl.block("cuda_loaded")
+        b.cbranch(is_ready, loaded, load_bb)
+        b.position_at_end(load_bb)
+        r = b.call(self.load_fns[kernel.image], [dev, msg])
+        self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
+        b.branch(loaded)
+        b.position_at_end(loaded)
+        func = b.load(self._elem(b, self.funcs[name], PTR, dev), typ=PTR, name=f"{name}.func")
+        ctx = b.load(self._elem(b, self.ctxs, PTR, dev), typ=PTR)
+        if fl.func.attrs.get("tirc.c_api"):  # --abi c: no tvm-ffi; the default stream
+            stream = ir.Constant(PTR, None)
+        else:
+            get_stream = fl.module.declare("TVMFFIEnvGetStream", ir.FunctionType(PTR, [I32, I32]))
+            stream = b.call(get_stream, [dtype_v, dev], name="stream")
+        self._check_cuda(fl, msg, self.api_call(b, "cuCtxPushCurrent_v2", [ctx]), "cuCtxPushCurrent", False)
+        if dyn_expr is not None and not (isinstance(dyn_expr, IntImm) and dyn_expr.value <= DYN_SHMEM_DEFAULT_LIMIT):
+            big = b.icmp_unsigned(">", dyn, ir.Constant(I32, DYN_SHMEM_DEFAULT_LIMIT))
+            with b.if_then(big, likely=isinstance(dyn_expr, IntImm)):
+                r = self.api_call(b, "cuFuncSetAttribute",
+                                  [func, ir.Constant(I32, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), dyn])
+                self._check_cuda(fl, msg, r, f"cuFuncSetAttribute({kernel.symbol}, "
+                                        "MAX_DYNAMIC_SHARED_SIZE_BYTES)", True)
+        params = fl.alloca(ir.ArrayType(PTR, max(len(values), 1)), name=f"{name}.args")
+        for i, v in enumerate(values):
+            slot = fl.alloca(v.type, name=f"{name}.arg{i}")
+            b.store(v, slot)
+            b.store(slot, b.gep(params, [ir.Constant(I64, 0), ir.Constant(I64, i)],
+                                source_etype=ir.ArrayType(PTR, max(len(values), 1))))
+        r = self.api_call(b, "cuLaunchKernel", [func, *dims, dyn, stream, params, ir.Constant(PTR, None)])
+        self._check_cuda(fl, msg, r, f"cuLaunchKernel({kernel.symbol})", True)
+        self._check_cuda(fl, msg, self.api_call(b, "cuCtxPopCurrent_v2", [fl.alloca(PTR)]),
+                         "cuCtxPopCurrent", False)
+        b.branch(end)
+        b.position_at_end(end)
+        return ir.Constant(I32, 0)
+
+    def _u32(self, fl, v: ir.Value) -> ir.Value:
+        if isinstance(v, ir.Constant) and isinstance(v.constant, int):
+            return ir.Constant(I32, v.constant & 0xFFFFFFFF)
+        return fl.int_cast(v, I32, signed=False) if v.type != I32 else v
+
+    def _check_or_fail(self, fl, ok: ir.Value, message: ir.Value) -> None:
+        """Unless ``ok``: RuntimeError ``message`` the way the function raises errors
+        (the context's ``raise_error``: tvm-ffi, or the C ABI's last error), and -1."""
+        good, bad = fl.block("cuda_ok"), fl.block("cuda_fail")
+        fl.b.cbranch(ok, good, bad)
+        fl.b.position_at_end(bad)
+        fl.fail(fl.string("RuntimeError"), message)
+        fl.b.position_at_end(good)
+
+    def _check_cuda(self, fl, msg: ir.Value, status: ir.Value, what: str, pop: bool) -> None:
+        """A checked driver call in host code: on failure raise (popping the context
+        first when it was pushed) and return -1."""
+        b = fl.b
+        good, bad = fl.block("cuda_ok"), fl.block("cuda_fail")
+        b.cbranch(b.icmp_signed("==", status, ir.Constant(I32, 0)), good, bad)
+        b.position_at_end(bad)
+        b.call(self.error_fn, [status, fl.string(what), msg])
+        if pop:
+            self.api_call(b, "cuCtxPopCurrent_v2", [fl.alloca(PTR)])
+        fl.fail(fl.string("RuntimeError"), msg)
+        b.position_at_end(good)

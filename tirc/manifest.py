@@ -1,0 +1,117 @@
+"""``OUT/NAME.json``: what a build system or a reviewer wants to know without reading PTX
+(DESIGN §5), computed from the module after the pipeline.
+
+    {"abi": "c" | "packed", "module": NAME, "host_target": canonical,
+     "functions": [{"name", "symbol", "target", "target_summary", "params", "returns",
+                    "declaration"?}],
+     "kernels":   [{"name", "symbol", "target", "target_summary", "image"?, "params",
+                    "launch_params", "grid", "block", "dynamic_shared_memory", "launches"}]}
+
+``functions`` are the exported host functions (packed or C API), with their TIR
+parameters (``{"name", "kind": "buffer", "dtype", "shape"}`` or ``{"name", "kind":
+"scalar", "dtype"}``) and for the C ABI the C declaration. ``kernels`` are the device
+kernels (``calling_conv`` 2): ``grid`` and ``block`` are ``[x, y, z]`` with integers
+for constants and expression text (in terms of the kernel's parameters) otherwise;
+``dynamic_shared_memory`` is bytes, likewise; ``launch_params`` the launch parameter
+tags in order (TVM's ``tirx.kernel_launch_params``); ``launches`` each host launch
+site (``caller`` and the sizes in terms of the caller's variables). ``target`` is the
+target's canonical string. Lists are in module order; the JSON has sorted keys and a
+trailing newline, so the same input gives the same bytes.
+"""
+from __future__ import annotations
+
+import json
+
+from tirc.header import c_declaration, expr_text
+from tirc.ir.expr import Call, IntImm, PrimExpr, StringImm
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.visitor import walk
+from tirc.target import Target
+
+DYN_SHMEM = "tirx.use_dyn_shared_memory"
+
+
+def _value(e: PrimExpr) -> int | str:
+    return e.value if isinstance(e, IntImm) else expr_text(e)
+
+
+def _target(f: PrimFunc) -> dict:
+    t = f.attrs.get("target")
+    if not isinstance(t, Target):
+        return {"target": None, "target_summary": None}
+    return {"target": t.canonical, "target_summary": t.describe()}
+
+
+def _params(f: PrimFunc) -> list[dict]:
+    out = []
+    for p in f.params:
+        buf = f.buffer_of(p)
+        if buf is not None:
+            out.append({"name": p.name, "kind": "buffer", "dtype": str(buf.dtype),
+                        "shape": [_value(s) for s in buf.shape]})
+        else:
+            entry = {"name": p.name, "kind": "scalar", "dtype": str(p.dtype)}
+            if p.ptr is not None:  # a pointer parameter (kernels): what it points at
+                entry["points_to"] = str(p.ptr.dtype)
+            out.append(entry)
+    return out
+
+
+def _sizes(tags: list[str], extents: list[PrimExpr]) -> dict:
+    grid: list[int | str] = [1, 1, 1]
+    block: list[int | str] = [1, 1, 1]
+    shmem: int | str = 0
+    for tag, e in zip(tags, extents):
+        if tag == DYN_SHMEM:
+            shmem = _value(e)
+        elif tag.startswith(("blockIdx.", "threadIdx.")):
+            axis = "xyz".index(tag[-1])
+            (grid if tag.startswith("blockIdx.") else block)[axis] = _value(e)
+    return {"grid": grid, "block": block, "dynamic_shared_memory": shmem}
+
+
+def manifest(mod: IRModule, name: str, abi: str, original: IRModule | None = None,
+             host_target: Target | None = None, images: dict[str, str] | None = None) -> dict:
+    """The manifest of ``mod`` (after the pipeline). ``original`` (the module before it)
+    gives exported functions their TIR parameters; ``images`` maps a device target's
+    canonical string to its image file name."""
+    from tirc.passes.lower_device_kernel_launch import is_kernel, launch_params
+
+    orig = original.functions if original is not None else {}
+    images = images or {}
+    functions, kernels = [], []
+    launches: dict[str, list[dict]] = {}
+    for caller, f in mod.functions.items():
+        for node in walk(f.body):
+            if isinstance(node, Call) and node.op == "call_ffi_kernel":
+                tags = list(dict(node.kwargs).get("launch_params", ()))
+                kname = node.args[0].value if isinstance(node.args[0], StringImm) else "?"
+                sizes = list(node.args[len(node.args) - len(tags):]) if tags else []
+                launches.setdefault(kname, []).append({"caller": caller, **_sizes(tags, sizes)})
+    for n, f in mod.functions.items():
+        if is_kernel(f):
+            tags, extents = launch_params(n, f)
+            t = f.attrs.get("target")
+            kernels.append({
+                "name": n, "symbol": str(f.attrs.get("global_symbol", n)), **_target(f),
+                "image": images.get(t.canonical) if isinstance(t, Target) else None,
+                "params": _params(f), "launch_params": list(tags), **_sizes(tags, extents),
+                "launches": launches.get(n, []),
+            })
+        elif f.attrs.get("tirc.c_api") or f.attrs.get("calling_conv") == 1:
+            src = orig.get(n)
+            ret = (src or f).ret_type
+            entry = {"name": n, "symbol": str(f.attrs.get("global_symbol", n)), **_target(f),
+                     "params": _params(src) if src is not None else None,
+                     "returns": str(ret) if src is not None and ret is not None and not ret.is_void
+                     else None}
+            if f.attrs.get("tirc.c_api"):
+                entry["declaration"] = c_declaration(n, f)
+            functions.append(entry)
+    return {"abi": abi, "module": name,
+            "host_target": host_target.canonical if host_target is not None else None,
+            "functions": functions, "kernels": kernels}
+
+
+def manifest_json(data: dict) -> str:
+    return json.dumps(data, sort_keys=True, indent=2) + "\n"
