@@ -36,12 +36,14 @@ DEVICE_FORMATS = ("ptx", "cubin")
 
 
 def bind_target_from(target: Target | str | None, host: Target | str | None) -> Target:
-    """The bind target of ``--target``/``--host``: ``llvm`` when none is given; a device
-    target gets ``host`` (default ``llvm``) as its host. A device host is a TargetError."""
+    """The bind target of ``--target``/``--host``: ``llvm`` when none is given (the CPU
+    ``host`` when only that is: ``--host "llvm -mtriple=aarch64-linux-gnu"`` alone
+    cross-compiles a CPU module); a device target gets ``host`` (default ``llvm``) as
+    its host. A device host is a TargetError."""
     target = parse_target(target) if isinstance(target, str) else target
     host = parse_target(host) if isinstance(host, str) else host
     if target is None:
-        target = parse_target("llvm")
+        target = host if host is not None and not host.is_device else parse_target("llvm")
     if host is not None:
         if host.is_device:
             raise TargetError(f"the host must be a CPU target, not '{host.kind}'")
@@ -94,10 +96,12 @@ def build(source: str | IRModule, target: Target | str | None = None,
           host: Target | str | None = None, out_dir: str | os.PathLike = ".",
           name: str | None = None, shared: bool = False, emit: tuple[str, ...] = (),
           filename: str = "<input>", cc: str = "cc", device_format: str = "ptx",
-          device_only: bool = False, abi: str = "packed") -> BuildResult:
+          device_only: bool = False, abi: str = "packed",
+          depfile: str | os.PathLike | None = None) -> BuildResult:
     """Compile ``source`` and write ``OUT/NAME.o`` (+ ``.so``, ``.ll``) and the device
-    images (``device_only``: those alone). Diagnostics for every user error;
-    TargetError for a bad target."""
+    images (``device_only``: those alone). ``depfile``: also write there a Make rule
+    with every output as a target and ``filename`` as its prerequisite (atomically, with
+    the other outputs). Diagnostics for every user error; TargetError for a bad target."""
     from tirc.backends.registry import get_backend
     from tirc.passes.pipeline import PassContext, run_pipeline
 
@@ -133,9 +137,15 @@ def build(source: str | IRModule, target: Target | str | None = None,
     outputs += [(path, data) for path, data in images.values()]
     outputs += _header_and_manifest(mod, host_mod, original, name, abi, out, host_target,
                                     images, header=not device_only)
+    files = [p for p, _ in outputs] + ([out / f"{name}.so"] if shared else [])
+    if depfile is not None:
+        from tirc.jobs import depfile_text
+        depfile = Path(depfile)
+        outputs.append((depfile, depfile_text([str(p) for p in files], [filename]).encode()))
+        files.append(depfile)
+        depfile.parent.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)
     _write_all(outputs, shared and (out / f"{name}.so"), obj, cc)
-    files = [p for p, _ in outputs] + ([out / f"{name}.so"] if shared else [])
     return BuildResult(files, host_mod, host_target, {t.canonical: m for t, m in devices.items()},
                        {t.canonical: path for t, (path, _) in images.items()})
 

@@ -3,6 +3,7 @@ diagnostics into ``FILE:LINE:COL: error: ...`` on stderr with exit status 1 (2 f
 command-line misuse)."""
 from __future__ import annotations
 
+import os
 import sys
 
 import click
@@ -166,11 +167,12 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes,
     click.echo(print_module(mod), nl=False)
 
 
-@cli.command()
-@click.argument("file", type=click.Path(dir_okay=False))
+@cli.command(context_settings={"max_content_width": 100})
+@click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False),
+                metavar="FILE...")
 @target_options
 @click.option("-o", "--output", "out_dir", default=".", show_default=True, metavar="OUTDIR",
-              type=click.Path(file_okay=False), help="directory for NAME.o (and NAME.so, NAME.ll)")
+              type=click.Path(file_okay=False), help="directory for the outputs of every FILE")
 @click.option("--shared", is_flag=True, help="also link NAME.so with the system C compiler")
 @click.option("--emit", multiple=True, type=click.Choice(["llvm"]),
               help="also write an intermediate form: llvm (NAME.ll)")
@@ -180,26 +182,62 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes,
               help="write only the device images (NAME.ptx or NAME.<arch>.ptx), no host object")
 @click.option("--abi", type=click.Choice(["packed", "c"]), default="packed", show_default=True,
               help="host ABI: tvm-ffi packed functions, or plain C functions declared in NAME.h")
-def build(file, target, host, out_dir, shared, emit, device_format, device_only, abi) -> None:
-    """Compile FILE: write OUTDIR/NAME.o, the host object, NAME.h (its declarations),
-    NAME.json (a manifest of functions and kernels) and one device image per
-    device target. Host code that launches kernels is not supported yet: build such a
-    module with --device-only to get its device images."""
-    from pathlib import Path
+@click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
+              metavar="N", help="build N inputs at a time, in worker processes")
+@click.option("-MD", "depfile", is_flag=True,
+              help="also write OUTDIR/NAME.d, a Make rule: every output depends on FILE")
+@click.option("-MF", "depfile_path", type=click.Path(dir_okay=False), metavar="DEPFILE",
+              help="write the Make rule to DEPFILE instead (one FILE only; implies -MD)")
+@click.option("-v", "--verbose", is_flag=True,
+              help="say what is built and where: targets, files written, timings")
+@click.option("-q", "--quiet", is_flag=True, help="print nothing but diagnostics")
+def build(files, target, host, out_dir, shared, emit, device_format, device_only, abi,
+          jobs, depfile, depfile_path, verbose, quiet) -> None:
+    """Compile each FILE (NAME.tir): write OUTDIR/NAME.o, the host object with the
+    device images embedded, NAME.h (its declarations), NAME.json (a manifest of
+    functions and kernels), one device image per device target (NAME.ptx, or
+    NAME.<arch>.ptx when there are several) and, with --shared, NAME.so.
 
-    from tirc.build import build as build_module
+    \b
+    Functions that carry no target get --target; without --target, they get llvm
+    (the host CPU), or the --host CPU target when only --host is given (--host 'llvm
+    -mtriple=aarch64-linux-gnu' cross-compiles). A device --target gets --host
+    (default llvm) as its host.
+
+    Every input is built on its own: a failing one does not stop the others; with
+    several inputs a progress line [i/N] FILE goes to stderr for each, in input
+    order. Outputs are written atomically and are byte-identical for the same input
+    and flags. Exit status: 0 when every input built, 1 when any failed (each failure
+    reported as its diagnostic), 2 for command-line misuse."""
+    from tirc.jobs import BuildOptions, build_many
 
     bind_target_from(target, host)  # usage errors first
     if device_only and (shared or emit):
         raise click.UsageError("--device-only writes no host object: it cannot go with "
                                "--shared or --emit")
-    source = _read(file)
-    try:
-        build_module(source.text, target, host, out_dir, Path(file).stem, shared=shared,
-                     emit=tuple(emit), filename=source.name, device_format=device_format,
-                     device_only=device_only, abi=abi)
-    except Diagnostic as d:
-        _fail(d, source)
+    if verbose and quiet:
+        raise click.UsageError("-v/--verbose and -q/--quiet cannot go together")
+    if depfile_path is not None and len(files) > 1:
+        raise click.UsageError("-MF names the dependency file of one input; with several "
+                               "inputs use -MD (OUTDIR/NAME.d for each)")
+    stems: dict[str, str] = {}
+    for path in files:
+        if not os.path.isfile(path) or not os.access(path, os.R_OK):
+            _read(path)  # the usage error that says why
+            raise click.UsageError(f"cannot read '{path}'")
+        stem = os.path.splitext(os.path.basename(path))[0]
+        if stem in stems and stems[stem] != path:
+            raise click.UsageError(f"'{stems[stem]}' and '{path}' would both write "
+                                   f"{os.path.join(out_dir, stem)}.*; build them into "
+                                   "different directories")
+        stems[stem] = path
+    files = list(dict.fromkeys(files))  # one build per input, even if named twice
+    opts = BuildOptions(target, host, out_dir, shared, tuple(emit), device_format,
+                        device_only, abi, depfile or depfile_path is not None, depfile_path,
+                        verbose)
+    status = build_many(files, opts, jobs, quiet, lambda line: click.echo(line, err=True))
+    if status:
+        sys.exit(status)
 
 
 @cli.command()

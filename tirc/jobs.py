@@ -1,0 +1,171 @@
+"""``tirc build FILE...``: several inputs, each built on its own (DESIGN §5).
+
+Every input is an independent job: one failure does not stop the others. ``jobs=1``
+builds them one after the other in this process; ``jobs>1`` in worker processes
+(``concurrent.futures.ProcessPoolExecutor``, spawned so a worker never inherits a
+parent's threads or CUDA state). Results are reported in input order whatever order
+the workers finish in, so the output of a build is the same from run to run: for each
+input its progress line ``[i/N] FILE`` (several inputs, not ``quiet``), its ``-v``
+lines, then its diagnostics. All of it goes to stderr.
+
+A job's status is 0 (built), 1 (a diagnostic: the input's error) or 3 (an internal
+compiler error); the build's exit status is the largest.
+"""
+from __future__ import annotations
+
+import os
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from tirc.diagnostics import Diagnostic, SourceFile, Span, render
+from tirc.target import Target
+
+OK, FAILED, INTERNAL = 0, 1, 3
+
+
+@dataclass(frozen=True)
+class BuildOptions:
+    """The flags of one ``tirc build`` (picklable: sent to the workers as is)."""
+
+    target: Target | None = None
+    host: Target | None = None
+    out_dir: str = "."
+    shared: bool = False
+    emit: tuple[str, ...] = ()
+    device_format: str = "ptx"
+    device_only: bool = False
+    abi: str = "packed"
+    depfile: bool = False  # -MD: OUTDIR/NAME.d
+    depfile_path: str | None = None  # -MF FILE (one input only)
+    verbose: bool = False
+
+
+@dataclass
+class Outcome:
+    """What building one input gave: its status, rendered diagnostics and -v lines."""
+
+    path: str
+    status: int = OK
+    messages: list[str] = field(default_factory=list)  # diagnostics, rendered
+    info: list[str] = field(default_factory=list)  # -v lines
+    summary: str = ""  # -v: the last line, after the diagnostics
+    files: list[str] = field(default_factory=list)
+    seconds: float = 0.0
+
+
+def depfile_text(targets: list[str], prerequisites: list[str]) -> str:
+    """A Make rule ``T1 T2 ...: P1 ...`` (one target per line, continued with ``\\``);
+    spaces, ``#`` and ``$`` escaped the way Make reads them."""
+    def esc(p: str) -> str:
+        return p.replace("\\", "\\\\").replace(" ", "\\ ").replace("#", "\\#").replace("$", "$$")
+    head = " \\\n  ".join(esc(t) for t in targets)
+    return f"{head}: {' '.join(esc(p) for p in prerequisites)}\n"
+
+
+def build_one(path: str, opts: BuildOptions) -> Outcome:
+    """Build one input; never raises for an error in the input (nor for a bug in tirc,
+    which becomes status 3)."""
+    from tirc.build import build
+
+    start = time.perf_counter()
+    outcome = Outcome(path)
+    source = None
+    try:
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError as e:
+            raise Diagnostic(f"cannot read the file: {e.strerror}", Span(path, 1, 1)) from None
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data[: e.start].count(b"\n") + 1
+            col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+            raise Diagnostic("the file is not valid UTF-8 text", Span(path, line, col)) from None
+        source = SourceFile(path, text)
+        name = Path(path).stem
+        depfile = opts.depfile_path or (str(Path(opts.out_dir) / f"{name}.d")
+                                        if opts.depfile else None)
+        try:
+            result = build(text, opts.target, opts.host, opts.out_dir, name,
+                           shared=opts.shared, emit=opts.emit, filename=path,
+                           device_format=opts.device_format, device_only=opts.device_only,
+                           abi=opts.abi, depfile=depfile)
+        except RecursionError:
+            raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
+        outcome.files = [str(p) for p in result.files]
+        if opts.verbose:
+            outcome.info.append(f"tirc: {path}: host code for {result.host_target.describe()}"
+                                + (f", device code for {len(result.devices)} target(s)"
+                                   if result.devices else ""))
+            for p in result.files:
+                try:
+                    size = f" ({os.path.getsize(p)} bytes)"
+                except OSError:
+                    size = ""
+                outcome.info.append(f"tirc: wrote {p}{size}")
+    except Diagnostic as d:
+        outcome.status = FAILED
+        text = render(d, source)
+        outcome.messages.append(text if d.span is not None else f"{path}: {text}")
+    except Exception as e:  # noqa: BLE001  a bug in tirc: reported, the others go on
+        outcome.status = INTERNAL
+        outcome.messages.append(f"tirc: internal compiler error: {type(e).__name__}: {e}\n"
+                                f"while building {path}; please report this with the input file")
+    outcome.seconds = time.perf_counter() - start
+    if opts.verbose:
+        state = "built" if outcome.status == OK else "failed"
+        outcome.summary = f"tirc: {path}: {state} in {outcome.seconds:.2f} s"
+    return outcome
+
+
+def build_many(paths: list[str], opts: BuildOptions, jobs: int = 1, quiet: bool = False,
+               echo: Callable[[str], None] = print) -> int:
+    """Build every input (``jobs`` at a time); report each in input order through
+    ``echo``; return the exit status (0, 1 when any input failed, 3 for an internal
+    error)."""
+    start = time.perf_counter()
+    n = len(paths)
+    status = OK
+    failed = 0
+
+    def report(i: int, outcome: Outcome) -> None:
+        nonlocal status, failed
+        if n > 1 and not quiet:
+            echo(f"[{i}/{n}] {outcome.path}")
+        if not quiet:
+            for line in outcome.info:
+                echo(line)
+        for message in outcome.messages:
+            echo(message)
+        if outcome.summary and not quiet:
+            echo(outcome.summary)
+        status = max(status, outcome.status)
+        failed += outcome.status != OK
+
+    if jobs <= 1 or n <= 1:
+        for i, path in enumerate(paths, 1):
+            report(i, build_one(path, opts))
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        context = multiprocessing.get_context("spawn")
+        with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=context) as pool:
+            futures = [pool.submit(build_one, path, opts) for path in paths]
+            for i, (path, future) in enumerate(zip(paths, futures), 1):
+                try:
+                    outcome = future.result()
+                except Exception as e:  # noqa: BLE001  the worker itself died
+                    message = (f"tirc: internal compiler error: {type(e).__name__}: {e}\n"
+                               f"while building {path}")
+                    outcome = Outcome(path, INTERNAL, [message])
+                report(i, outcome)
+    if opts.verbose and not quiet and n > 1:
+        echo(f"tirc: {n - failed} of {n} inputs built in "
+             f"{time.perf_counter() - start:.2f} s (-j {jobs})")
+    elif failed and n > 1 and not quiet:
+        echo(f"tirc: {failed} of {n} inputs failed")
+    return status
