@@ -197,13 +197,21 @@ int cuGetErrorName(int e, const char** s) {
   return 0;
 }
 int cuDeviceGet(int* d, int ordinal) { *d = ordinal; return 0; }
+int cuDeviceGetAttribute(int* v, int attr, int d) {  /* FAKE_CC: capability x10, e.g. 86 */
+  int cc = getenv("FAKE_CC") ? env("FAKE_CC") : 90;
+  if (attr == 75) *v = cc / 10; else if (attr == 76) *v = cc % 10; else return 1;
+  return 0;
+}
 int cuDevicePrimaryCtxRetain(void** c, int d) {
   printf("retain %d\n", d); fflush(stdout); *c = (void*)(long)(0x1000 + d); return 0;
 }
 int cuCtxPushCurrent_v2(void* c) { return 0; }
 int cuCtxPopCurrent_v2(void** c) { if (c) *c = 0; return 0; }
 int cuModuleLoadData(void** m, const void* image) {
-  printf("load %s\n", strstr((const char*)image, ".target sm_90") ? "sm_90" : "?"); fflush(stdout);
+  const char* t = strstr((const char*)image, ".target ");  /* PTX: its arch */
+  char arch[16] = "?";
+  if (t) sscanf(t + 8, "%15[a-z_0-9]", arch);
+  printf("load %s\n", arch); fflush(stdout);
   *m = (void*)0x2000; return 0;
 }
 int cuModuleGetFunction(void** f, void* m, const char* name) { *f = strdup(name); return 0; }

@@ -3,12 +3,18 @@
 The host module (every function whose target is a CPU target or carries a host) goes
 to the backend of its host target and becomes ``OUT/NAME.o``; ``shared=True`` also
 links ``OUT/NAME.so`` with the system C compiler (``-lm``, and ``-lgomp`` when the code
-has ``T.parallel`` loops). ``emit=("llvm",)`` also writes ``OUT/NAME.ll``, the
-optimised LLVM IR of the object.
+has ``T.parallel`` loops). ``emit`` (``--emit tir,llvm,ptx``) also writes
+intermediates: ``tir`` the module after the pipeline, ``OUT/NAME.lowered.tir``;
+``llvm`` the optimised LLVM IR of the host object, ``OUT/NAME.ll``, and of each device
+image, ``OUT/<image stem>.device.ll`` (``NAME.device.ll``, ``NAME.sm_90.device.ll``);
+``ptx`` the PTX of each device image even with ``device_format="cubin"``
+(``OUT/<image stem>.ptx``). They are written atomically with the other outputs and
+listed in the depfile.
 
 Device modules (kernels and device subroutines, grouped by device target) go to the
 backend of their target kind: one image each, ``OUT/NAME.ptx`` — ``OUT/NAME.<arch>.ptx``
-when there are several device targets — or ``.cubin`` with ``device_format="cubin"``
+when there are several device images (device targets, or archs of one multi-arch
+``cuda -arch=sm_80,sm_90`` target, compiled once per arch) — or ``.cubin`` with ``device_format="cubin"``
 (nvJitLink). ``OUT/NAME.h`` declares the host object's exported functions
 (``tirc.header``; ``abi="c"``: plain C functions, MakeCAPI) and ``OUT/NAME.json`` is the
 manifest of public functions and kernels (``tirc.manifest``; also for device-only
@@ -31,8 +37,20 @@ from tirc.diagnostics import Diagnostic
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.target import Target, TargetError, host_triple, parse_target
 
-EMIT_KINDS = ("llvm",)
+EMIT_KINDS = ("tir", "llvm", "ptx")
 DEVICE_FORMATS = ("ptx", "cubin")
+
+
+def parse_emit(values) -> tuple[str, ...]:
+    """``--emit`` values, comma-separated and/or repeated, as a tuple in EMIT_KINDS order
+    (each once); ValueError naming an unknown kind."""
+    if isinstance(values, str):
+        values = (values,)
+    kinds = {k.strip() for v in values for k in str(v).split(",") if k.strip()}
+    for kind in sorted(kinds):
+        if kind not in EMIT_KINDS:
+            raise ValueError(f"unknown --emit kind '{kind}'; valid: {', '.join(EMIT_KINDS)}")
+    return tuple(k for k in EMIT_KINDS if k in kinds)
 
 
 def bind_target_from(target: Target | str | None, host: Target | str | None) -> Target:
@@ -59,7 +77,9 @@ class BuildResult:
     host: IRModule
     host_target: Target
     devices: dict[str, IRModule] = field(default_factory=dict)  # by device target (canonical)
-    images: dict[str, Path] = field(default_factory=dict)  # device file by target (canonical)
+    # device file by target (canonical); a multi-arch cuda target's files are under its
+    # single-arch targets (tirc.target.for_arch), one per arch
+    images: dict[str, Path] = field(default_factory=dict)
 
 
 def split_module(mod: IRModule) -> tuple[IRModule, dict[Target, IRModule]]:
@@ -105,9 +125,7 @@ def build(source: str | IRModule, target: Target | str | None = None,
     from tirc.backends.registry import get_backend
     from tirc.passes.pipeline import PassContext, run_pipeline
 
-    for kind in emit:
-        if kind not in EMIT_KINDS:
-            raise ValueError(f"unknown --emit kind '{kind}'; valid: {', '.join(EMIT_KINDS)}")
+    emit = parse_emit(emit)
     if device_format not in DEVICE_FORMATS:
         raise ValueError(f"unknown device format '{device_format}'; valid: {', '.join(DEVICE_FORMATS)}")
     if device_only and (shared or emit):
@@ -125,8 +143,11 @@ def build(source: str | IRModule, target: Target | str | None = None,
         raise Diagnostic("--device-only: the module has no device functions", mod.span)
     out = Path(out_dir)
     device_code = _new_device_code() if devices and not device_only else None
-    images = _device_images(devices, out, name, device_format, device_code)
+    images, extras = _device_images(devices, out, name, device_format, device_code, emit)
     outputs: list[tuple[Path, bytes]] = []
+    if "tir" in emit:
+        from tirc.ir.printer import print_module
+        outputs.append((out / f"{name}.lowered.tir", print_module(mod).encode()))
     obj = None
     if not device_only:
         launches = {"device_code": device_code} if device_code is not None else {}
@@ -134,7 +155,8 @@ def build(source: str | IRModule, target: Target | str | None = None,
         outputs.append((out / f"{name}.o", obj.object))
         if "llvm" in emit:
             outputs.append((out / f"{name}.ll", obj.llvm_ir.encode()))
-    outputs += [(path, data) for path, data in images.values()]
+    outputs += [(path, data) for files in images.values() for _, path, data in files]
+    outputs += extras
     outputs += _header_and_manifest(mod, host_mod, original, name, abi, out, host_target,
                                     images, header=not device_only)
     files = [p for p, _ in outputs] + ([out / f"{name}.so"] if shared else [])
@@ -147,7 +169,8 @@ def build(source: str | IRModule, target: Target | str | None = None,
     out.mkdir(parents=True, exist_ok=True)
     _write_all(outputs, shared and (out / f"{name}.so"), obj, cc)
     return BuildResult(files, host_mod, host_target, {t.canonical: m for t, m in devices.items()},
-                       {t.canonical: path for t, (path, _) in images.items()})
+                       {_arch_target(t, arch, len(files)).canonical: path
+                        for t, files in images.items() for arch, path, _ in files})
 
 
 def _header_and_manifest(mod: IRModule, host_mod: IRModule, original: IRModule, name: str,
@@ -157,7 +180,8 @@ def _header_and_manifest(mod: IRModule, host_mod: IRModule, original: IRModule, 
     from tirc.header import make_header
     from tirc.manifest import manifest, manifest_json
 
-    files = {t.canonical: path.name for t, (path, _) in images.items()}
+    files = {t.canonical: fs[0][1].name if len(fs) == 1 else [p.name for _, p, _ in fs]
+             for t, fs in images.items()}
     data = manifest(mod, name, abi, original, host_target, files)
     result = [(out / f"{name}.json", manifest_json(data).encode())]
     if header:
@@ -170,31 +194,56 @@ def _new_device_code():
     return DeviceCode()
 
 
+def _archs(t: Target) -> tuple[str | None, ...]:
+    from tirc.target import cuda_archs
+    return cuda_archs(t) if t.kind == "cuda" else (None,)
+
+
+def _arch_target(t: Target, arch: str | None, count: int) -> Target:
+    from tirc.target import for_arch
+    return t if count == 1 or arch is None else for_arch(t, arch)
+
+
 def _device_images(devices: dict[Target, IRModule], out: Path, name: str,
-                   device_format: str, device_code=None) -> dict[Target, tuple[Path, bytes]]:
-    """Compile each device module: its file (``NAME.ptx``; ``NAME.<arch>.ptx`` when there
-    are several, ``NAME.<arch>.<n>.ptx`` when two targets share an arch) and bytes; each
-    image also goes into ``device_code`` (a ``cuda_launch.DeviceCode``) when given."""
+                   device_format: str, device_code=None, emit: tuple[str, ...] = ()
+                   ) -> tuple[dict[Target, list[tuple[str, Path, bytes]]], list[tuple[Path, bytes]]]:
+    """Compile each device module, once per arch of its target (``cuda -arch=sm_80,sm_90``
+    lists several): per image its arch, file (``NAME.ptx``; ``NAME.<arch>.ptx`` when
+    there are several images, ``NAME.<arch>.<n>.ptx`` when two targets share an arch) and
+    bytes; each module's images also go into ``device_code`` (a
+    ``cuda_launch.DeviceCode``) when given: the host picks one per device at load time.
+    Also the emitted intermediates (``emit``): ``<stem>.device.ll`` (llvm) and, for
+    cubins, ``<stem>.ptx`` (ptx)."""
     from tirc.backends.registry import get_backend
 
-    images: dict[Target, tuple[Path, bytes]] = {}
+    images: dict[Target, list[tuple[str, Path, bytes]]] = {}
+    extras: list[tuple[Path, bytes]] = []
     taken: set[str] = set()
+    single = sum(len(_archs(t)) for t in devices) == 1
     for t, m in devices.items():
-        image = get_backend(t.kind).load()(m, t, name)
-        data = image.ptx.encode()
-        if device_format == "cubin":
-            from tirc.backends.nvptx_cubin import ptx_to_cubin
-            data = ptx_to_cubin(image.ptx, image.arch, name)
+        archs = _archs(t)
+        variants = []
+        for arch in archs:
+            image = get_backend(t.kind).load()(m, _arch_target(t, arch, len(archs)), name)
+            data = image.ptx.encode()
+            if device_format == "cubin":
+                from tirc.backends.nvptx_cubin import ptx_to_cubin
+                data = ptx_to_cubin(image.ptx, image.arch, name)
+            variants.append((data, device_format, image.arch))
+            stem = name if single else f"{name}.{image.arch}"
+            n = 1
+            while stem in taken:
+                n += 1
+                stem = f"{name}.{image.arch}.{n}"
+            taken.add(stem)
+            images.setdefault(t, []).append((image.arch, out / f"{stem}.{device_format}", data))
+            if "llvm" in emit:
+                extras.append((out / f"{stem}.device.ll", image.llvm_ir.encode()))
+            if "ptx" in emit and device_format != "ptx":
+                extras.append((out / f"{stem}.ptx", image.ptx.encode()))
         if device_code is not None:
-            device_code.add(m, image.kernels, data, device_format, image.arch)
-        stem = name if len(devices) == 1 else f"{name}.{image.arch}"
-        n = 1
-        while stem in taken:
-            n += 1
-            stem = f"{name}.{image.arch}.{n}"
-        taken.add(stem)
-        images[t] = (out / f"{stem}.{device_format}", data)
-    return images
+            device_code.add_variants(m, image.kernels, variants)
+    return images, extras
 
 
 def _write_all(outputs: list[tuple[Path, bytes]], shared_path, obj, cc: str) -> None:

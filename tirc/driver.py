@@ -174,10 +174,13 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes,
 @click.option("-o", "--output", "out_dir", default=".", show_default=True, metavar="OUTDIR",
               type=click.Path(file_okay=False), help="directory for the outputs of every FILE")
 @click.option("--shared", is_flag=True, help="also link NAME.so with the system C compiler")
-@click.option("--emit", multiple=True, type=click.Choice(["llvm"]),
-              help="also write an intermediate form: llvm (NAME.ll)")
-@click.option("--device-format", type=click.Choice(["ptx", "cubin"]), default="ptx",
-              show_default=True, help="device image format (cubin: through nvJitLink)")
+@click.option("--emit", multiple=True, metavar="KINDS",
+              help="also write intermediates (comma-separated or repeated): tir "
+              "(NAME.lowered.tir, after the pipeline), llvm (NAME.ll, and NAME[.arch].device.ll "
+              "per device image), ptx (the PTX files, also with --device-format cubin)")
+@click.option("--device-format", type=click.Choice(["ptx", "cubin", "fatbin"]), default="ptx",
+              show_default=True, help="device image format (cubin: through nvJitLink; fatbin "
+              "is not implemented: a multi-arch target gives one file per arch)")
 @click.option("--device-only", is_flag=True,
               help="write only the device images (NAME.ptx or NAME.<arch>.ptx), no host object")
 @click.option("--abi", type=click.Choice(["packed", "c"]), default="packed", show_default=True,
@@ -212,6 +215,15 @@ def build(files, target, host, out_dir, shared, emit, device_format, device_only
     from tirc.jobs import BuildOptions, build_many
 
     bind_target_from(target, host)  # usage errors first
+    from tirc.build import parse_emit
+    if device_format == "fatbin":
+        raise click.UsageError("--device-format fatbin is not implemented; use ptx or cubin "
+                               "(a target with several archs, cuda -arch=sm_80,sm_90, gives one "
+                               "NAME.<arch>.ptx or .cubin per arch, all embedded in NAME.o)")
+    try:
+        emit = parse_emit(emit)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
     if device_only and (shared or emit):
         raise click.UsageError("--device-only writes no host object: it cannot go with "
                                "--shared or --emit")

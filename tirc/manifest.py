@@ -15,8 +15,10 @@ for constants and expression text (in terms of the kernel's parameters) otherwis
 ``dynamic_shared_memory`` is bytes, likewise; ``launch_params`` the launch parameter
 tags in order (TVM's ``tirx.kernel_launch_params``); ``launches`` each host launch
 site (``caller`` and the sizes in terms of the caller's variables). ``target`` is the
-target's canonical string. Lists are in module order; the JSON has sorted keys and a
-trailing newline, so the same input gives the same bytes.
+target's canonical string; ``image`` the device file of the kernel's target, or a
+list of them (one per arch) for a multi-arch target (``cuda -arch=sm_80,sm_90``).
+Lists are in module order; the JSON has sorted keys and a trailing newline, so the
+same input gives the same bytes.
 """
 from __future__ import annotations
 
@@ -71,10 +73,10 @@ def _sizes(tags: list[str], extents: list[PrimExpr]) -> dict:
 
 
 def manifest(mod: IRModule, name: str, abi: str, original: IRModule | None = None,
-             host_target: Target | None = None, images: dict[str, str] | None = None) -> dict:
+             host_target: Target | None = None, images: dict[str, str | list[str]] | None = None) -> dict:
     """The manifest of ``mod`` (after the pipeline). ``original`` (the module before it)
     gives exported functions their TIR parameters; ``images`` maps a device target's
-    canonical string to its image file name."""
+    canonical string to its image file name (a list of names for a multi-arch target)."""
     from tirc.passes.lower_device_kernel_launch import is_kernel, launch_params
 
     orig = original.functions if original is not None else {}

@@ -7,6 +7,13 @@ machine). Targets parse from the command-line form (``cuda -arch=sm_90``), from 
 text or a dict (``{"kind": "cuda", "arch": "sm_90", "host": "llvm"}``) and from
 ``T.target(...)`` in TVMScript. Every target has one canonical string, the JSON of all
 its resolved options; equality and hashing go by it. Nothing here asks a GPU anything.
+
+A cuda target may list several archs (``cuda -arch=sm_80,sm_90``, JSON ``"arch":
+["sm_80", "sm_90"]``): the build compiles one image per arch and the host object picks
+the one that fits the running device. The list is kept sorted, oldest first, each arch
+once; a list of one is the plain string (``-arch=sm_90`` and ``["sm_90"]`` are the same
+target). Its derived ``ptx_version`` is the oldest arch's and its
+``max_shared_memory_per_block`` the smallest of the archs' limits.
 """
 from __future__ import annotations
 
@@ -59,9 +66,32 @@ CUDA_ARCHS: dict[str, tuple[int, int]] = {
 }
 
 
+def cuda_archs(target: "Target") -> tuple[str, ...]:
+    """The archs of a cuda target, oldest first: ``("sm_90",)`` or ``("sm_80", "sm_90")``."""
+    arch = target.get("arch")
+    return tuple(arch) if isinstance(arch, (list, tuple)) else (str(arch),)
+
+
+def _arch_key(arch: str) -> tuple[int, str]:
+    m = re.fullmatch(r"sm_(\d+)([a-z]*)", arch)
+    return (int(m.group(1)), m.group(2)) if m else (0, arch)
+
+
 def _derive_cuda(opts: dict[str, Any]) -> dict[str, Any]:
-    ptx, smem = CUDA_ARCHS[opts["arch"]]
-    return {"ptx_version": ptx, "max_shared_memory_per_block": smem}
+    """One arch: its PTX ISA version and shared-memory limit. Several archs (``-arch=
+    sm_80,sm_90``): the PTX version of the oldest (each arch's image is still compiled
+    with its own, see :func:`for_arch`) and the smallest shared-memory limit, which holds
+    on every arch of the list."""
+    archs = opts["arch"] if isinstance(opts["arch"], tuple) else (opts["arch"],)
+    return {"ptx_version": CUDA_ARCHS[archs[0]][0],
+            "max_shared_memory_per_block": min(CUDA_ARCHS[a][1] for a in archs)}
+
+
+def for_arch(target: "Target", arch: str) -> "Target":
+    """The single-arch target that compiles ``arch``'s image of a multi-arch cuda target:
+    the options the target gave, with ``arch`` (derived options derived again)."""
+    given = {k: v for k, v in target.options if k in target.explicit and k != "arch"}
+    return make_target(target.kind, {**given, "arch": arch}, target.host)
 
 
 def host_triple() -> str:
@@ -111,7 +141,8 @@ KINDS: dict[str, TargetKind] = {
     "cuda": TargetKind(
         "cuda", "cuda", 2,
         {
-            "arch": Option("str", DEFAULT_CUDA_ARCH, "GPU architecture", tuple(CUDA_ARCHS)),
+            "arch": Option("archs", DEFAULT_CUDA_ARCH, "GPU architecture, or several "
+                           "(sm_80,sm_90: one image each, chosen at load time)", tuple(CUDA_ARCHS)),
             "max_num_threads": Option("int", 1024, "most threads in one block"),
             "max_threads_per_block": Option("int", 1024, "most threads in one block (TVM's second name)"),
             "thread_warp_size": Option("int", 32, "threads in a warp"),
@@ -228,6 +259,17 @@ def _check_value(kind: TargetKind, name: str, value: Any) -> Any:
         if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
             raise TargetError(f"option '{name}' of '{kind.name}' takes a list of strings, got {value!r}")
         value = tuple(value)
+    elif spec.type == "archs":  # one name, or several: "sm_80,sm_90" or a list
+        items = value.split(",") if isinstance(value, str) else value
+        if not isinstance(items, (list, tuple)) or not items or not all(isinstance(v, str) and v for v in items):
+            raise TargetError(f"option '{name}' of '{kind.name}' takes an architecture or a "
+                              f"comma-separated list of them, got {value!r}")
+        for v in items:
+            if v not in spec.choices:
+                raise TargetError(f"invalid value {v!r} for option '{name}' of '{kind.name}'; "
+                                  f"valid values: {', '.join(str(c) for c in spec.choices)}")
+        archs = tuple(sorted(set(items), key=_arch_key))  # oldest first, each once
+        return archs[0] if len(archs) == 1 else archs
     else:
         if not isinstance(value, str):
             raise TargetError(f"option '{name}' of '{kind.name}' takes a string, got {value!r}")
@@ -317,7 +359,8 @@ def describe_kinds() -> str:
             default = resolved.get(name)
             shown = _cli_value(default) if default not in ("", ()) else "(empty)"
             note = " [derived]" if opt.derived else ""
-            lines.append(f"  -{name}=<{opt.type}>  default {shown}{note}  {opt.doc}")
+            typ = "str" if opt.type == "archs" else opt.type  # a name, or names with commas
+            lines.append(f"  -{name}=<{typ}>  default {shown}{note}  {opt.doc}")
             if opt.choices and name == "arch":
                 lines.append(f"      one of: {', '.join(str(c) for c in opt.choices)}")
         lines.append("")

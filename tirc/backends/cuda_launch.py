@@ -5,7 +5,12 @@ CUDA driver API calls with llvmlite's IRBuilder (reached from the shared lowerin
 What the host object gets, per LLVM module:
 
 * each device image (PTX text with a closing NUL, or a cubin) as a private constant
-  ``__tirc_cuda_image<i>``;
+  ``__tirc_cuda_image<i>``; a device module built for several archs (``cuda
+  -arch=sm_80,sm_90``) has one image per arch, and its loader picks, from the device's
+  compute capability (``cuDeviceGetAttribute``), a cubin of the device's major version
+  and the highest minor not above the device's, else the PTX of the highest arch not
+  above the device (arch-specific images such as ``sm_90a`` only on exactly that
+  device), or raises RuntimeError naming the device's capability and the archs it has;
 * the CUDA driver, opened at first use with ``dlopen("libcuda.so.1")`` and its entry
   points looked up with ``dlsym`` into ``__tirc_cuda_api`` — so the library loads and its
   CPU functions run where there is no driver, and the object needs only libc, libdl and
@@ -46,6 +51,8 @@ from tirc.ir.function import IRModule
 MAX_DEVICES = 64
 DYN_SHMEM_DEFAULT_LIMIT = 48 * 1024  # above it a kernel must opt in (cuFuncSetAttribute)
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
+CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 RTLD_NOW = 2
 KDL_CUDA = 2
 DRIVER = "libcuda.so.1"
@@ -61,6 +68,7 @@ _API: dict[str, list[ir.Type]] = {
     "cuGetErrorName": [I32, PTR],
     "cuInit": [I32],
     "cuDeviceGet": [PTR, I32],
+    "cuDeviceGetAttribute": [PTR, I32, I32],
     "cuDevicePrimaryCtxRetain": [PTR, I32],
     "cuCtxPushCurrent_v2": [PTR],
     "cuCtxPopCurrent_v2": [PTR],
@@ -74,9 +82,10 @@ _API_INDEX = {name: i for i, name in enumerate(_API)}
 
 @dataclass(frozen=True)
 class Kernel:
-    """A kernel as the host sees it: its image, its entry symbol, its parameter dtypes."""
+    """A kernel as the host sees it: its module (the group of images it is loaded from),
+    its entry symbol, its parameter dtypes."""
 
-    image: int
+    image: int  # index into DeviceCode.groups
     symbol: str
     params: tuple[DataType, ...]
 
@@ -87,18 +96,56 @@ class DeviceCode:
 
     images: list[bytes] = field(default_factory=list)  # as cuModuleLoadData takes them
     labels: list[str] = field(default_factory=list)  # "sm_90 ptx", for messages
+    archs: list[tuple[str, str]] = field(default_factory=list)  # (arch, fmt) per image
+    groups: list[tuple[int, ...]] = field(default_factory=list)  # a module's images
     kernels: dict[str, Kernel] = field(default_factory=dict)  # by TIR function name
 
     def add(self, mod: IRModule, symbols: tuple[str, ...], data: bytes, fmt: str, arch: str) -> None:
         """One compiled device module: its image bytes (``fmt`` "ptx" or "cubin") and
         its kernels' entry symbols, in module order of its kernels."""
+        self.add_variants(mod, symbols, [(data, fmt, arch)])
+
+    def add_variants(self, mod: IRModule, symbols: tuple[str, ...],
+                     variants: list[tuple[bytes, str, str]]) -> None:
+        """One device module compiled for one arch or several: ``(data, fmt, arch)``
+        per image; with several, the host loads the one that fits the device."""
         from tirc.passes.lower_device_kernel_launch import is_kernel
-        index = len(self.images)
-        self.images.append(data + b"\0" if fmt == "ptx" else data)
-        self.labels.append(f"{arch} {fmt}")
+        group = len(self.groups)
+        indices = []
+        for data, fmt, arch in variants:
+            indices.append(len(self.images))
+            self.images.append(data + b"\0" if fmt == "ptx" else data)
+            self.labels.append(f"{arch} {fmt}")
+            self.archs.append((arch, fmt))
+        self.groups.append(tuple(indices))
         names = [n for n, f in mod.functions.items() if is_kernel(f)]
         for name, symbol in zip(names, symbols):
-            self.kernels[name] = Kernel(index, symbol, tuple(p.dtype for p in mod.functions[name].params))
+            self.kernels[name] = Kernel(group, symbol, tuple(p.dtype for p in mod.functions[name].params))
+
+
+def _arch_number(arch: str) -> tuple[int, bool]:
+    """``sm_86`` -> (86, False); ``sm_90a`` -> (90, True): compute capability x10 and
+    whether the image is arch-specific (runs on exactly that device)."""
+    import re
+    m = re.fullmatch(r"sm_(\d+)([a-z]*)", arch)
+    if m is None:
+        raise ValueError(f"not a CUDA architecture: {arch!r}")
+    return int(m.group(1)), bool(m.group(2))
+
+
+def image_preference(archs: list[tuple[str, str]]) -> list[tuple[int, str, int, int]]:
+    """The images of one module in the order the loader tries them, each as
+    ``(index, rule, major, minor)``: ``rule`` "exact" (the device's capability is
+    major.minor: arch-specific images, sm_90a, in either format), "major" (a cubin: same
+    major, minor <= the device's) or "atmost" (PTX: capability <= the device's). Cubins
+    come first, then PTX; within each, arch-specific images first, then the newest
+    arch first — so the first image whose rule holds is the best fit."""
+    order = []
+    for i, (arch, fmt) in enumerate(archs):
+        n, specific = _arch_number(arch)
+        rule = "exact" if specific else ("major" if fmt == "cubin" else "atmost")
+        order.append(((fmt != "cubin", not specific, -n), (i, rule, n // 10, n % 10)))
+    return [item for _, item in sorted(order)]
 
 
 class _FnPointer(ir.instructions.LoadInstr):
@@ -132,14 +179,14 @@ class CudaLauncher:
             g.type = PTR
             self.images.append(g)
         self.ready = [self._global(f"__tirc_cuda_ready{i}", ir.ArrayType(I32, MAX_DEVICES), 4)
-                      for i in range(len(code.images))]
+                      for i in range(len(code.groups))]
         self.modules = [self._global(f"__tirc_cuda_module{i}", ir.ArrayType(PTR, MAX_DEVICES), 8)
-                        for i in range(len(code.images))]
+                        for i in range(len(code.groups))]
         self.funcs = {name: self._global(f"__tirc_cuda_func.{name}", ir.ArrayType(PTR, MAX_DEVICES), 8)
                       for name in code.kernels}
         self.error_fn = self._error_helper()
         self.driver_fn = self._driver_helper()
-        self.load_fns = [self._load_helper(i) for i in range(len(code.images))]
+        self.load_fns = [self._load_helper(i) for i in range(len(code.groups))]
 
     # -- module-level pieces -----------------------------------------------------------
     def _global(self, name: str, ty: ir.Type, align: int) -> ir.GlobalVariable:
@@ -245,8 +292,11 @@ class CudaLauncher:
         return f
 
     def _load_helper(self, i: int) -> ir.Function:
-        """``__tirc_cuda_load<i>(dev)``: image ``i`` loaded on device ``dev`` once, under
-        the mutex; its functions published with a release store of the ready flag."""
+        """``__tirc_cuda_load<i>(dev)``: module ``i`` loaded on device ``dev`` once, under
+        the mutex; its functions published with a release store of the ready flag. A
+        module with several images (one per arch) loads the one that fits the device's
+        compute capability (``image_preference``), or fails naming the capability and
+        the archs it has."""
         f, b = self._helper(f"__tirc_cuda_load{i}", I32, [I32, PTR])
         dev, msg = f.args
         dev.name, msg.name = "dev", "msg"
@@ -262,12 +312,12 @@ class CudaLauncher:
         b.cbranch(b.icmp_signed("!=", r, ir.Constant(I32, 0)), fail, b.append_basic_block("driver_ok"))
         b.position_at_end(f.blocks[-1])
 
-        def check(status: ir.Value, what: str, on_fail: ir.Block) -> None:
+        def check(status: ir.Value, what: "str | ir.Value", on_fail: ir.Block) -> None:
             bad = f.append_basic_block("bad")
             ok = f.append_basic_block("ok")
             b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), bad, ok)
             b.position_at_end(bad)
-            b.call(self.error_fn, [status, self._string(what), msg])
+            b.call(self.error_fn, [status, self._string(what) if isinstance(what, str) else what, msg])
             b.branch(on_fail)
             b.position_at_end(ok)
 
@@ -284,10 +334,15 @@ class CudaLauncher:
         b.store(b.load(ctx, typ=PTR), ctx_slot)
         b.branch(have)
         b.position_at_end(have)
+        group = self.code.groups[i]
+        if len(group) == 1:
+            image, what = self.images[group[0]], self._string(
+                f"cuModuleLoadData (the {self.code.labels[group[0]]} image)")
+        else:
+            image, what = self._select_image(f, b, group, dev, msg, fail, check)
         check(self.api_call(b, "cuCtxPushCurrent_v2", [b.load(ctx_slot, typ=PTR)]), "cuCtxPushCurrent", fail)
         mod = b.alloca(PTR)
-        check(self.api_call(b, "cuModuleLoadData", [mod, self.images[i]]),
-              f"cuModuleLoadData (the {self.code.labels[i]} image)", fail_popped)
+        check(self.api_call(b, "cuModuleLoadData", [mod, image]), what, fail_popped)
         module = b.load(mod, typ=PTR)
         fn = b.alloca(PTR)
         for name, k in self.code.kernels.items():
@@ -309,6 +364,46 @@ class CudaLauncher:
         self._lock(b, "unlock")
         b.ret(ir.Constant(I32, -1))
         return f
+
+    def _select_image(self, f, b: ir.IRBuilder, group: tuple[int, ...], dev, msg, fail, check):
+        """The image of ``group`` that fits device ``dev`` (its compute capability from
+        cuDeviceGetAttribute) and the text for a failing cuModuleLoadData; no fit: the
+        message in ``msg`` and a branch to ``fail``."""
+        cudev, major, minor = b.alloca(I32), b.alloca(I32), b.alloca(I32)
+        check(self.api_call(b, "cuDeviceGet", [cudev, dev]), "cuDeviceGet", fail)
+        for slot, attr in ((major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR),
+                           (minor, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR)):
+            check(self.api_call(b, "cuDeviceGetAttribute", [slot, ir.Constant(I32, attr),
+                                                            b.load(cudev, typ=I32)]),
+                  "cuDeviceGetAttribute(COMPUTE_CAPABILITY)", fail)
+        maj, mnr = b.load(major, typ=I32, name="cc_major"), b.load(minor, typ=I32, name="cc_minor")
+        cc = b.add(b.mul(maj, ir.Constant(I32, 10)), mnr, name="cc")
+        image_slot, what_slot = b.alloca(PTR), b.alloca(PTR)
+        chosen = f.append_basic_block("image_chosen")
+        archs = [self.code.archs[j] for j in group]
+        for k, rule, want_major, want_minor in image_preference(archs):
+            j = group[k]
+            if rule == "exact":
+                ok = b.and_(b.icmp_signed("==", maj, ir.Constant(I32, want_major)),
+                            b.icmp_signed("==", mnr, ir.Constant(I32, want_minor)))
+            elif rule == "major":
+                ok = b.and_(b.icmp_signed("==", maj, ir.Constant(I32, want_major)),
+                            b.icmp_signed(">=", mnr, ir.Constant(I32, want_minor)))
+            else:
+                ok = b.icmp_signed(">=", cc, ir.Constant(I32, want_major * 10 + want_minor))
+            take, nxt = f.append_basic_block("image_take"), f.append_basic_block("image_next")
+            b.cbranch(ok, take, nxt)
+            b.position_at_end(take)
+            b.store(self.images[j], image_slot)
+            b.store(self._string(f"cuModuleLoadData (the {self.code.labels[j]} image)"), what_slot)
+            b.branch(chosen)
+            b.position_at_end(nxt)
+        have = ", ".join(self.code.labels[j] for j in group)
+        self._message(b, msg, "no device image of this module fits device %d (compute "
+                      f"capability %d.%d); it has images for {have}", [dev, maj, mnr])
+        b.branch(fail)
+        b.position_at_end(chosen)
+        return b.load(image_slot, typ=PTR), b.load(what_slot, typ=PTR)
 
     # -- one launch ----------------------------------------------------------------------
     def launch(self, fl, call: Call, device_type: ir.Value | None, device_id: ir.Value | None) -> ir.Value:

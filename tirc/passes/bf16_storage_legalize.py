@@ -34,9 +34,10 @@ from tirc.target import Target
 
 def bf16_native(target: Target) -> bool:
     """Whether ``target``'s code generator computes in bfloat16 itself: CUDA from sm_80
-    (Ampere) on; not LLVM CPU code, nor older GPUs."""
+    (Ampere) on; not LLVM CPU code, nor older GPUs. Several archs: the oldest decides."""
     if target.kind == "cuda":
-        m = re.match(r"sm_(\d+)", str(target.get("arch", "")))
+        from tirc.target import cuda_archs
+        m = re.match(r"sm_(\d+)", cuda_archs(target)[0])
         return m is not None and int(m.group(1)) >= 80
     return False
 

@@ -220,6 +220,7 @@ class _Kernels(Mutator):
                 need = (f"{total.value} bytes" if isinstance(total, IntImm)
                         else f"at least {start.value + size.value} bytes")
                 arch = target.get("arch") or target.kind
+                arch = ",".join(arch) if isinstance(arch, tuple) else arch
                 raise Diagnostic(f"shared memory of this kernel totals {need}, over the limit "
                                  f"of {limit} bytes per block on {arch}; allocating "
                                  f"'{a.buffer.name}' crosses it", a.span or a.buffer.span)
