@@ -290,3 +290,20 @@ def test_samples_makefile_from_a_clean_tree(tmp_path):
     assert p.stdout.count(" build ") == 1 and "vector_add.tir" in p.stdout
     subprocess.run(["make", "-C", str(tree), "clean"], capture_output=True, check=True)
     assert not out.exists()
+
+
+def test_both_device_formats_can_be_asked_for(tmp_path):
+    """--device-format ptx,cubin (or the flag twice) writes both images."""
+    from click.testing import CliRunner
+    from tirc.backends import nvptx_cubin
+    from tirc.driver import cli
+    if not nvptx_cubin.available():
+        pytest.skip("nvJitLink is not installed")
+    sample = str(ROOT / "samples" / "two_kernels.tir")
+    for flags in (["--device-format", "ptx,cubin"], ["--device-format", "cubin", "--device-format", "ptx"]):
+        out = tmp_path / "_".join(flags)
+        result = CliRunner().invoke(cli, ["build", sample, "--target", "cuda", "-o", str(out), *flags])
+        assert result.exit_code == 0, result.output
+        assert (out / "two_kernels.ptx").is_file() and (out / "two_kernels.cubin").is_file()
+    bad = CliRunner().invoke(cli, ["build", sample, "--device-format", "foo", "-o", str(tmp_path / "x")])
+    assert bad.exit_code == 2 and "unknown device format 'foo'" in bad.output

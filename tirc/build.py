@@ -117,7 +117,7 @@ def build(source: str | IRModule, target: Target | str | None = None,
           name: str | None = None, shared: bool = False, emit: tuple[str, ...] = (),
           filename: str = "<input>", cc: str = "cc", device_format: str = "ptx",
           device_only: bool = False, abi: str = "packed",
-          depfile: str | os.PathLike | None = None) -> BuildResult:
+          depfile: str | os.PathLike | None = None, also_ptx: bool = False) -> BuildResult:
     """Compile ``source`` and write ``OUT/NAME.o`` (+ ``.so``, ``.ll``) and the device
     images (``device_only``: those alone). ``depfile``: also write there a Make rule
     with every output as a target and ``filename`` as its prerequisite (atomically, with
@@ -143,7 +143,9 @@ def build(source: str | IRModule, target: Target | str | None = None,
         raise Diagnostic("--device-only: the module has no device functions", mod.span)
     out = Path(out_dir)
     device_code = _new_device_code() if devices and not device_only else None
-    images, extras = _device_images(devices, out, name, device_format, device_code, emit)
+    # ``also_ptx``: both formats asked for (--device-format ptx,cubin): PTX next to cubins.
+    device_emit = emit + ("ptx",) if also_ptx and "ptx" not in emit else emit
+    images, extras = _device_images(devices, out, name, device_format, device_code, device_emit)
     outputs: list[tuple[Path, bytes]] = []
     if "tir" in emit:
         from tirc.ir.printer import print_module

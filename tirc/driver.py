@@ -178,9 +178,9 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes,
               help="also write intermediates (comma-separated or repeated): tir "
               "(NAME.lowered.tir, after the pipeline), llvm (NAME.ll, and NAME[.arch].device.ll "
               "per device image), ptx (the PTX files, also with --device-format cubin)")
-@click.option("--device-format", type=click.Choice(["ptx", "cubin", "fatbin"]), default="ptx",
-              show_default=True, help="device image format (cubin: through nvJitLink; fatbin "
-              "is not implemented: a multi-arch target gives one file per arch)")
+@click.option("--device-format", multiple=True, metavar="ptx|cubin", help="device image "
+              "format: ptx (default), cubin (through nvJitLink), or both (ptx,cubin or the "
+              "flag twice); fatbin is not implemented: a multi-arch target gives one file per arch")
 @click.option("--device-only", is_flag=True,
               help="write only the device images (NAME.ptx or NAME.<arch>.ptx), no host object")
 @click.option("--abi", type=click.Choice(["packed", "c"]), default="packed", show_default=True,
@@ -216,7 +216,11 @@ def build(files, target, host, out_dir, shared, emit, device_format, device_only
 
     bind_target_from(target, host)  # usage errors first
     from tirc.build import parse_emit
-    if device_format == "fatbin":
+    formats = {f.strip() for value in device_format for f in value.split(",") if f.strip()} or {"ptx"}
+    unknown = sorted(formats - {"ptx", "cubin", "fatbin"})
+    if unknown:
+        raise click.UsageError(f"unknown device format '{unknown[0]}'; valid: ptx, cubin")
+    if "fatbin" in formats:
         raise click.UsageError("--device-format fatbin is not implemented; use ptx or cubin "
                                "(a target with several archs, cuda -arch=sm_80,sm_90, gives one "
                                "NAME.<arch>.ptx or .cubin per arch, all embedded in NAME.o)")
@@ -244,9 +248,11 @@ def build(files, target, host, out_dir, shared, emit, device_format, device_only
                                    "different directories")
         stems[stem] = path
     files = list(dict.fromkeys(files))  # one build per input, even if named twice
-    opts = BuildOptions(target, host, out_dir, shared, tuple(emit), device_format,
-                        device_only, abi, depfile or depfile_path is not None, depfile_path,
-                        verbose)
+    opts = BuildOptions(target=target, host=host, out_dir=out_dir, shared=shared,
+                        emit=tuple(emit), device_format="cubin" if "cubin" in formats else "ptx",
+                        also_ptx=formats == {"ptx", "cubin"}, device_only=device_only, abi=abi,
+                        depfile=depfile or depfile_path is not None, depfile_path=depfile_path,
+                        verbose=verbose)
     status = build_many(files, opts, jobs, quiet, lambda line: click.echo(line, err=True))
     if status:
         sys.exit(status)

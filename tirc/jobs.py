@@ -35,6 +35,7 @@ class BuildOptions:
     shared: bool = False
     emit: tuple[str, ...] = ()
     device_format: str = "ptx"
+    also_ptx: bool = False  # --device-format ptx,cubin: both
     device_only: bool = False
     abi: str = "packed"
     depfile: bool = False  # -MD: OUTDIR/NAME.d
@@ -92,6 +93,7 @@ def build_one(path: str, opts: BuildOptions) -> Outcome:
             result = build(text, opts.target, opts.host, opts.out_dir, name,
                            shared=opts.shared, emit=opts.emit, filename=path,
                            device_format=opts.device_format, device_only=opts.device_only,
+                           also_ptx=opts.also_ptx,
                            abi=opts.abi, depfile=depfile)
         except RecursionError:
             raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
