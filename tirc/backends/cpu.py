@@ -19,27 +19,18 @@ from llvmlite import binding as llvm
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
-from tirc.backends.llvm_context import LLVMTargetContext
+from tirc.backends.llvm_context import LLVMTargetContext, init_llvm
 from tirc.backends.llvm_lower import ModuleLowering
 from tirc.diagnostics import Diagnostic
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import For
 from tirc.target import Target, host_triple
 
-_initialized = False
-
-
-def _init_llvm() -> None:
-    global _initialized
-    if not _initialized:
-        llvm.initialize_all_targets()
-        llvm.initialize_all_asmprinters()
-        _initialized = True
 
 
 def target_machine(target: Target) -> llvm.TargetMachine:
     """The LLVM target machine a CPU target describes (a Diagnostic if LLVM lacks it)."""
-    _init_llvm()
+    init_llvm()
     triple = target.get("mtriple") or host_triple()
     try:
         llvm_target = llvm.Target.from_triple(triple)

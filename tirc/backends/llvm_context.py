@@ -97,3 +97,16 @@ class LLVMTargetContext:
 
     def raise_error(self, fl: FunctionLowering, kind: ir.Value, message: ir.Value) -> None:
         """Record an error (C strings ``kind``, ``message``) before the function fails."""
+
+
+_llvm_initialized = False
+
+
+def init_llvm() -> None:
+    """Initialise LLVM's targets and asm printers once per process (llvmlite)."""
+    global _llvm_initialized
+    if not _llvm_initialized:
+        import llvmlite.binding as llvm
+        llvm.initialize_all_targets()
+        llvm.initialize_all_asmprinters()
+        _llvm_initialized = True

@@ -32,7 +32,7 @@ from llvmlite import binding as llvm
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
-from tirc.backends.llvm_context import LIBM, LLVM_MATH, LLVMTargetContext
+from tirc.backends.llvm_context import LIBM, LLVM_MATH, LLVMTargetContext, init_llvm
 from tirc.backends.llvm_lower import ModuleLowering, opaque
 from tirc.diagnostics import Diagnostic
 from tirc.ir.expr import Call, IntImm, StringImm
@@ -50,15 +50,6 @@ _NATIVE = {"sqrt", "fabs", "fma", "floor", "ceil", "trunc", "round", "nearbyint"
 _LIBDEVICE = (set(LLVM_MATH) | set(LIBM) | {"exp10"}) - _NATIVE
 _MATH_OPS = _LIBDEVICE | {"sigmoid", "ldexp"}  # TIR calls that may reach libdevice
 
-_initialized = False
-
-
-def _init_llvm() -> None:
-    global _initialized
-    if not _initialized:
-        llvm.initialize_all_targets()
-        llvm.initialize_all_asmprinters()
-        _initialized = True
 
 
 def locate_libdevice() -> str | None:
@@ -75,7 +66,7 @@ def locate_libdevice() -> str | None:
 
 
 def target_machine(target: Target) -> llvm.TargetMachine:
-    _init_llvm()
+    init_llvm()
     arch, ptx = str(target.get("arch")), int(target.get("ptx_version"))
     return llvm.Target.from_triple(TRIPLE).create_target_machine(
         cpu=arch, features=f"+ptx{ptx}", opt=3)

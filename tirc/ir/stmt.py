@@ -167,3 +167,16 @@ def seq(stmts: list[Stmt] | tuple[Stmt, ...], span: Span | None = None) -> Stmt:
     if len(flat) == 1:
         return flat[0]
     return SeqStmt(tuple(flat), span)
+
+
+def ends_with_return(s: Stmt) -> bool:
+    """Whether every path through the end of ``s`` finishes with a ``Return``."""
+    while True:
+        if isinstance(s, SeqStmt):
+            if not s.stmts:
+                return False
+            s = s.stmts[-1]
+        elif isinstance(s, (LetStmt, AttrStmt, AssertStmt, DeclBuffer, AllocBuffer)):
+            s = s.body
+        else:
+            return isinstance(s, Return)

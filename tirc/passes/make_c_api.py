@@ -35,15 +35,14 @@ from tirc.ir.dtype import HANDLE, INT32, INT64
 from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import (
-    AllocBuffer,
     AssertStmt,
-    AttrStmt,
     BufferStore,
     DeclBuffer,
     LetStmt,
     Return,
     SeqStmt,
     Stmt,
+    ends_with_return,
     seq,
 )
 from tirc.ir.visitor import Mutator, walk
@@ -173,7 +172,7 @@ class _CFunction:
         out = Var(name, HANDLE, PointerType(ret), f.span)
         out_buf = Buffer(f"{name}_buf", out, ret, (i32(1),), span=f.span)
         body = _Returns(out_buf).visit(f.body)
-        if not _ends_with_return(body):
+        if not ends_with_return(body):
             body = seq([body, Return(i32(0))])
         self.checks.append((not_null(out), "ValueError",
                             f"the result pointer '{name}' of {self.symbol} is NULL"))
@@ -199,16 +198,3 @@ class _Returns(Mutator):
     def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
         new = self.generic_visit(s)
         return new if new is s else seq(new.stmts, s.span)
-
-
-def _ends_with_return(s: Stmt) -> bool:
-    while True:
-        if isinstance(s, SeqStmt):
-            if not s.stmts:
-                return False
-            s = s.stmts[-1]
-        elif isinstance(s, (LetStmt, AttrStmt, AssertStmt, DeclBuffer, AllocBuffer)):
-            s = s.body
-        else:
-            return isinstance(s, Return)
-

@@ -38,12 +38,35 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, HANDLE, INT32, INT64
 from tirc.ir.expr import BinOp, Call, Cast, IntImm, PrimExpr, Select, StringImm, Var
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, DeclBuffer, IfThenElse, LetStmt,
-                          Return, SeqStmt, Stmt, seq)
+from tirc.ir.stmt import (
+    AssertStmt,
+    AttrStmt,
+    DeclBuffer,
+    IfThenElse,
+    LetStmt,
+    Return,
+    SeqStmt,
+    Stmt,
+    ends_with_return,
+    seq,
+)
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes import packed_abi as abi
-from tirc.passes.packed_abi import (any_value, binop, cast, compact_condition, dl_dtype, fold,
-                                    i32, mul, not_null, num_elements, struct_get, struct_set, text)
+from tirc.passes.packed_abi import (
+    any_value,
+    binop,
+    cast,
+    compact_condition,
+    dl_dtype,
+    fold,
+    i32,
+    mul,
+    not_null,
+    num_elements,
+    struct_get,
+    struct_set,
+    text,
+)
 from tirc.passes.pipeline import PassContext
 from tirc.target import KINDS, Target
 
@@ -294,7 +317,7 @@ class _Packer:
             none = self.store(result, abi.NONE, IntImm(INT64, 0))
             return seq([self.func.body, *none, Return(i32(0))])
         body = _Returns(self, result).visit(self.func.body)
-        return body if _ends_with_return(body) else seq([body, Return(i32(0))])
+        return body if ends_with_return(body) else seq([body, Return(i32(0))])
 
     def store(self, result: Var, index: int, value: PrimExpr) -> list[Stmt]:
         return [struct_set(result, abi.ANY_TYPE_INDEX, i32(index)),
@@ -320,15 +343,3 @@ class _Returns(Mutator):
     def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
         new = self.generic_visit(s)
         return new if new is s else seq(new.stmts, s.span)
-
-
-def _ends_with_return(s: Stmt) -> bool:
-    while True:
-        if isinstance(s, SeqStmt):
-            if not s.stmts:
-                return False
-            s = s.stmts[-1]
-        elif isinstance(s, (LetStmt, AttrStmt, AssertStmt, DeclBuffer, AllocBuffer)):
-            s = s.body
-        else:
-            return isinstance(s, Return)
