@@ -258,6 +258,63 @@ def build(files, target, host, out_dir, shared, emit, device_format, device_only
         sys.exit(status)
 
 
+@cli.command("run", context_settings={"max_content_width": 100})
+@click.argument("file", type=click.Path(dir_okay=False))
+@target_options
+@click.option("--func", metavar="NAME", help="the function to run (default: the only public one)")
+@click.option("--inputs", type=click.Path(dir_okay=False), metavar="FILE.npz",
+              help="input arrays by parameter name")
+@click.option("--random", "random_", is_flag=True,
+              help="random inputs (seeded) for every buffer not in --inputs")
+@click.option("--seed", type=int, default=0, show_default=True, help="seed of --random")
+@click.option("--dim", multiple=True, metavar="NAME=N", help="a symbolic dimension (repeatable)")
+@click.option("--arg", multiple=True, metavar="NAME=VALUE", help="a scalar parameter (repeatable)")
+@click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,
+              metavar="N", help="timed runs after one warm-up")
+@click.option("--check-against", type=click.Choice(["llvm"]),
+              help="also build for the CPU and compare the outputs (exit 1 on mismatch)")
+@click.option("-o", "--output", "out_dir", type=click.Path(file_okay=False), metavar="OUTDIR",
+              help="keep the build here (default: a temporary directory)")
+@click.option("--save-outputs", type=click.Path(dir_okay=False), metavar="FILE.npz",
+              help="write the output arrays to an .npz")
+def run_cmd(file, target, host, func, inputs, random_, seed, dim, arg, repeat, check_against,
+            out_dir, save_outputs) -> None:
+    """Build FILE, run one function on inputs made from its signature, print a summary of
+    each output and the median time; --check-against llvm compares with a CPU build.
+
+    \b
+    Exit status: 0 ok, 1 a compile error, a bad input or a mismatch, 2 misuse
+    (a bad flag, a missing --dim, an unknown --func), 4 no CUDA device is present."""
+    from tirc import run as tr
+    from tirc.runtime import NoCudaDevice, RuntimeAPIError
+
+    bind_target_from(target, host)
+    try:
+        opts = tr.RunOptions(target=target, host=host, func=func, inputs=inputs,
+                             random=random_, seed=seed, dims=tr.parse_dims(dim),
+                             args=tr.parse_assignments(arg, "--arg"), repeat=repeat,
+                             check_against=check_against, out_dir=out_dir,
+                             save_outputs=save_outputs)
+        mod = load_checked(file)
+        try:
+            tr.run_module(mod, file, opts, click.echo)
+        except Diagnostic as d:
+            _fail(d, _read(file))
+    except tr.RunError as e:
+        if e.status == 2:
+            raise click.UsageError(str(e)) from None
+        click.echo(f"tirc: error: {e}", err=True)
+        sys.exit(EXIT_ERROR)
+    except NoCudaDevice as e:
+        msg = str(e) if "no CUDA device is present" in str(e) else \
+            f"no CUDA device is present ({e})"
+        click.echo(f"tirc: {msg}", err=True)
+        sys.exit(tr.EXIT_NO_CUDA)
+    except (RuntimeAPIError, TypeError, ValueError, RuntimeError, FileNotFoundError) as e:
+        click.echo(f"tirc: error: {type(e).__name__}: {e}", err=True)
+        sys.exit(EXIT_ERROR)
+
+
 @cli.command()
 def passes() -> None:
     """List the passes of the pipeline, in order."""
