@@ -9,10 +9,17 @@ from tirc.runtime.errors import IncompatibleDeviceImage, LoadError
 _ARCH = re.compile(r"^(?P<prefix>sm|compute)_(?P<major>\d+?)(?P<minor>\d)(?P<suffix>[af]?)$")
 
 
-def load(path):
+def load(path, check_images: bool = True):
     """The tvm-ffi module of a built library (``out/NAME.so``):
-    ``tirc.runtime.load("out/add.so")["add"](a, b, c)``."""
+    ``tirc.runtime.load("out/add.so")["add"](a, b, c)``.
+
+    When the build's manifest (``NAME.json``) lies beside the library and a CUDA device
+    is present, every kernel must have an image that runs on device 0; otherwise
+    :class:`IncompatibleDeviceImage` says which archs the module has and what the device
+    is. Without a GPU the check is skipped (CPU functions still run)."""
     path = os.fspath(path)
+    if check_images and os.path.isfile(path):
+        check_manifest_images(os.path.splitext(path)[0] + ".json")
     if not os.path.exists(path):
         raise FileNotFoundError(f"cannot load '{path}': no such file (build it with "
                                 f"'tirc build ... --shared -o OUTDIR')")
@@ -27,6 +34,58 @@ def load(path):
         return tvm_ffi.load_module(path)
     except Exception as e:
         raise LoadError(f"cannot load '{path}': {e}") from e
+
+
+def _cuda_device():
+    """Device 0 when a CUDA device is present, else None (never raises)."""
+    from tirc.runtime.devices import device
+    try:
+        dev = device("cuda", 0)
+        return dev if dev.exists else None
+    except Exception:
+        return None
+
+
+def check_manifest_images(manifest_path: str, dev=None) -> None:
+    """Check the kernels listed in a build manifest against ``dev`` (default: device 0
+    when present): each needs at least one image (PTX or cubin, of any of its archs)
+    that runs there."""
+    import json
+
+    if not os.path.isfile(manifest_path):
+        return
+    with open(manifest_path, encoding="utf-8") as f:
+        manifest = json.load(f)
+    kernels = [k for k in manifest.get("kernels", []) if k.get("image")]
+    if not kernels:
+        return
+    dev = dev if dev is not None else _cuda_device()
+    if dev is None:
+        return
+    for kernel in kernels:
+        images = kernel["image"] if isinstance(kernel["image"], list) else [kernel["image"]]
+        errors = []
+        for image in images:
+            kind = "cubin" if image.endswith(".cubin") else "ptx"
+            arch = _image_arch(image, kernel.get("target", ""))
+            try:
+                check_device_image(arch, dev, kind)
+                break
+            except IncompatibleDeviceImage as e:
+                errors.append(str(e))
+        else:
+            raise IncompatibleDeviceImage(
+                f"kernel '{kernel['name']}' of {os.path.basename(manifest_path)[:-5]} has no "
+                f"image for this GPU: {errors[-1] if errors else 'no images'}")
+
+
+def _image_arch(image: str, target_json: str) -> str:
+    m = re.search(r"\.(sm_\d+[af]?)\.(ptx|cubin)$", image)
+    if m:
+        return m.group(1)
+    import json
+    arch = json.loads(target_json).get("arch", "sm_80") if target_json else "sm_80"
+    return arch[0] if isinstance(arch, list) else arch
 
 
 def parse_arch(arch: str) -> tuple[int, int, str, str]:
