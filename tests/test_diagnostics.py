@@ -11,70 +11,9 @@ from click.testing import CliRunner
 
 from conftest import SAMPLES
 from tirc.driver import cli
+from tirc.testing.mutate import mutants
 
 LOCATION = re.compile(r"^(?P<file>[^\n]+):(?P<line>\d+):(?P<col>\d+): error: .+")
-
-
-def _code_positions(text: str, chars: str) -> list[int]:
-    """Offsets of ``chars`` outside comments and string literals."""
-    out, quote, comment = [], None, False
-    for i, ch in enumerate(text):
-        if ch == "\n":
-            comment, quote = False, None
-        elif comment:
-            continue
-        elif quote:
-            if ch == quote and text[i - 1] != "\\":
-                quote = None
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "#":
-            comment = True
-        elif ch in chars:
-            out.append(i)
-    return out
-
-
-def _body_lines(lines: list[str]) -> list[int]:
-    """Indices of code lines indented like the line before them (not a block's first)."""
-    out = []
-    for i in range(1, len(lines)):
-        cur, prev = lines[i], lines[i - 1]
-        if not cur.strip() or cur.lstrip().startswith("#") or not prev.strip():
-            continue
-        indent = len(cur) - len(cur.lstrip())
-        if indent and indent == len(prev) - len(prev.lstrip()) and not prev.rstrip().endswith(":"):
-            out.append(i)
-    return out
-
-
-def mutants(text: str, rng: random.Random, per_kind: int):
-    brackets = _code_positions(text, "()[]{}")
-    for pos in rng.sample(brackets, min(per_kind, len(brackets))):
-        yield "deleted bracket", text[:pos] + text[pos + 1:]
-    for pos in rng.sample(brackets, min(per_kind, len(brackets))):
-        if text[pos] in "([{":
-            yield "truncated", text[:pos + 1]
-    cuts = _code_positions(text, ",=:")
-    for pos in rng.sample(cuts, min(per_kind, len(cuts))):
-        yield "truncated", text[:pos + 1]
-    names = [m for m in re.finditer(r"\bT\.([A-Za-z_]\w*)", text)
-             if not text[text.rfind("\n", 0, m.start()) + 1:m.start()].lstrip().startswith("#")]
-    for m in rng.sample(names, min(per_kind, len(names))):
-        yield "unknown name", text[:m.end()] + "_nosuch" + text[m.end():]
-    spots = _code_positions(text, " ")
-    for pos in rng.sample(spots, min(per_kind, len(spots))):
-        yield "stray token", text[:pos] + " $ " + text[pos:]
-    for pos in rng.sample(spots, min(per_kind // 2, len(spots))):
-        yield "stray token", text[:pos] + " ) " + text[pos:]
-    lines = text.split("\n")
-    body = _body_lines(lines)
-    for i in rng.sample(body, min(per_kind, len(body))):
-        changed = list(lines)
-        changed[i] = " " + changed[i] if rng.random() < 0.5 else changed[i][1:]
-        yield "bad indentation", "\n".join(changed)
-    for m in list(re.finditer(r'"(float32|int32|float16)"', text))[:per_kind]:
-        yield "unknown dtype", text[:m.start() + 1] + "float33" + text[m.end() - 1:]
 
 
 def _check(runner: CliRunner, path, text: str):

@@ -1,0 +1,79 @@
+"""Input fuzzer for `tirc build` (issue 7, the long run; tests/test_fuzz_build_input.py
+is the CI-sized one): mutated samples (always-broken mutations and blind byte flips,
+token deletions, swapped lines) go through `python -m tirc build` in a subprocess with a
+time limit. A finding is a crash (exit other than 0/1, or a traceback), a hang, a
+rejection without `FILE:LINE:COL: error:`, or output files left by a failed build.
+
+    python bench/fuzz_input.py --seed 1 --count 500 [--timeout 20] [--keep DIR]
+"""
+from __future__ import annotations
+
+import argparse
+import random
+import re
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+from tirc.testing.mutate import blind_mutants, mutants  # noqa: E402
+
+LOCATION = re.compile(r"^[^\n]+:\d+:\d+: error: .+")
+
+
+def one(data: bytes, work: Path, index: int, timeout: float) -> str | None:
+    src = work / f"case{index}.tir"
+    src.write_bytes(data)
+    out = work / f"out{index}"
+    cmd = [sys.executable, "-m", "tirc", "build", str(src), "--target", "cuda -arch=sm_90",
+           "--host", "llvm", "-o", str(out)]
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return f"hang (> {timeout} s)"
+    if "Traceback" in proc.stderr or proc.returncode not in (0, 1):
+        return f"crash (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}"
+    if proc.returncode == 1:
+        first = proc.stderr.splitlines()[0] if proc.stderr else ""
+        if not LOCATION.match(first):
+            return f"rejected without a location: {first!r}"
+        if out.exists() and any(out.iterdir()):
+            return "a failed build left output files"
+    return None
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--seed", type=int, default=0)
+    ap.add_argument("--count", type=int, default=200, help="cases in all")
+    ap.add_argument("--timeout", type=float, default=20.0, help="seconds per case")
+    ap.add_argument("--keep", type=Path, help="directory to copy failing inputs into")
+    args = ap.parse_args(argv)
+    rng = random.Random(args.seed)
+    samples = sorted((ROOT / "samples").glob("*.tir"))
+    findings = 0
+    with tempfile.TemporaryDirectory() as tmp:
+        work = Path(tmp)
+        for i in range(args.count):
+            sample = rng.choice(samples)
+            text = sample.read_text()
+            if rng.random() < 0.5:
+                kind, broken = rng.choice(list(mutants(text, rng, per_kind=2)))
+                data = broken.encode()
+            else:
+                kind, data = next(blind_mutants(text, rng, 1))
+            problem = one(data, work, i, args.timeout)
+            if problem:
+                findings += 1
+                print(f"case {i} ({kind} of {sample.name}): {problem}")
+                if args.keep:
+                    args.keep.mkdir(parents=True, exist_ok=True)
+                    (args.keep / f"case{i}.tir").write_bytes(data)
+    print(f"{args.count} cases, seed {args.seed}: {findings} finding(s)")
+    return 1 if findings else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,51 @@
+"""Input fuzzing through `tirc build` (issue 7, CI-sized): mutated samples never give a
+traceback or a crash; a rejected input exits 1 with a location and leaves no output
+file; an input that stays valid builds. The long run is `bench/fuzz_input.py`."""
+from __future__ import annotations
+
+import random
+import re
+
+import pytest
+from click.testing import CliRunner
+
+from conftest import SAMPLES
+from tirc.driver import cli
+from tirc.testing.mutate import blind_mutants, mutants
+
+LOCATION = re.compile(r"^(?P<file>[^\n]+):(?P<line>\d+):(?P<col>\d+): error: .+")
+
+
+def build(tmp_path, data: bytes, index: int):
+    src = tmp_path / f"m{index}.tir"
+    src.write_bytes(data)
+    out = tmp_path / f"out{index}"
+    result = CliRunner().invoke(cli, ["build", str(src), "--target", "cuda -arch=sm_90",
+                                      "--host", "llvm", "-o", str(out)])
+    return src, out, result
+
+
+def check(src, out, result, must_fail: bool, what: str):
+    assert result.exception is None or isinstance(result.exception, SystemExit), \
+        f"crash ({result.exception!r}) on {what}"
+    assert result.exit_code in ((1,) if must_fail else (0, 1)), \
+        f"exit {result.exit_code} on {what}:\n{result.output}"
+    if result.exit_code == 1:
+        first = result.output.splitlines()[0]
+        m = LOCATION.match(first)
+        assert m and m.group("file") == str(src), f"no location in {first!r} for {what}"
+        assert not out.exists() or not any(out.iterdir()), f"partial output left for {what}"
+    else:
+        assert (out / f"{src.stem}.o").is_file()
+
+
+@pytest.mark.parametrize("sample", SAMPLES, ids=[p.name for p in SAMPLES])
+def test_mutated_samples_through_build(sample, tmp_path):
+    rng = random.Random(f"build:{sample.name}")
+    text = sample.read_text()
+    cases = [(k, t.encode(), True) for k, t in mutants(text, rng, per_kind=3)]
+    cases += [(k, d, False) for k, d in blind_mutants(text, rng, 10)]
+    assert len(cases) >= 25
+    for i, (kind, data, must_fail) in enumerate(cases):
+        src, out, result = build(tmp_path, data, i)
+        check(src, out, result, must_fail, f"{kind} variant {i} of {sample.name}")

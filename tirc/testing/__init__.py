@@ -1,0 +1,1 @@
+"""Helpers for testing tirc and programs built with it."""
