@@ -10,6 +10,20 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.visitor import Mutator
 
 
+def map_buffer(m: Mutator, b: Buffer, force: bool = False) -> Buffer:
+    """``b`` with its data pointer, shape, strides and offset passed through ``m``; the
+    same object when nothing changed, unless ``force`` asks for a fresh copy."""
+    data = m.visit(b.data)
+    shape = tuple(m.visit(e) for e in b.shape)
+    strides = tuple(m.visit(e) for e in b.strides)
+    offset = None if b.elem_offset is None else m.visit(b.elem_offset)
+    changed = (data is not b.data or offset is not b.elem_offset
+               or any(x is not y for x, y in zip(shape + strides, b.shape + b.strides)))
+    if not (changed or force):
+        return b
+    return replace(b, data=data, shape=shape, strides=strides, elem_offset=offset)
+
+
 class _Renew(Mutator):
     def __init__(self) -> None:
         self.vars: dict[int, Var] = {}
@@ -25,10 +39,7 @@ class _Renew(Mutator):
     def visit_buffer(self, b: Buffer) -> Buffer:
         new = self.buffers.get(id(b))
         if new is None:
-            new = replace(b, data=self.visit(b.data),
-                          shape=tuple(self.visit(e) for e in b.shape),
-                          strides=tuple(self.visit(e) for e in b.strides),
-                          elem_offset=None if b.elem_offset is None else self.visit(b.elem_offset))
+            new = map_buffer(self, b, force=True)
             self.buffers[id(b)] = new
         return new
 
@@ -53,13 +64,7 @@ class _Substitute(Mutator):
     def visit_buffer(self, b: Buffer) -> Buffer:
         new = self.buffers.get(id(b))
         if new is None:
-            data = self.visit(b.data)
-            shape = tuple(self.visit(e) for e in b.shape)
-            strides = tuple(self.visit(e) for e in b.strides)
-            offset = None if b.elem_offset is None else self.visit(b.elem_offset)
-            changed = (data is not b.data or offset is not b.elem_offset
-                       or any(x is not y for x, y in zip(shape + strides, b.shape + b.strides)))
-            new = replace(b, data=data, shape=shape, strides=strides, elem_offset=offset) if changed else b
+            new = map_buffer(self, b)
             self.buffers[id(b)] = new
         return new
 

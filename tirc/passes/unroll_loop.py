@@ -27,6 +27,7 @@ from tirc.ir.expr import IntImm, Let, PrimExpr, Var
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, DeclBuffer, Evaluate, For, IterVar, LetStmt,
                           SeqStmt, Stmt, seq)
+from tirc.ir.renew import map_buffer
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.flatten_buffer import arith, cast
 from tirc.passes.pipeline import PassContext
@@ -72,15 +73,7 @@ class _Copy(Mutator):
         new = self.buffers.get(id(b))
         if new is not None:
             return new
-        data = self.visit(b.data)
-        shape = tuple(self.visit(e) for e in b.shape)
-        strides = tuple(self.visit(e) for e in b.strides)
-        offset = None if b.elem_offset is None else self.visit(b.elem_offset)
-        changed = (data is not b.data or offset is not b.elem_offset
-                   or any(x is not y for x, y in zip(shape + strides, b.shape + b.strides)))
-        new = b
-        if changed or id(b) in self.defined:
-            new = replace(b, data=data, shape=shape, strides=strides, elem_offset=offset)
+        new = map_buffer(self, b, force=id(b) in self.defined)
         self.buffers[id(b)] = new
         return new
 
