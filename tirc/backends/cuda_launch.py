@@ -207,6 +207,8 @@ class CudaLauncher:
         f.linkage = "internal"
         f.attributes.add("nounwind")
         f.attributes.add("noinline")
+        f.attributes.add("optnone")  # run once per device or on failure: not worth optimising
+        f.attributes.add("cold")
         return f, ir.IRBuilder(f.append_basic_block("entry"))
 
     def api_call(self, b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:

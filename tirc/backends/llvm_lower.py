@@ -51,6 +51,7 @@ class ModuleLowering:
             self.ir.data_layout = ctx.data_layout
         self.functions: dict[str, tuple[ir.Function, PrimFunc]] = {}
         self.strings: dict[str, ir.GlobalVariable] = {}
+        self.loop_functions: set[str] = set()  # LLVM names of functions with a loop
 
     def lower(self) -> ir.Module:
         for name, func in self.mod.functions.items():
@@ -275,6 +276,7 @@ class FunctionLowering(ExprLowering):
         self.b.position_at_end(end_bb)
 
     def stmt_While(self, s: While) -> None:
+        self.module.loop_functions.add(self.llfunc.name)
         head, body, end = self.block("while_cond"), self.block("while_body"), self.block("while_end")
         self.b.branch(head)
         self.b.position_at_end(head)
@@ -302,6 +304,7 @@ class FunctionLowering(ExprLowering):
         self.dead_block()
 
     def stmt_For(self, s: For) -> None:
+        self.module.loop_functions.add(self.llfunc.name)
         if s.kind == "parallel":
             self.ctx.lower_parallel(self, s)
         elif s.kind == "thread_binding":
@@ -313,6 +316,7 @@ class FunctionLowering(ExprLowering):
     def serial_loop(self, var: Var, start: ir.Value, extent: ir.Value, step: ir.Value | None,
                     body: Stmt) -> None:
         """``for var in range(start, start + extent, step)`` with a phi for ``var``."""
+        self.module.loop_functions.add(self.llfunc.name)
         if extent.type != start.type:
             extent = self.int_cast(extent, start.type)
         end_value = self.b.add(start, extent)
