@@ -307,3 +307,26 @@ def test_both_device_formats_can_be_asked_for(tmp_path):
         assert (out / "two_kernels.ptx").is_file() and (out / "two_kernels.cubin").is_file()
     bad = CliRunner().invoke(cli, ["build", sample, "--device-format", "foo", "-o", str(tmp_path / "x")])
     assert bad.exit_code == 2 and "unknown device format 'foo'" in bad.output
+
+
+def test_build_turns_the_cycle_collector_off_only_while_building(tmp_path, monkeypatch):
+    import gc
+
+    import tirc.build
+    from tirc.jobs import BuildOptions, build_one
+
+    seen = []
+    original = tirc.build.build
+
+    def spy(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(tirc.build, "build", spy)
+    assert gc.isenabled()
+    outcome = build_one(str(ROOT / "samples" / "cpu_matmul.tir"), BuildOptions(out_dir=str(tmp_path)))
+    assert outcome.status == 0 and seen == [False]
+    assert gc.isenabled()
+    (tmp_path / "bad.tir").write_text("@T.prim_func\ndef f(:\n")
+    assert build_one(str(tmp_path / "bad.tir"), BuildOptions(out_dir=str(tmp_path))).status == 1
+    assert gc.isenabled()
