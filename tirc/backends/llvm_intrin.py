@@ -210,8 +210,11 @@ def _field(fl, call: Call, dtype) -> tuple[ir.Value, ir.Type | None]:
         size, (offset, tname) = 16, _ANY[field]
     else:
         raise Diagnostic(f"unknown struct field {field} in T.{call.op}", call.span)
-    index = fl.int_cast(index, lt.I64)
-    at = fl.b.add(fl.b.mul(index, ir.Constant(lt.I64, size)), ir.Constant(lt.I64, offset))
+    if isinstance(call.args[1], IntImm):  # the usual case: a constant byte offset
+        at = ir.Constant(lt.I64, call.args[1].value * size + offset)
+    else:
+        index = fl.int_cast(index, lt.I64)
+        at = fl.b.add(fl.b.mul(index, ir.Constant(lt.I64, size)), ir.Constant(lt.I64, offset))
     addr = fl.b.gep(ptr, [at], source_etype=lt.I8)
     if tname == "ptr":
         return addr, fl.ctx.pointer()
