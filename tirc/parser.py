@@ -50,7 +50,7 @@ class _BadDedent(Exception):
 def _parser() -> lark.Lark:
     grammar = resources.files("tirc").joinpath("grammar.lark").read_text()
     return lark.Lark(grammar, parser="lalr", postlex=_TirIndenter(), propagate_positions=True,
-                     maybe_placeholders=True, cache=True)
+                     maybe_placeholders=True, cache=True, lexer="basic")
 
 
 _TOKEN_NAMES = {
