@@ -5,7 +5,7 @@ The text is parsed, never evaluated: :mod:`tirc.frontend.builder` walks the pars
 from __future__ import annotations
 
 from functools import lru_cache
-from importlib import resources
+from pathlib import Path
 
 import lark
 from lark.indenter import Indenter
@@ -48,7 +48,7 @@ class _BadDedent(Exception):
 
 @lru_cache(maxsize=1)
 def _parser() -> lark.Lark:
-    grammar = resources.files("tirc").joinpath("grammar.lark").read_text()
+    grammar = (Path(__file__).parent / "grammar.lark").read_text(encoding="utf-8")
     return lark.Lark(grammar, parser="lalr", postlex=_TirIndenter(), propagate_positions=True,
                      maybe_placeholders=True, cache=True, lexer="basic")
 
