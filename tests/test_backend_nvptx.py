@@ -81,12 +81,12 @@ def test_seed000_device_call_let(tmp_path):
     filecheck(sample_ptx("device_call_let"), r"""
         CHECK: .target sm_90
         CHECK: .func  (.param .b32 func_retval0) add(
-        CHECK: add.rn.f32
+        CHECK: add.f32
         CHECK: .visible .entry main_kernel(
         CHECK: .maxntid 1024, 1, 1
         CHECK: mov.u32 {{%r[0-9]+}}, %tid.x;
         CHECK: call.uni (retval0), add,
-        CHECK: add.rn.f32 {{%r[0-9]+}}, {{%r[0-9]+}}, 0f40400000;
+        CHECK: add.f32 {{%r[0-9]+}}, {{%r[0-9]+}}, 0f40400000;
         CHECK: st.global.b32
     """, tmp_path)
 
@@ -129,7 +129,7 @@ def test_vector_add_noalias_and_symbolic_size(tmp_path):
         CHECK: .maxntid 256, 1, 1
         CHECK: setp.ge.s32
         CHECK: ld.global.nc.b32
-        CHECK: add.rn.f32
+        CHECK: add.f32
         CHECK: st.global.b32
     """, tmp_path)
 

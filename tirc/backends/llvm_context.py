@@ -37,6 +37,8 @@ class LLVMTargetContext:
 
     global_addrspace = 0
     max_stack_alloca = 1024  # bytes: larger or non-constant allocations go elsewhere
+    # fast-math flags of float add/sub/mul (("contract",): a * b + c may become an fma)
+    float_flags: tuple[str, ...] = ()
 
     def __init__(self, target: Target, triple: str, data_layout: str = ""):
         self.target, self.triple, self.data_layout = target, triple, data_layout

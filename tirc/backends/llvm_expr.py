@@ -154,7 +154,10 @@ class ExprLowering:
 
     def float_arith(self, op: str, a: ir.Value, c: ir.Value, e: BinOp) -> ir.Value:
         b = self.b
-        simple = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul, "div": b.fdiv, "mod": b.frem}
+        contract = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}
+        if op in contract:
+            return contract[op](a, c, flags=self.ctx.float_flags)
+        simple = {"div": b.fdiv, "mod": b.frem}
         if op in simple:
             return simple[op](a, c)
         if op in ("floordiv", "floormod"):

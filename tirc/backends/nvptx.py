@@ -92,6 +92,7 @@ def max_threads(func: PrimFunc) -> tuple[int, int, int] | None:
 
 class NVPTXContext(LLVMTargetContext):
     global_addrspace = GLOBAL
+    float_flags = ("contract",)  # FFMA, as nvcc/NVRTC's default -fmad=true (TVM's CUDA C)
 
     def __init__(self, target: Target, libdevice: str | None = None):
         self.machine = target_machine(target)
