@@ -60,7 +60,12 @@ def test_packed_entry_and_internal_helper(tmp_path):
         CHECK: define internal void @"helper"(ptr %"X", float %"s")
         CHECK: define external i32 @"__tvm_ffi_f"(ptr %"self_handle", ptr %"args", i32 %"num_args", ptr %"result")
         CHECK: icmp eq i32 %"num_args", 1
-        CHECK: call void @"TVMFFIErrorSetRaisedFromCStr"(ptr @".str.{{[0-9]+}}", ptr @".str.{{[0-9]+}}")
+        CHECK: br i1 {{.*}}, label %"assert_ok{{[0-9]+}}", label %"[[FAIL:assert_fail[0-9]+]]"
+        CHECK: br i1 {{.*}}, label %"assert_ok{{[0-9]+}}", label %"[[FAIL]]"
+        CHECK: [[FAIL]]:
+        CHECK-NEXT: %"error_kind" = phi  ptr [@".str.{{[0-9]+}}", %"entry"], [@".str.{{[0-9]+}}", %"assert_ok{{[0-9]+}}"]
+        CHECK-NEXT: %"error_message" = phi  ptr [@".str.{{[0-9]+}}", %"entry"], [@".str.{{[0-9]+}}", %"assert_ok{{[0-9]+}}"]
+        CHECK-NEXT: call void @"TVMFFIErrorSetRaisedFromCStr"(ptr %"error_kind", ptr %"error_message")
         CHECK-NEXT: ret i32 -1
         CHECK: call void @"helper"(ptr
         CHECK: ret i32 0
