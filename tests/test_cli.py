@@ -77,3 +77,33 @@ def test_python_dash_m_runs_the_same_cli(tmp_path):
     ok = subprocess.run([sys.executable, "-m", "tirc", "check", str(SAMPLES[0])],
                         capture_output=True, text=True)
     assert (ok.returncode, ok.stdout, ok.stderr) == (0, "", "")
+
+
+def test_the_program_flushes_before_its_quick_exit(tmp_path):
+    """``main`` ends with os._exit: buffered output (a pipe) must still arrive whole,
+    and statuses keep their meaning."""
+    from tirc.ir.printer import print_module
+    from tirc.parser import parse_file
+
+    vector_add = next(p for p in SAMPLES if p.name == "vector_add.tir")
+    proc = subprocess.run([sys.executable, "-m", "tirc", "print", str(vector_add)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0
+    assert proc.stdout == print_module(parse_file(str(vector_add)))
+    bad = tmp_path / "bad.tir"
+    bad.write_text("@T.prim_func\ndef f(:\n")
+    proc = subprocess.run([sys.executable, "-m", "tirc", "check", str(bad)],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 1 and "error" in proc.stderr
+
+
+def test_one_process_builds_several_inputs_in_turn(tmp_path):
+    cpu = next(p for p in SAMPLES if p.name == "cpu_matmul.tir")
+    other = tmp_path / "other.tir"
+    other.write_text(cpu.read_text())
+    proc = subprocess.run([sys.executable, "-m", "tirc", "build", str(cpu), str(other),
+                           "-o", str(tmp_path / "out")], capture_output=True, text=True,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert "[2/2]" in proc.stderr
+    assert (tmp_path / "out" / "cpu_matmul.o").exists() and (tmp_path / "out" / "other.o").exists()

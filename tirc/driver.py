@@ -333,15 +333,42 @@ def targets() -> None:
 
 
 def main() -> None:
+    """The ``tirc`` program. It owns its process, which it spends the way a compiler
+    does: the cycle collector stays off (a build keeps its objects until it ends;
+    between inputs of one ``tirc build`` they are collected explicitly) and the process
+    ends with ``os._exit`` once the streams are flushed, skipping the teardown of
+    every object, which took a tenth of a 200-kernel build. Every file is written and
+    renamed, every temporary directory removed, before a command returns."""
+    import gc
+    gc.disable()
     try:
         cli.main(prog_name="tirc", standalone_mode=True)
+        status: int | str | None = 0
+    except SystemExit as e:
+        status = e.code
     except KeyboardInterrupt:
         click.echo("tirc: interrupted", err=True)
-        sys.exit(130)
+        status = 130
     except Exception as e:  # a bug in tirc, not in the input: say so, without a traceback
         click.echo(f"tirc: internal compiler error: {type(e).__name__}: {e}\n"
                    "please report this with the input file", err=True)
-        sys.exit(EXIT_INTERNAL)
+        status = EXIT_INTERNAL
+    _exit_now(status)
+
+
+def _exit_now(status: int | str | None) -> None:
+    """``sys.exit(status)``'s meaning, without the interpreter's teardown."""
+    if status is None:
+        status = 0
+    elif not isinstance(status, int):
+        print(status, file=sys.stderr)
+        status = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except (OSError, ValueError):  # a closed pipe: nothing more can be said
+        pass
+    os._exit(status)
 
 
 if __name__ == "__main__":

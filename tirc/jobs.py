@@ -165,6 +165,8 @@ def build_many(paths: list[str], opts: BuildOptions, jobs: int = 1, quiet: bool 
     if jobs <= 1 or n <= 1:
         for i, path in enumerate(paths, 1):
             report(i, build_one(path, opts))
+            if i < n and not gc.isenabled():  # the caller turned the collector off
+                gc.collect()
     else:
         import multiprocessing
         from concurrent.futures import ProcessPoolExecutor
