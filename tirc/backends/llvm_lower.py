@@ -395,7 +395,13 @@ def likely(branch: ir.Instruction) -> ir.Instruction:
     """Mark a conditional branch as almost always taking its first (true) successor, as
     TVM does for its checks: without it LLVM weighs every error exit 50/50, so the code
     after a few dozen argument checks looks cold (no loop alignment, cold layout)."""
-    branch.set_weights([(1 << 20) - 1, 1])
+    module = branch.module
+    weights = getattr(module, "tirc_likely_weights", None)
+    if weights is None:  # one metadata node per module (add_metadata is slow to look up)
+        branch.set_weights([(1 << 20) - 1, 1])
+        module.tirc_likely_weights = branch.metadata["prof"]
+    else:
+        branch.set_metadata("prof", weights)
     return branch
 
 
