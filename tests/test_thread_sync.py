@@ -456,3 +456,70 @@ T.tvm_storage_sync("shared")
 B[tx] = T.Cast("float32", v[tx])
 """)
     check(before, expected)
+
+
+# -- stores a constant apart: the tiled matmul's unrolled loads into shared memory ---------
+TILE_THREADS = 'tx = T.launch_thread("threadIdx.x", 16)\n        ty = T.launch_thread("threadIdx.y", 16)'
+
+
+def test_unrolled_tile_stores_a_constant_apart_need_no_barrier_between_them():
+    # As[tx * 64 + l * 16 + ty] and Bs[(l * 4 + ty // 4) * 64 + ty % 4 * 16 + tx] for
+    # l = 0..3, as UnrollLoop leaves them: no two threads ever write one element, so only
+    # the reads after them need a barrier (TVM's own ThreadSync places that one too).
+    stores = "".join(
+        f"As[tx * 64 + T.Mul({l}, 16) + ty] = A[tx * 64 + {l * 16} + ty]\n"
+        f"Bs[(T.Mul({l}, 4) + ty // 4) * 64 + ty % 4 * 16 + tx] = A[{l} * 256 + ty * 16 + tx]\n"
+        for l in range(4))
+    body = 'As = T.alloc_shared((1024,))\nBs = T.alloc_shared((1024,))\n' + stores
+    reads = "B[ty * 16 + tx] = As[ty * 64 + tx] + Bs[tx * 64 + ty]\n"
+    before = kernel(body + reads, threads=TILE_THREADS)
+    expected = kernel(body + 'T.tvm_storage_sync("shared")\n' + reads, threads=TILE_THREADS)
+    check(before, expected)
+
+
+def test_stores_a_reachable_distance_apart_are_ordered():
+    # s[tx] then s[tx + 1]: thread 3's second store hits thread 4's first element.
+    before = kernel("""
+s = T.alloc_shared((256,))
+s[tx] = A[tx]
+s[tx + 1] = A[tx + 128]
+""")
+    expected = kernel("""
+s = T.alloc_shared((256,))
+s[tx] = A[tx]
+T.tvm_storage_sync("shared")
+s[tx + 1] = A[tx + 128]
+""")
+    check(before, expected)
+
+
+def test_quotient_alone_does_not_number_the_threads():
+    # s[tx // 4] is shared by four threads: a barrier orders their two stores.
+    before = kernel("""
+s = T.alloc_shared((64,))
+s[tx // 4] = A[tx]
+s[tx // 4] = s[tx // 4] + A[tx + 128]
+""")
+    expected = kernel("""
+s = T.alloc_shared((64,))
+s[tx // 4] = A[tx]
+T.tvm_storage_sync("shared")
+s[tx // 4] = s[tx // 4] + A[tx + 128]
+""")
+    check(before, expected)
+
+
+def test_quotient_and_remainder_number_the_threads():
+    before = kernel("""
+s = T.alloc_shared((256,))
+s[tx // 4 * 8 + tx % 4] = A[tx]
+s[tx // 4 * 8 + tx % 4 + 4] = A[tx + 128]
+B[tx] = s[tx // 4 * 8 + tx % 4] + s[tx // 4 * 8 + tx % 4 + 4]
+""")
+    expected = kernel("""
+s = T.alloc_shared((256,))
+s[tx // 4 * 8 + tx % 4] = A[tx]
+s[tx // 4 * 8 + tx % 4 + 4] = A[tx + 128]
+B[tx] = s[tx // 4 * 8 + tx % 4] + s[tx // 4 * 8 + tx % 4 + 4]
+""")
+    check(before, expected)

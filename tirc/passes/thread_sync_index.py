@@ -9,7 +9,12 @@ disjoint across threads when their forms have the same coefficients and invarian
 the form is injective on (thread, iteration) tuples (every thread axis appears, and each
 coefficient exceeds the spread of the smaller ones: a mixed-radix numbering), and their
 constants differ by less than the smallest step that numbering can take. Identical
-per-thread indices (``s[tx]`` written and read) are the case of equal constants.
+per-thread indices (``s[tx]`` written and read) are the case of equal constants. With
+different constants and known extents the test is exact: the accesses are disjoint when
+no steps along the axes (each less than its extent) add up to the difference, so the
+unrolled tile loads ``s[tx * 64 + l * 16 + ty]``, ``l = 0..3``, need no barrier between
+them. ``v // k`` and ``v % k`` count as two axes (extents ``ceil(E / k)`` and ``k``)
+which together number ``v``.
 """
 from __future__ import annotations
 
@@ -42,6 +47,7 @@ class ThreadIndices:
         self.threads: list[int] = []
         self.lets: dict[int, PrimExpr] = {}  # varying lets, substituted by their values
         self.divergent: set[int] = set()  # variables whose value differs between threads
+        self.derived: dict[tuple[str, int, int], int] = {}  # (op, var, k) -> axis key (< -1)
         for n in walk(root):
             var = extent = None
             if isinstance(n, AttrStmt) and n.key == "thread_extent" and isinstance(n.node, IterVar):
@@ -105,10 +111,37 @@ class ThreadIndices:
             for c, x in ((e.a, e.b), (e.b, e.a)):
                 if isinstance(c, IntImm):
                     return self._linear(x, scale * c.value, coeffs, acc)
+        derived = self._derived(e)
+        if derived is not None:
+            coeffs[derived] = coeffs.get(derived, 0) + scale
+            return True
         if self.varies(e):
             return False
         acc[1].append((scale, e))
         return True
+
+    def _derived(self, e: PrimExpr) -> int | None:
+        """``v // k`` or ``v % k`` (floor division of a varying variable of known extent
+        by a positive constant) as an axis of its own; the two together number ``v``."""
+        if not (isinstance(e, BinOp) and e.op in ("floordiv", "floormod")
+                and isinstance(e.a, Var) and id(e.a) in self.ranges and isinstance(e.b, IntImm)):
+            return None
+        extent, k = self.ranges[id(e.a)], e.b.value
+        if extent is None or k <= 0:
+            return None
+        key = (e.op, id(e.a), k)
+        if key not in self.derived:
+            self.derived[key] = -2 - len(self.derived)
+            self.ranges[self.derived[key]] = -(-extent // k) if e.op == "floordiv" else min(k, extent)
+        return self.derived[key]
+
+    def _covers(self, coeffs: dict, t: int) -> bool:
+        """Whether the form numbers thread axis ``t`` (itself, or its quotient and remainder)."""
+        if coeffs.get(t, 0) != 0:
+            return True
+        return any(op == "floordiv" and v == t and coeffs.get(d, 0) != 0
+                   and coeffs.get(self.derived.get(("floormod", t, k)), 0) != 0
+                   for (op, v, k), d in self.derived.items())
 
     def form(self, indices: tuple[PrimExpr, ...] | None) -> tuple[_Form, dict[int, int]] | None:
         """The linear form of a flat index, with the lane count of a vector index's lanes."""
@@ -133,7 +166,7 @@ class ThreadIndices:
         """The smallest nonzero distance between two elements the form names for distinct
         (thread, iteration, lane) tuples; 0 when two such tuples may share an element."""
         coeffs = dict(form.coeffs)
-        if any(coeffs.get(t, 0) == 0 and self.ranges[t] != 1 for t in self.threads):
+        if any(not self._covers(coeffs, t) and self.ranges[t] != 1 for t in self.threads):
             return 0  # threads that differ only along a missing axis share elements
         axes = sorted((abs(c), lanes.get(k, self.ranges.get(k))) for k, c in coeffs.items())
         spread, gap = 0, None
@@ -153,4 +186,34 @@ class ThreadIndices:
         (fa, lanes_a), (fb, lanes_b) = fa, fb
         if fa.coeffs != fb.coeffs or fa.rest != fb.rest or lanes_a != lanes_b:
             return False
-        return abs(fa.const - fb.const) < self._gap(fa, lanes_a)
+        distance = fb.const - fa.const
+        axes = [(abs(c), lanes_a.get(k, self.ranges.get(k))) for k, c in fa.coeffs]
+        if distance == 0 or any(extent is None for _, extent in axes):
+            return abs(distance) < self._gap(fa, lanes_a)
+        return not _reachable(distance, sorted(axes, reverse=True))
+
+
+def _reachable(distance: int, axes: list[tuple[int, int]], budget: int = 4096) -> bool:
+    """Whether ``distance`` is ``sum(coef * d)`` for some steps ``|d| < extent`` along
+    ``axes`` (``(coef, extent)``, largest coefficient first): whether two (thread,
+    iteration, lane) tuples reach elements that far apart. Searched depth first, keeping
+    only steps the smaller axes can still make up; True (a conflict) when the search
+    would take more than ``budget`` steps."""
+    spreads = [0] * (len(axes) + 1)  # spreads[i]: the largest sum axes[i:] can make
+    for i in range(len(axes) - 1, -1, -1):
+        coef, extent = axes[i]
+        spreads[i] = spreads[i + 1] + coef * (extent - 1)
+    steps = [0]
+
+    def search(i: int, rest: int) -> bool:
+        steps[0] += 1
+        if steps[0] > budget:
+            return True
+        if i == len(axes):
+            return rest == 0
+        coef, extent = axes[i]
+        low = max(-(extent - 1), -((spreads[i + 1] - rest) // coef))
+        high = min(extent - 1, (rest + spreads[i + 1]) // coef)
+        return any(search(i + 1, rest - coef * d) for d in range(low, high + 1))
+
+    return search(0, distance)
