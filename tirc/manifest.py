@@ -27,7 +27,7 @@ import json
 from tirc.header import c_declaration, expr_text
 from tirc.ir.expr import Call, IntImm, PrimExpr, StringImm
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.visitor import walk
+from tirc.ir.stmt import Evaluate, IfThenElse, SeqStmt, Stmt
 from tirc.target import Target
 
 DYN_SHMEM = "tirx.use_dyn_shared_memory"
@@ -72,6 +72,24 @@ def _sizes(tags: list[str], extents: list[PrimExpr]) -> dict:
     return {"grid": grid, "block": block, "dynamic_shared_memory": shmem}
 
 
+def _launch_calls(body: Stmt):
+    """The ``T.call_ffi_kernel`` calls of a function body. A kernel returns nothing, so
+    its launch is a statement of its own: only statements are visited, not the
+    (many more) expressions of argument checks."""
+    stack = [body]
+    while stack:
+        s = stack.pop()
+        if isinstance(s, Evaluate):
+            if isinstance(s.value, Call) and s.value.op == "call_ffi_kernel":
+                yield s.value
+        elif isinstance(s, SeqStmt):
+            stack.extend(reversed(s.stmts))
+        elif isinstance(s, IfThenElse):
+            stack.extend(c for c in (s.else_case, s.then_case) if c is not None)
+        elif isinstance(getattr(s, "body", None), Stmt):
+            stack.append(s.body)
+
+
 def manifest(mod: IRModule, name: str, abi: str, original: IRModule | None = None,
              host_target: Target | None = None, images: dict[str, str | list[str]] | None = None) -> dict:
     """The manifest of ``mod`` (after the pipeline). ``original`` (the module before it)
@@ -84,7 +102,7 @@ def manifest(mod: IRModule, name: str, abi: str, original: IRModule | None = Non
     functions, kernels = [], []
     launches: dict[str, list[dict]] = {}
     for caller, f in mod.functions.items():
-        for node in walk(f.body):
+        for node in _launch_calls(f.body):
             if isinstance(node, Call) and node.op == "call_ffi_kernel":
                 tags = list(dict(node.kwargs).get("launch_params", ()))
                 kname = node.args[0].value if isinstance(node.args[0], StringImm) else "?"

@@ -86,9 +86,25 @@ def _dtypes(func: PrimFunc):
                 yield b.dtype, b.span or getattr(node, "span", None)
 
 
+_BASES: dict[int, tuple[PrimFunc, frozenset[str]]] = {}  # id(func) -> (func, dtype bases)
+
+
+def _bases(func: PrimFunc) -> frozenset[str]:
+    """The dtype bases ``func`` mentions, remembered for the next legalization pass (BF16
+    and FP8 run back to back over the same, mostly untouched, functions)."""
+    hit = _BASES.get(id(func))
+    if hit is not None and hit[0] is func:
+        return hit[1]
+    if len(_BASES) > 4096:
+        _BASES.clear()
+    bases = frozenset(dt.base for dt, _ in _dtypes(func) if dt is not None)
+    _BASES[id(func)] = (func, bases)
+    return bases
+
+
 def _mentions(func: PrimFunc, formats: dict[str, Format], unsupported: tuple[str, ...]) -> bool:
-    return any(dt is not None and (dt.base in formats or dt.base in unsupported)
-               for dt, _ in _dtypes(func))
+    bases = _bases(func)
+    return any(f in bases for f in formats) or any(u in bases for u in unsupported)
 
 
 def _check_supported(func: PrimFunc, unsupported: tuple[str, ...], pass_name: str,
