@@ -153,7 +153,8 @@ def build(source: str | IRModule, target: Target | str | None = None,
     obj = None
     if not device_only:
         launches = {"device_code": device_code} if device_code is not None else {}
-        obj = get_backend(host_target.kind).load()(host_mod, host_target, name, **launches)
+        obj = get_backend(host_target.kind).load()(host_mod, host_target, name,
+                                                   keep_ir="llvm" in emit, **launches)
         outputs.append((out / f"{name}.o", obj.object))
         if "llvm" in emit:
             outputs.append((out / f"{name}.ll", obj.llvm_ir.encode()))
@@ -226,7 +227,8 @@ def _device_images(devices: dict[Target, IRModule], out: Path, name: str,
         archs = _archs(t)
         variants = []
         for arch in archs:
-            image = get_backend(t.kind).load()(m, _arch_target(t, arch, len(archs)), name)
+            image = get_backend(t.kind).load()(m, _arch_target(t, arch, len(archs)), name,
+                                               keep_ir="llvm" in emit)
             data = image.ptx.encode()
             if device_format == "cubin":
                 from tirc.backends.nvptx_cubin import ptx_to_cubin

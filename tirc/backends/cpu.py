@@ -113,7 +113,7 @@ class HostObject:
     """What the CPU backend makes of a host module."""
 
     object: bytes
-    llvm_ir: str  # the optimised module, as in the object
+    llvm_ir: str  # the optimised module, as in the object ("" unless asked for)
     triple: str
     uses_openmp: bool  # link with libgomp
     uses_cuda: bool = False  # launches kernels: link with -ldl -lpthread
@@ -130,13 +130,15 @@ def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
     return text, ctx
 
 
-def generate(mod: IRModule, target: Target, name: str = "module", device_code=None) -> HostObject:
+def generate(mod: IRModule, target: Target, name: str = "module", device_code=None,
+             keep_ir: bool = True) -> HostObject:
+    """The host object of ``mod``; ``keep_ir``: also its optimised LLVM IR as text."""
     text, ctx = lower_to_llvm(mod, target, name, device_code)
     parsed = llvm.parse_assembly(text)
     parsed.verify()
     machine = optimize(parsed, ctx, int(target.get("opt-level", 3)))
-    return HostObject(machine.emit_object(parsed), str(parsed), ctx.triple, ctx.uses_openmp,
-                      ctx.launcher is not None)
+    return HostObject(machine.emit_object(parsed), str(parsed) if keep_ir else "", ctx.triple,
+                      ctx.uses_openmp, ctx.launcher is not None)
 
 
 def optimize(parsed: llvm.ModuleRef, ctx: CPUContext, level: int) -> llvm.TargetMachine:

@@ -207,7 +207,7 @@ class DeviceImage:
     """What the NVPTX backend makes of a device module."""
 
     ptx: str
-    llvm_ir: str  # the optimised module the PTX was printed from
+    llvm_ir: str  # the optimised module the PTX was printed from ("" unless asked for)
     arch: str  # sm_90
     kernels: tuple[str, ...]  # entry symbols, in module order
 
@@ -218,7 +218,8 @@ def lower_to_llvm(mod: IRModule, target: Target, name: str = "module") -> tuple[
     return str(ModuleLowering(mod, ctx, name).lower()), ctx
 
 
-def generate(mod: IRModule, target: Target, name: str = "module") -> DeviceImage:
+def generate(mod: IRModule, target: Target, name: str = "module",
+             keep_ir: bool = True) -> DeviceImage:
     text, ctx = lower_to_llvm(mod, target, name)
     parsed = llvm.parse_assembly(text)
     parsed.verify()
@@ -227,8 +228,8 @@ def generate(mod: IRModule, target: Target, name: str = "module") -> DeviceImage
     pb = llvm.create_pass_builder(ctx.machine, llvm.create_pipeline_tuning_options(speed_level=3))
     pb.getModulePassManager().run(parsed, pb)
     kernels = tuple(ctx.symbol(n, f) for n, f in mod.functions.items() if is_kernel(f))
-    return DeviceImage(ctx.machine.emit_assembly(parsed), str(parsed), str(target.get("arch")),
-                       kernels)
+    return DeviceImage(ctx.machine.emit_assembly(parsed), str(parsed) if keep_ir else "",
+                       str(target.get("arch")), kernels)
 
 
 def _link_libdevice(parsed: llvm.ModuleRef, ctx: NVPTXContext) -> None:
