@@ -2,6 +2,8 @@
 narrower integers widen, integers meet floats as floats, scalars broadcast to vectors."""
 from __future__ import annotations
 
+import struct
+
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.values import describe, literal_expr
 from tirc.ir.dtype import BOOL, DataType
@@ -159,14 +161,30 @@ def fold_constants(op: str, a: PrimExpr, b: PrimExpr, dtype, span: Span | None) 
         lo, hi = (0, 2**bits - 1) if dtype.is_uint else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
         return IntImm(dtype, int(value), span) if lo <= value <= hi else None
     if isinstance(a, FloatImm) and isinstance(b, FloatImm):
+        # as TVM: float32 and float64 only, on the operands' values in their dtype
+        # (a float32 literal holds a double until then), the result rounded to it
         fn = _FLOAT_FOLD.get(op)
-        if fn is None or (op == "div" and b.value == 0.0):
+        if fn is None or (op == "div" and b.value == 0.0) or a.dtype.base not in _FLOAT_FMT:
             return None
-        value = fn(a.value, b.value)
+        value = fn(_round_float(a.value, a.dtype), _round_float(b.value, b.dtype))
         if dtype.is_bool:
             return IntImm(dtype, int(bool(value)), span)
-        return FloatImm(dtype, float(value), span)
+        return FloatImm(dtype, _round_float(float(value), dtype), span)
     return None
+
+
+_FLOAT_FMT = {"float32": "f", "float64": "d"}
+
+
+def _round_float(value: float, dtype: DataType) -> float:
+    """``value`` rounded to float32 (float64 values are doubles already)."""
+    fmt = _FLOAT_FMT.get(dtype.base)
+    if fmt is None or value != value or value in (float("inf"), float("-inf")):
+        return value
+    try:
+        return struct.unpack(fmt, struct.pack(fmt, value))[0]
+    except OverflowError:
+        return float("inf") if value > 0 else float("-inf")
 
 
 def difference(stop: PrimExpr, start: PrimExpr, span: Span | None) -> PrimExpr:

@@ -14,7 +14,7 @@ from tirc.frontend.arith import binary, cast_to
 from tirc.frontend.values import TName, check_int_range, describe, literal_expr
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, VOID, DataType, is_dtype_name, parse_dtype
-from tirc.ir.expr import (Broadcast, Call, Cast, FloatImm, GlobalVar, IntImm, Let,
+from tirc.ir.expr import (BinOp, Broadcast, Call, Cast, FloatImm, GlobalVar, IntImm, Let,
                           PointerType, PrimExpr, Ramp, Select, Shuffle, StringImm, Var)
 from tirc.ir.ops import INTRINSICS, result_dtype
 from tirc.target import Target, TargetError, parse_target
@@ -294,6 +294,15 @@ def _abs(b, name, args, kwargs, span):
     _no_kwargs(name, kwargs)
     _arity(name, args, 1, 1, span)
     e = b.as_expr(*args[0])
+    # as TVM expands it: fabs for floats, the value itself for unsigned integers,
+    # Select(x >= 0, x, 0 - x) for signed ones (the backends know no "abs")
+    if e.dtype.lanes == 1 and e.dtype.is_float:
+        return Call(e.dtype, "fabs", (e,), span)
+    if e.dtype.lanes == 1 and (e.dtype.is_uint or e.dtype.is_bool):
+        return e
+    if e.dtype.lanes == 1 and e.dtype.is_int:
+        zero = IntImm(e.dtype, 0, span)
+        return Select(BinOp("ge", e, zero, BOOL, span), e, BinOp("sub", zero, e, e.dtype, span), span)
     return Call(e.dtype, "abs", (e,), span)
 
 

@@ -76,12 +76,17 @@ def fold_binop(op: str, a: PrimExpr, b: PrimExpr, dtype: DataType) -> PrimExpr |
     if not (is_imm(a) and is_imm(b)) or dtype.lanes != 1:
         return None
     x, y = a.value, b.value
-    if op in _COMPARE:
+    if op in _COMPARE and not (isinstance(a, FloatImm) or isinstance(b, FloatImm)):
         return IntImm(BOOL, int(_COMPARE[op](x, y)))
     if op in ("and", "or"):
         return IntImm(BOOL, int(bool(x) and bool(y)) if op == "and" else int(bool(x) or bool(y)))
     if isinstance(a, FloatImm) or isinstance(b, FloatImm):
-        return _fold_float(op, float(x), float(y), dtype)
+        x, y = float_value(a), float_value(b)
+        if x is None or y is None:
+            return None
+        if op in _COMPARE:
+            return IntImm(BOOL, int(_COMPARE[op](x, y)))
+        return _fold_float(op, x, y, dtype)
     if not (dtype.is_integer or dtype.is_bool):
         return None
     if op in ("div", "mod", "floordiv", "floormod") and y == 0:
@@ -113,7 +118,9 @@ def fold_cast(dtype: DataType, value: PrimExpr) -> PrimExpr | None:
     """``T.Cast(dtype, value)`` for a scalar immediate, or None."""
     if not is_imm(value) or dtype.lanes != 1:
         return None
-    v = value.value
+    v = float_value(value) if isinstance(value, FloatImm) else value.value
+    if v is None:
+        return None
     if dtype.is_bool:
         return IntImm(BOOL, int(v != 0))
     if dtype.is_integer:
@@ -123,8 +130,28 @@ def fold_cast(dtype: DataType, value: PrimExpr) -> PrimExpr | None:
             v = math.trunc(v)
         return make_int(int(v), dtype)
     if dtype.is_float:
+        if isinstance(value, IntImm) and abs(v) >= 1 << 53 and dtype.bits < 64:
+            return None  # float(v) would round twice
         return make_float(float(v), dtype)
     return None
+
+
+def float_value(e: PrimExpr) -> float | None:
+    """The value of a float immediate in its dtype (a literal holds a double: a float16
+    ``0.1`` is 0.0999755859375), of an integer immediate as a float; None for float
+    dtypes this module cannot round."""
+    if isinstance(e, IntImm):
+        return float(e.value)
+    fmt = {"float16": "e", "float32": "f", "float64": "d"}.get(e.dtype.base)
+    if fmt is None:
+        return None
+    v = float(e.value)
+    if math.isnan(v) or math.isinf(v):
+        return v
+    try:
+        return struct.unpack(fmt, struct.pack(fmt, v))[0]
+    except (OverflowError, struct.error):
+        return math.copysign(math.inf, v)
 
 
 # -- intervals ----------------------------------------------------------------------------
