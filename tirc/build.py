@@ -28,7 +28,6 @@ build leaves nothing behind.
 from __future__ import annotations
 
 import os
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -277,6 +276,8 @@ def _write_all(outputs: list[tuple[Path, bytes]], shared_path, obj, cc: str) -> 
 
 
 def _link(cc: str, obj_path: str, so_path: str, obj) -> None:
+    import subprocess  # only --shared links
+
     if obj.triple.split("-")[0] != host_triple().split("-")[0]:
         raise Diagnostic(f"cannot link a shared library for '{obj.triple}' on this machine "
                          f"({host_triple()}); build the object only")
