@@ -20,7 +20,7 @@ from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
 from tirc.backends.llvm_context import LLVMTargetContext, init_llvm
-from tirc.backends.llvm_lower import ModuleLowering
+from tirc.backends.llvm_lower import ModuleLowering, likely
 from tirc.diagnostics import Diagnostic
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import For
@@ -48,6 +48,11 @@ class CPUContext(LLVMTargetContext):
     def __init__(self, target: Target, device_code=None):
         self.machine = target_machine(target)
         super().__init__(target, self.machine.triple, str(self.machine.target_data))
+        if target.get("mcpu") or target.get("mattr"):
+            # a named CPU may have FMA: a * b + c may become one fma, as TVM's CPU code
+            # allows (it lowers a * b + c to llvm.fmuladd); the generic CPU, which has
+            # no FMA on x86-64, keeps separate operations in the IR
+            self.float_flags = ("contract",)
         self.uses_openmp = False
         self.device_code = device_code  # cuda_launch.DeviceCode: images the launches use
         self.launcher = None  # cuda_launch.CudaLauncher, made at the first launch
@@ -79,7 +84,7 @@ class CPUContext(LLVMTargetContext):
         malloc = fl.module.declare("malloc", ir.FunctionType(ptr_t, [lt.I64]))
         ptr = fl.b.call(malloc, [nbytes])
         ok, bad = fl.block("alloc_ok"), fl.block("alloc_fail")
-        fl.b.cbranch(fl.b.icmp_unsigned("!=", ptr, ir.Constant(ptr_t, None)), ok, bad)
+        likely(fl.b.cbranch(fl.b.icmp_unsigned("!=", ptr, ir.Constant(ptr_t, None)), ok, bad))
         fl.b.position_at_end(bad)
         fl.fail(fl.string("RuntimeError"), fl.string(f"cannot allocate memory for a buffer "
                                                       f"in function '{fl.name}'"))

@@ -12,7 +12,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
-from tirc.backends.llvm_lower import FunctionLowering, opaque
+from tirc.backends.llvm_lower import FunctionLowering, likely, opaque
 from tirc.diagnostics import Diagnostic
 from tirc.ir.expr import BinOp, Var
 from tirc.ir.freevars import region_uses
@@ -88,7 +88,7 @@ def lower_parallel(fl: FunctionLowering, loop: For, num_threads: int) -> None:
     fl.b.call(gomp, [outlined, data, ir.Constant(lt.I32, num_threads), ir.Constant(lt.I32, 0)])
     failed = fl.b.load(field(fl.b, data, _FLAG), typ=lt.I32)
     bad, ok = fl.block("parallel_fail"), fl.block("parallel_ok")
-    fl.b.cbranch(fl.b.icmp_unsigned("!=", failed, ir.Constant(lt.I32, 0)), bad, ok)
+    likely(fl.b.cbranch(fl.b.icmp_unsigned("==", failed, ir.Constant(lt.I32, 0)), ok, bad))
     fl.b.position_at_end(bad)
     kind = fl.b.load(field(fl.b, data, _KIND), typ=ptr_t)
     fl.fail(kind, fl.b.load(field(fl.b, data, _MESSAGE), typ=ptr_t))

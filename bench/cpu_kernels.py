@@ -1,0 +1,496 @@
+"""CPU code quality: the same TIR built by tirc and by TVM 0.27 for ``llvm`` (issue 7,
+deliverable 2).
+
+Each kernel is one ``@T.prim_func`` in the lowered form TVM 0.27 prints (plain loops,
+no blocks, no schedules), so both tools read the same text:
+
+* tirc: ``tirc.build.build(text, TARGET, None, DIR, NAME, shared=True)`` -> ``NAME.so``;
+* TVM:  ``tvm.compile(tvm.script.from_source(text), target=TARGET)`` +
+  ``export_library`` -> ``NAME.tvm.so``;
+
+both loaded with ``tvm_ffi.load_module`` into this one process and called with the same
+NumPy arrays. Both results are first checked against NumPy. Then the two are timed
+interleaved (tirc, TVM, TVM, tirc, ... the order alternating per round, with a 0.3 s
+pause before each sample so that the other runtime's idle threads have stopped spinning:
+TVM's pool spins for about 0.2 s after a parallel call, libgomp for about 0.01 s). One
+sample is the wall time of a loop of calls (the count chosen after a warm-up so that a
+sample lasts about ``--sample-ms``), divided by the count. While it runs, the share of
+the machine's CPU time used by *other* processes is read from /proc; a sample is quiet
+when that share is at most ``--max-other-load`` (default 5%). Rounds go on until each
+tool has ``--repeat`` quiet samples (at most 3 x repeat rounds; before each sample the
+script waits for a quiet 0.5 s, up to ``--wait-quiet`` seconds per kernel); the table gives the
+median of the quiet samples (of all samples, marked "(noisy)", when a tool has fewer
+than 3), the ratio TVM / tirc (> 1 means tirc is faster) and the effective GB/s
+(elementwise, reductions: bytes read + written once) or GFLOP/s (matmul: 2*M*N*K).
+On a 2-core machine a second busy process halves what a 2-thread parallel loop gets
+and libgomp's barriers then cost whole scheduler time slices, so unfiltered medians of
+the parallel kernels swing by 2-20x from run to run.
+
+Kernels, each in a plain serial form and a form using the loop kinds:
+
+* ``ew``: C = A*B + A over N float32 (serial loop; T.parallel outer, T.vectorized(16)
+  inner);
+* ``rowsum``: B[i] = sum_k A[i, k] over an R x K float32 matrix (serial with a local
+  scalar accumulator; T.parallel rows with a 16-lane T.vectorized local accumulator
+  buffer and a T.unroll horizontal sum);
+* ``vecsum``: the sum of an N-float32 vector into B[0] (serial scalar accumulator;
+  a 16-lane T.vectorized local accumulator, T.unroll horizontal sum);
+* ``matmul``: C = A @ B, M x M x M float32 (serial i, j, k with a scalar accumulator;
+  T.parallel over row tiles, an R x C local accumulator tile (``--tile``; default 4 x 8
+  for the generic CPU's 16 SSE registers, 8 x 32 with an AVX-512 ``--mcpu``), T.unroll
+  over its rows, T.vectorized over its columns).
+
+Threads: tirc's T.parallel runs on libgomp (OMP_NUM_THREADS), TVM's on its own thread
+pool (TVM_NUM_THREADS); ``--threads N`` sets both to N before either runtime starts
+(default: the number of cores).
+
+Target: both get the same target. By default it is plain ``llvm``, for which both
+tools pick LLVM's generic CPU of the host triple (x86-64: SSE2, no AVX, no FMA; TVM's
+IR says ``"target-cpu"="generic"``, tirc's target machine gets an empty CPU name);
+``--mcpu native`` (or a CPU name) gives both ``-mcpu=<host cpu>``.
+
+    python bench/cpu_kernels.py [--quick] [--repeat N] [--threads N] [--mcpu CPU]
+                                [--tile RxC] [--only ew,matmul] [--sample-ms MS]
+                                [--max-other-load F] [--wait-quiet S] [--keep DIR]
+
+Not a test: nothing here is collected by pytest.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+ROOT = Path(__file__).resolve().parent.parent
+HEAD = "# from tvm.script import tirx as T\n\n"
+# After a parallel call TVM's idle pool workers keep a core busy (spinning with yield)
+# for about 0.2 s, libgomp's for about 0.01 s; a sample of one tool taken inside the
+# other's spin window runs on a shared core. Every sample waits this long first.
+SETTLE_S = 0.3
+
+
+# ---------------------------------------------------------------------------- kernels
+
+def ew_serial(n: int) -> str:
+    return HEAD + f'''@T.prim_func
+def ew_serial(A: T.Buffer(({n},), "float32"), B: T.Buffer(({n},), "float32"), C: T.Buffer(({n},), "float32")):
+    for i in range({n}):
+        C[i] = A[i] * B[i] + A[i]'''
+
+
+def ew_par_vec(n: int) -> str:
+    chunk = 4096
+    assert n % chunk == 0
+    idx = f"i0 * {chunk} + i1 * 16 + i2"
+    return HEAD + f'''@T.prim_func
+def ew_par_vec(A: T.Buffer(({n},), "float32"), B: T.Buffer(({n},), "float32"), C: T.Buffer(({n},), "float32")):
+    for i0 in T.parallel({n // chunk}):
+        for i1 in range({chunk // 16}):
+            for i2 in T.vectorized(16):
+                C[{idx}] = A[{idx}] * B[{idx}] + A[{idx}]'''
+
+
+def rowsum_serial(r: int, k: int) -> str:
+    return HEAD + f'''@T.prim_func
+def rowsum_serial(A: T.Buffer(({r}, {k}), "float32"), B: T.Buffer(({r},), "float32")):
+    for i in range({r}):
+        acc: T.float32 = T.float32(0.0)
+        for k in range({k}):
+            acc = acc + A[i, k]
+        B[i] = acc'''
+
+
+def rowsum_par_vec(r: int, k: int) -> str:
+    assert k % 16 == 0
+    return HEAD + f'''@T.prim_func
+def rowsum_par_vec(A: T.Buffer(({r}, {k}), "float32"), B: T.Buffer(({r},), "float32")):
+    for i in T.parallel({r}):
+        acc = T.alloc_local((16,))
+        for v in T.vectorized(16):
+            acc[v] = T.float32(0.0)
+        for k0 in range({k // 16}):
+            for v in T.vectorized(16):
+                acc[v] = acc[v] + A[i, k0 * 16 + v]
+        s: T.float32 = T.float32(0.0)
+        for v in T.unroll(16):
+            s = s + acc[v]
+        B[i] = s'''
+
+
+def vecsum_serial(n: int) -> str:
+    return HEAD + f'''@T.prim_func
+def vecsum_serial(A: T.Buffer(({n},), "float32"), B: T.Buffer((1,), "float32")):
+    acc: T.float32 = T.float32(0.0)
+    for i in range({n}):
+        acc = acc + A[i]
+    B[0] = acc'''
+
+
+def vecsum_vec(n: int) -> str:
+    assert n % 16 == 0
+    return HEAD + f'''@T.prim_func
+def vecsum_vec(A: T.Buffer(({n},), "float32"), B: T.Buffer((1,), "float32")):
+    acc = T.alloc_local((16,))
+    for v in T.vectorized(16):
+        acc[v] = T.float32(0.0)
+    for i in range({n // 16}):
+        for v in T.vectorized(16):
+            acc[v] = acc[v] + A[i * 16 + v]
+    s: T.float32 = T.float32(0.0)
+    for v in T.unroll(16):
+        s = s + acc[v]
+    B[0] = s'''
+
+
+def matmul_serial(m: int) -> str:
+    return HEAD + f'''@T.prim_func
+def matmul_serial(A: T.Buffer(({m}, {m}), "float32"), B: T.Buffer(({m}, {m}), "float32"), C: T.Buffer(({m}, {m}), "float32")):
+    for i in range({m}):
+        for j in range({m}):
+            acc: T.float32 = T.float32(0.0)
+            for k in range({m}):
+                acc = acc + A[i, k] * B[k, j]
+            C[i, j] = acc'''
+
+
+def matmul_tiled(m: int, ti: int = 8, tj: int = 32) -> str:
+    assert m % ti == 0 and m % tj == 0
+    return HEAD + f'''@T.prim_func
+def matmul_tiled(A: T.Buffer(({m}, {m}), "float32"), B: T.Buffer(({m}, {m}), "float32"), C: T.Buffer(({m}, {m}), "float32")):
+    for i0 in T.parallel({m // ti}):
+        for j0 in range({m // tj}):
+            acc = T.alloc_local(({ti}, {tj}))
+            for ii in T.unroll({ti}):
+                for jj in T.vectorized({tj}):
+                    acc[ii, jj] = T.float32(0.0)
+            for k in range({m}):
+                for ii in T.unroll({ti}):
+                    for jj in T.vectorized({tj}):
+                        acc[ii, jj] = acc[ii, jj] + A[i0 * {ti} + ii, k] * B[k, j0 * {tj} + jj]
+            for ii in T.unroll({ti}):
+                for jj in T.vectorized({tj}):
+                    C[i0 * {ti} + ii, j0 * {tj} + jj] = acc[ii, jj]'''
+
+
+@dataclass
+class Kernel:
+    name: str  # the prim_func's name
+    size: str  # for the table
+    text: str
+    make_inputs: Callable  # rng -> list of arrays (outputs included, zeroed)
+    reference: Callable  # inputs -> (index of the output argument, expected array)
+    work: float  # bytes (unit "GB/s") or flops (unit "GFLOP/s") per call
+    unit: str
+    rtol: float = 1e-5
+
+
+def kernels(quick: bool, tile: tuple[int, int] = (4, 8)) -> list[Kernel]:
+    import numpy as np
+
+    n = (1 << 20) if quick else (4 << 20)
+    r, k = (1024, 1024) if quick else (4096, 1024)
+    mm = 256 if quick else 512
+    f32 = np.float32
+
+    def vec3(rng):
+        return [rng.standard_normal(n).astype(f32), rng.standard_normal(n).astype(f32),
+                np.zeros(n, f32)]
+
+    def mat2(rng):
+        return [rng.standard_normal((r, k)).astype(f32), np.zeros(r, f32)]
+
+    def vec1(rng):
+        return [rng.standard_normal(n).astype(f32), np.zeros(1, f32)]
+
+    def mm3(rng):
+        return [rng.standard_normal((mm, mm)).astype(f32),
+                rng.standard_normal((mm, mm)).astype(f32), np.zeros((mm, mm), f32)]
+
+    ew_ref = lambda a: (2, a[0] * a[1] + a[0])  # noqa: E731
+    rs_ref = lambda a: (1, a[0].astype(np.float64).sum(axis=1))  # noqa: E731
+    vs_ref = lambda a: (1, np.array([a[0].astype(np.float64).sum()]))  # noqa: E731
+    mm_ref = lambda a: (2, a[0].astype(np.float64) @ a[1].astype(np.float64))  # noqa: E731
+    ew_bytes, rs_bytes, vs_bytes = 3 * 4 * n, 4 * (r * k + r), 4 * (n + 1)
+    flops = 2.0 * mm ** 3
+    nl = f"{n >> 20}M"
+    return [
+        Kernel("ew_serial", f"{nl} f32", ew_serial(n), vec3, ew_ref, ew_bytes, "GB/s"),
+        Kernel("ew_par_vec", f"{nl} f32", ew_par_vec(n), vec3, ew_ref, ew_bytes, "GB/s"),
+        Kernel("rowsum_serial", f"{r}x{k} f32", rowsum_serial(r, k), mat2, rs_ref, rs_bytes,
+               "GB/s", 1e-3),
+        Kernel("rowsum_par_vec", f"{r}x{k} f32", rowsum_par_vec(r, k), mat2, rs_ref, rs_bytes,
+               "GB/s", 1e-3),
+        Kernel("vecsum_serial", f"{nl} f32", vecsum_serial(n), vec1, vs_ref, vs_bytes, "GB/s",
+               1e-2),
+        Kernel("vecsum_vec", f"{nl} f32", vecsum_vec(n), vec1, vs_ref, vs_bytes, "GB/s", 1e-2),
+        Kernel("matmul_serial", f"{mm}^3 f32", matmul_serial(mm), mm3, mm_ref, flops,
+               "GFLOP/s", 1e-3),
+        Kernel("matmul_tiled", f"{mm}^3 f32, tile {tile[0]}x{tile[1]}",
+               matmul_tiled(mm, *tile), mm3, mm_ref, flops, "GFLOP/s", 1e-3),
+    ]
+
+
+# ---------------------------------------------------------------------------- building
+
+def target_string(mcpu: str | None) -> str:
+    return "llvm" if not mcpu else f"llvm -mcpu={mcpu}"
+
+
+def build_tirc(k: Kernel, out: Path, target: str) -> Path:
+    from tirc.build import build
+    build(k.text, target, None, out, k.name, shared=True)
+    return out / f"{k.name}.so"
+
+
+def tvm_target(mcpu: str | None):
+    import tvm
+    spec = {"kind": "llvm"}
+    if mcpu:
+        spec["mcpu"] = mcpu
+    return tvm.target.Target(spec)
+
+
+def build_tvm(k: Kernel, out: Path, mcpu: str | None) -> Path:
+    import tvm
+    func = tvm.script.from_source(k.text)
+    ex = tvm.compile(func, target=tvm_target(mcpu))
+    path = out / f"{k.name}.tvm.so"
+    ex.export_library(str(path))
+    return path
+
+
+# ---------------------------------------------------------------------------- timing
+
+def calibrate(fn, args, sample_s: float) -> int:
+    """Calls per sample so that a sample lasts about ``sample_s`` (at least 1)."""
+    t0 = time.perf_counter()
+    fn(*args)
+    once = time.perf_counter() - t0
+    calls = 1
+    while once * calls < sample_s / 4 and calls < 1 << 20:  # grow geometrically
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            fn(*args)
+        once = (time.perf_counter() - t0) / calls
+        calls *= 2
+    return max(1, int(sample_s / max(once, 1e-9)))
+
+
+def _ticks() -> tuple[int, int, int] | None:
+    """(all CPU ticks, idle ticks) of the machine and this process's CPU ticks, from
+    /proc (None where there is no /proc)."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        with open("/proc/self/stat") as f:
+            own = f.read().rsplit(")", 1)[1].split()
+        return sum(v), v[3] + v[4], int(own[11]) + int(own[12])
+    except (OSError, IndexError, ValueError):
+        return None
+
+
+def other_load(before, after) -> float:
+    """The share of the machine's CPU time that other processes used between two
+    ``_ticks()`` readings (0.0 when unknown)."""
+    if before is None or after is None or after[0] <= before[0]:
+        return 0.0
+    total = after[0] - before[0]
+    busy = total - (after[1] - before[1])
+    return max(0.0, (busy - (after[2] - before[2])) / total)
+
+
+def sample(fn, args, calls: int) -> tuple[float, float]:
+    """Seconds per call over ``calls`` calls, and the other processes' load meanwhile."""
+    before = _ticks()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn(*args)
+    t = (time.perf_counter() - t0) / calls
+    return t, other_load(before, _ticks())
+
+
+def fmt_time(s: float) -> str:
+    if s >= 1.0:
+        return f"{s:.3f} s"
+    if s >= 1e-3:
+        return f"{s * 1e3:.3f} ms"
+    return f"{s * 1e6:.1f} us"
+
+
+@dataclass
+class Row:
+    kernel: Kernel
+    tirc: float  # median seconds per call
+    tvm: float
+    kept: str  # "quiet samples kept / taken" per tool
+    spread: str
+    noisy: bool  # fewer than 3 quiet samples for a tool: the median is over all samples
+
+
+def wait_quiet(max_other: float, budget: list[float]) -> None:
+    """Wait until other processes used at most ``max_other`` of the machine over 0.5 s,
+    drawing on ``budget[0]`` seconds (shared by all waits of a kernel)."""
+    while budget[0] > 0:
+        before = _ticks()
+        time.sleep(0.5)
+        budget[0] -= 0.5
+        if other_load(before, _ticks()) <= max_other:
+            return
+
+
+def time_pair(f_t, at, f_v, av, repeat: int, sample_s: float, max_other: float,
+              wait_s: float) -> tuple:
+    """Interleaved samples of both until each has ``repeat`` taken while other processes
+    used at most ``max_other`` of the machine (at most 3 * ``repeat`` rounds); before
+    each sample, wait for such a quiet moment (``wait_s`` seconds in all per kernel)."""
+    budget = [wait_s]
+    calls = min(calibrate(f_t, at, sample_s), calibrate(f_v, av, sample_s))
+    taken = {"tirc": [], "TVM": []}
+    rnd = 0
+    while rnd < 3 * repeat:
+        order = (("tirc", f_t, at), ("TVM", f_v, av))
+        if rnd % 2:
+            order = order[::-1]
+        for who, fn, a in order:
+            time.sleep(SETTLE_S)  # the other runtime's idle workers stop spinning
+            wait_quiet(max_other, budget)
+            taken[who].append(sample(fn, a, calls))
+        rnd += 1
+        quiet = [sum(1 for _, load in taken[w] if load <= max_other) for w in taken]
+        if rnd >= repeat and min(quiet) >= repeat:
+            break
+    result = {}
+    for who, xs in taken.items():
+        quiet = [t for t, load in xs if load <= max_other]
+        use = quiet if len(quiet) >= 3 else [t for t, _ in xs]
+        med = statistics.median(use)
+        result[who] = (med, f"{len(quiet)}/{len(xs)}", (max(use) - min(use)) / med,
+                       len(quiet) < 3)
+    return calls, result
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--quick", action="store_true", help="small sizes, repeat 3")
+    ap.add_argument("--repeat", type=int, default=None,
+                    help="quiet samples wanted per tool (default 11; quick 3)")
+    ap.add_argument("--threads", type=int, default=os.cpu_count() or 1,
+                    help="threads for T.parallel in both runtimes (default: cores)")
+    ap.add_argument("--mcpu", default=None,
+                    help="'native' (this machine's CPU) or a CPU name, given to both tools "
+                         "(default: none, each tool's default for plain 'llvm')")
+    ap.add_argument("--tile", default=None,
+                    help="matmul_tiled accumulator tile ROWSxCOLS (default: 4x8, which fits "
+                         "the 16 SSE registers of the generic CPU; 8x32 with an AVX-512 --mcpu)")
+    ap.add_argument("--only", default="", help="comma-separated kernel names or prefixes")
+    ap.add_argument("--sample-ms", type=float, default=None,
+                    help="target length of one timing sample (default 200, quick 50)")
+    ap.add_argument("--max-other-load", type=float, default=0.05, metavar="F",
+                    help="a sample counts as quiet when other processes used at most this "
+                         "share of the machine's CPU time meanwhile (default 0.05)")
+    ap.add_argument("--wait-quiet", type=float, default=60.0, metavar="S",
+                    help="per kernel, wait up to S seconds in all for quiet moments before "
+                         "samples (default 60; 0: never wait)")
+    ap.add_argument("--keep", default=None, help="write the libraries here and keep them")
+    args = ap.parse_args(argv)
+
+    # Both thread pools read these when they start, which is after this point.
+    os.environ["OMP_NUM_THREADS"] = str(args.threads)
+    os.environ["TVM_NUM_THREADS"] = str(args.threads)
+
+    import numpy as np
+    import tvm
+    import tvm_ffi
+    from llvmlite import binding as llvm
+
+    repeat = args.repeat or (3 if args.quick else 11)
+    sample_s = (args.sample_ms or (50 if args.quick else 200)) / 1e3
+    mcpu = args.mcpu
+    if mcpu == "native":
+        mcpu = llvm.get_host_cpu_name()
+    target = target_string(mcpu)
+    if args.tile:
+        tile = tuple(int(x) for x in args.tile.lower().split("x"))
+    elif mcpu and "+avx512f" in llvm.get_host_cpu_features().flatten():
+        tile = (8, 32)
+    else:
+        tile = (4, 8)
+    ks = kernels(args.quick, tile)
+    if args.only:
+        want = [w.strip() for w in args.only.split(",") if w.strip()]
+        ks = [k for k in ks if any(k.name.startswith(w) for w in want)]
+
+    tmp = None
+    if args.keep:
+        out = Path(args.keep)
+        out.mkdir(parents=True, exist_ok=True)
+    else:
+        tmp = tempfile.TemporaryDirectory(prefix="cpu_kernels_")
+        out = Path(tmp.name)
+
+    print(f"# CPU kernels: tirc vs TVM {tvm.__version__}", flush=True)
+    print(f"machine: {platform.machine()}, {os.cpu_count()} cores, host CPU "
+          f"{llvm.get_host_cpu_name()}; Python {platform.python_version()}")
+    print(f"target: tirc '{target}', TVM {tvm_target(mcpu)}; "
+          f"threads: OMP_NUM_THREADS=TVM_NUM_THREADS={args.threads}; "
+          f"{repeat} quiet samples wanted per tool, ~{sample_s * 1e3:.0f} ms each")
+    print()
+
+    rng = np.random.default_rng(0)
+    rows = []
+    for k in ks:
+        lib_t = tvm_ffi.load_module(str(build_tirc(k, out, target)))
+        lib_v = tvm_ffi.load_module(str(build_tvm(k, out, mcpu)))
+        f_t, f_v = lib_t[k.name], lib_v[k.name]
+        inputs = k.make_inputs(rng)
+        at, av = [a.copy() for a in inputs], [a.copy() for a in inputs]
+        f_t(*at)
+        f_v(*av)
+        o, expected = k.reference(inputs)
+        for who, got in (("tirc", at[o]), ("TVM", av[o])):
+            if not np.allclose(got, expected, rtol=k.rtol, atol=k.rtol * 10):
+                err = float(np.max(np.abs(got - expected)))
+                print(f"{k.name}: {who} result differs from NumPy (max abs err {err:g})",
+                      file=sys.stderr)
+                return 1
+        calls, r = time_pair(f_t, at, f_v, av, repeat, sample_s, args.max_other_load,
+                             args.wait_quiet)
+        (tt, kt, st, nt), (tv, kv, sv, nv) = r["tirc"], r["TVM"]
+        rows.append(Row(k, tt, tv, f"{kt} / {kv}", f"{st * 100:.0f}% / {sv * 100:.0f}%",
+                        nt or nv))
+        print(f"  {k.name}: tirc {fmt_time(tt)}, TVM {fmt_time(tv)} ({calls} calls/sample, "
+              f"quiet samples {kt} / {kv})", file=sys.stderr, flush=True)
+
+    print("| kernel | size | tirc | TVM 0.27 | TVM / tirc | tirc rate | TVM rate "
+          "| quiet samples tirc / TVM | spread tirc / TVM |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    for w in rows:
+        k = w.kernel
+        mark = " (noisy)" if w.noisy else ""
+        print(f"| {k.name} | {k.size} | {fmt_time(w.tirc)} | {fmt_time(w.tvm)} | "
+              f"{w.tvm / w.tirc:.2f}x{mark} | {k.work / w.tirc / 1e9:.1f} {k.unit} | "
+              f"{k.work / w.tvm / 1e9:.1f} {k.unit} | {w.kept} | {w.spread} |")
+    print()
+    print(f"quiet sample: other processes used <= {args.max_other_load:.0%} of the machine "
+          "while it ran; medians are over the quiet samples (over all samples, marked "
+          "(noisy), when a tool has fewer than 3). spread: (max - min) / median of those.")
+    slower = [(w.kernel.name, w.tvm / w.tirc) for w in rows if w.tvm / w.tirc < 0.95]
+    if slower:
+        print("tirc slower than TVM (ratio < 0.95): "
+              + ", ".join(f"{n} {r:.2f}x" for n, r in slower))
+    else:
+        print("tirc no slower than TVM on every kernel (all ratios >= 0.95)")
+    if tmp is not None:
+        tmp.cleanup()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,119 @@
+"""Code-quality properties of the CPU backend found by bench/cpu_kernels.py (issue 7),
+checked on the emitted LLVM IR and assembly, never on timings."""
+from __future__ import annotations
+
+import platform
+import re
+import textwrap
+
+import pytest
+from llvmlite import binding as llvm
+
+from tirc.backends.cpu import generate, lower_to_llvm, target_machine
+from tirc.parser import parse
+from tirc.passes.pipeline import PassContext, run_pipeline
+from tirc.target import parse_target
+
+HEAD = "# from tvm.script import tirx as T\n"
+
+MATMUL = """
+@T.prim_func
+def mm(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
+    for i in range(64):
+        for j in range(64):
+            acc: T.float32 = T.float32(0.0)
+            for k in range(64):
+                acc = acc + A[i, k] * B[k, j]
+            C[i, j] = acc
+"""
+
+PARALLEL = """
+@T.prim_func
+def f(A: T.Buffer((4096,), "float32"), B: T.Buffer((4096,), "float32")):
+    for i0 in T.parallel(16):
+        X = T.alloc_buffer((4096,))
+        for i1 in range(256):
+            X[i0 * 256 + i1] = A[i0 * 256 + i1]
+            B[i0 * 256 + i1] = X[i0 * 256 + i1] * T.float32(2.0)
+"""
+
+
+def lowered(text: str, target: str = "llvm"):
+    t = parse_target(target)
+    return run_pipeline(parse(HEAD + textwrap.dedent(text), "t.tir"), PassContext(t)), t
+
+
+def weights(ir_text: str) -> dict[str, tuple[int, ...]]:
+    """Metadata id -> branch weights."""
+    out = {}
+    for m in re.finditer(r'^(!\d+) = !\{ ?!"branch_weights", ([^}]*)\}', ir_text, re.M):
+        out[m.group(1)] = tuple(int(w) for w in re.findall(r"i32 (\d+)", m.group(2)))
+    return out
+
+
+def test_argument_checks_are_marked_likely_to_pass():
+    """Each check branches to its failure block with weight 1 against 2**20 - 1, as TVM
+    marks its checks: unweighted, LLVM treats the ~30 checks of a 3-buffer function as
+    50/50 each, so the loops after them look cold (no loop alignment, cold layout)."""
+    text, _ = lower_to_llvm(*lowered(MATMUL))
+    w = weights(text)
+    checks = re.findall(r'br i1 [^,]+, label %"assert_ok\d+", label %"assert_fail\d+"(.*)', text)
+    assert len(checks) > 20
+    for tail in checks:
+        m = re.search(r"!prof (!\d+)", tail)
+        assert m, "an argument check without branch weights"
+        assert w[m.group(1)] == ((1 << 20) - 1, 1)
+
+
+def test_allocation_and_parallel_failure_paths_are_unlikely():
+    text, _ = lower_to_llvm(*lowered(PARALLEL))
+    w = weights(text)
+    for ok in ("alloc_ok", "parallel_ok"):
+        m = re.search(r'br i1 [^,]+, label %"' + ok + r'\d+", label %"[a-z_]+\d+", !prof (!\d+)', text)
+        assert m, f"the branch to {ok} carries no weights"
+        assert w[m.group(1)] == ((1 << 20) - 1, 1)
+
+
+@pytest.mark.skipif(platform.machine().lower() not in ("x86_64", "amd64"), reason="x86 assembly")
+def test_innermost_loop_is_aligned_after_the_checks():
+    """The visible effect of the weights: the k loop's header is aligned (the assembly
+    has a .p2align right before the loop's block), as in TVM's output."""
+    mod, t = lowered(MATMUL)
+    obj = generate(mod, t)
+    asm = target_machine(t).emit_assembly(llvm.parse_assembly(obj.llvm_ir))
+    body = asm[asm.index("__tvm_ffi_mm:"):]
+    # the innermost loop: the block that holds the multiply and jumps back to itself
+    loop = re.search(r"\n(\.LBB\d+_\d+):[^\n]*\n((?:(?!\n\.LBB)[\s\S])*?mulss[\s\S]*?)\n\s+j\w+\s+\1\n", body)
+    assert loop, body
+    before = body[:loop.start()].rstrip().splitlines()[-1]
+    assert ".p2align" in before, before
+
+
+def test_float_multiply_add_may_contract_to_fma_on_a_named_cpu():
+    """With -mcpu (or -mattr) a * b + c carries the `contract` flag, as TVM lowers it to
+    llvm.fmuladd, so a CPU with FMA gets one vfmadd where tirc used to emit a multiply
+    and an add (found by matmul_tiled with --mcpu native: TVM had FMAs, tirc none)."""
+    text, _ = lower_to_llvm(*lowered(MATMUL, "llvm -mcpu=haswell"))
+    assert re.search(r"fmul contract float", text)
+    assert re.search(r"fadd contract float", text)
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return
+    mod, t = lowered(MATMUL, "llvm -mcpu=haswell")
+    asm = target_machine(t).emit_assembly(llvm.parse_assembly(generate(mod, t).llvm_ir))
+    assert "vfmadd" in asm
+    assert "vmulss" not in asm
+    mod, t = lowered(MATMUL, "llvm -mattr=+avx2,+fma")
+    asm = target_machine(t).emit_assembly(llvm.parse_assembly(generate(mod, t).llvm_ir))
+    assert "vfmadd" in asm
+
+
+def test_generic_cpu_keeps_separate_multiply_and_add():
+    """Plain `llvm` (the generic CPU, no FMA on x86-64): no contract flags at all, so
+    results stay bit-exact with separately rounded operations."""
+    text, _ = lower_to_llvm(*lowered(MATMUL))
+    assert "contract" not in text
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return
+    mod, t = lowered(MATMUL)
+    asm = target_machine(t).emit_assembly(llvm.parse_assembly(generate(mod, t).llvm_ir))
+    assert "fmadd" not in asm and "mulss" in asm
