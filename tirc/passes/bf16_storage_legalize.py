@@ -14,8 +14,8 @@ place that rule lives):
   ``bits << 16``; both are integer, shift, ``Select`` and ``T.reinterpret`` operations,
   so no code generator needs bfloat16 (other float types go through float32).
 
-Functions whose target handles bfloat16 are returned unchanged, as is every function
-that mentions no bfloat16.
+Functions whose target handles bfloat16 are returned unchanged (today none: see
+:func:`bf16_native`), as is every function that mentions no bfloat16.
 
 Preconditions: every function has a ``target`` attribute (BindTarget); MakePackedAPI has
 run, so argument checks of the packed API still see the user's dtype (seed 001).
@@ -24,8 +24,6 @@ Unlike TVM's pass this one does not require an empty ``buffer_map``: it rewrites
 """
 from __future__ import annotations
 
-import re
-
 from tirc.ir.function import IRModule
 from tirc.passes.narrow_float import legalize_module
 from tirc.passes.narrow_float_ops import Format, Ops
@@ -33,12 +31,11 @@ from tirc.target import Target
 
 
 def bf16_native(target: Target) -> bool:
-    """Whether ``target``'s code generator computes in bfloat16 itself: CUDA from sm_80
-    (Ampere) on; not LLVM CPU code, nor older GPUs. Several archs: the oldest decides."""
-    if target.kind == "cuda":
-        from tirc.target import cuda_archs
-        m = re.match(r"sm_(\d+)", cuda_archs(target)[0])
-        return m is not None and int(m.group(1)) >= 80
+    """Whether ``target``'s code generator computes in bfloat16 itself: none does yet.
+    Ampere and newer GPUs have bfloat16 instructions, but the NVPTX backend builds its
+    IR with llvmlite, which has no bfloat type, so bfloat16 is legalized for every
+    target (as for sm_75 and CPUs); :func:`legalize_module` keeps the rule so that a
+    backend that gains the type has one place to say so."""
     return False
 
 
