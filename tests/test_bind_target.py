@@ -371,3 +371,29 @@ class Module:
     after = bind_target(parse(HEADER + before), llvm)
     assert set(after.functions) == {"add", "main"}
     assert all(f.attrs["target"] == llvm for f in after.functions.values())
+
+
+def test_explicit_device_entry_point_gets_the_cpu_bind_target_as_host():
+    """A public function whose own target is `cuda` without host gets a host also when
+    the bind target is a CPU one (`tirc build` without --target binds `llvm`): before,
+    it kept its host-less target, the split made no kernel of it, and the build wrote
+    nothing for it and exited 0 (found with the TVM corpus's cuda_intrinsics_sync.tir)."""
+    before = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def k(A: T.Buffer((64,), "float32")):
+        T.func_attr({"target": T.target({"arch": "sm_90", "kind": "cuda"})})
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            A[tx] = T.float32(1.0)
+"""
+    expected = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def k(A: T.Buffer((64,), "float32")):
+        T.func_attr({"target": T.target({"arch": "sm_90", "host": {"kind": "llvm"}, "kind": "cuda"})})
+        for tx in T.thread_binding(64, thread="threadIdx.x"):
+            A[tx] = T.float32(1.0)
+"""
+    check(before, expected, target=parse_target("llvm"))

@@ -18,7 +18,8 @@ called from host code and itself contains device regions (thread bindings) gets 
 target, like an entry point, rather than the host target; and a function whose explicit
 target is a CPU target but that is called from device code is a diagnostic at the call.
 A device target's host is filled in on externally visible functions that lack one (as
-TVM does); CPU targets get no host. When the bind target is itself a CPU target there is
+TVM does), whatever the bind target (with a CPU bind target, that target is the host);
+CPU targets get no host. When the bind target is itself a CPU target there is
 no device, and nothing is duplicated.
 """
 from __future__ import annotations
@@ -136,8 +137,7 @@ def bind_target(mod: IRModule, target: Target) -> IRModule:
     for name, func in funcs.items():
         explicit = func.attrs.get("target")
         if isinstance(explicit, Target):
-            if (_is_exposed(func) and explicit.is_device and explicit.host is None
-                    and target.is_device):
+            if _is_exposed(func) and explicit.is_device and explicit.host is None:
                 func = func.with_attr("target", explicit.with_host(host))
             new[name] = func
             continue
