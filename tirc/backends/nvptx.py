@@ -17,8 +17,8 @@ Device facts, all from the ``cuda`` target (nothing asks a GPU):
   (``buf_dyn_shmem``, sized at launch), anything else a per-thread ``alloca`` (local
   memory); all need a constant size except ``shared.dyn``;
 * ``T.tvm_storage_sync("shared")`` is ``bar.sync 0`` (``llvm.nvvm.barrier0``, which
-  LLVM 22 upgrades to ``llvm.nvvm.barrier.cta.sync.aligned.all``); a failed assertion
-  traps;
+  LLVM 22 upgrades to ``llvm.nvvm.barrier.cta.sync.aligned.all``), ``"warp"`` and the
+  warp shuffles are in :mod:`tirc.backends.nvptx_warp`; a failed assertion traps;
 * math: sqrt, fabs, fma, floor, ceil, trunc, round/nearbyint and copysign are PTX
   instructions; the rest (exp, log, tanh, pow, erf, ...) are libdevice's ``__nv_*``
   functions, linked from ``libdevice.10.bc`` as located by ``cuda.pathfinder`` (a
@@ -34,6 +34,7 @@ from llvmlite import ir
 from tirc.backends import llvm_types as lt
 from tirc.backends.llvm_context import LIBM, LLVM_MATH, LLVMTargetContext, init_llvm
 from tirc.backends.llvm_lower import ModuleLowering, opaque
+from tirc.backends.nvptx_warp import lower_warp_call, sync_warp
 from tirc.diagnostics import Diagnostic
 from tirc.ir.expr import Call, IntImm, StringImm
 from tirc.ir.function import IRModule, PrimFunc
@@ -50,6 +51,20 @@ _NATIVE = {"sqrt", "fabs", "fma", "floor", "ceil", "trunc", "round", "nearbyint"
 _LIBDEVICE = (set(LLVM_MATH) | set(LIBM) | {"exp10"}) - _NATIVE
 _MATH_OPS = _LIBDEVICE | {"sigmoid", "ldexp"}  # TIR calls that may reach libdevice
 
+
+
+_LIBDEVICE_FUNCTIONS: dict[str, frozenset[str]] = {}
+
+
+def libdevice_functions(path: str) -> frozenset[str]:
+    """The names of the functions ``libdevice.10.bc`` at ``path`` defines (read once)."""
+    if path not in _LIBDEVICE_FUNCTIONS:
+        init_llvm()
+        with open(path, "rb") as f:
+            lib = llvm.parse_bitcode(f.read())
+        _LIBDEVICE_FUNCTIONS[path] = frozenset(
+            fn.name for fn in lib.functions if not fn.is_declaration)
+    return _LIBDEVICE_FUNCTIONS[path]
 
 
 def locate_libdevice() -> str | None:
@@ -142,6 +157,32 @@ class NVPTXContext(LLVMTargetContext):
             return "libm", f"__nv_{name}" + ("" if dtype_base == "float64" else "f")
         return None
 
+    def device_extern(self, name: str, call: Call) -> str:
+        """The libdevice function an extern call on the GPU names, as CUDA C resolves the
+        names TVM's code uses: ``expf``/``exp`` -> ``__nv_expf``/``__nv_exp``, the fast
+        intrinsics ``__expf`` -> ``__nv_fast_expf``, ``__fdividef`` ->
+        ``__nv_fast_fdividef``, ``__saturatef`` -> ``__nv_saturatef``. Device code links
+        nothing else, so any other name is a diagnostic at the call."""
+        path = self.find_libdevice()
+        if path is None:
+            raise Diagnostic(f"the extern function '{name}' on the GPU needs libdevice "
+                             "(libdevice.10.bc), which was not found: install the PyPI wheel "
+                             "nvidia-nvvm", call.span)
+        defined = libdevice_functions(path)
+        if name.startswith("__nv_"):
+            tries = [name]
+        elif name.startswith("__"):
+            tries = [f"__nv_fast_{name[2:]}", f"__nv_{name[2:]}"]
+        else:
+            tries = [f"__nv_{name}"]
+        for t in tries:
+            if t in defined:
+                self.uses_libdevice = True
+                return t
+        raise Diagnostic(f"unknown extern function '{name}' on the GPU: device code can call "
+                         "libdevice's functions (CUDA math names such as expf, __expf) and "
+                         "this module's functions only", call.span)
+
     def find_libdevice(self) -> str | None:
         if self.libdevice is None:
             self.libdevice = locate_libdevice() or ""
@@ -188,10 +229,18 @@ class NVPTXContext(LLVMTargetContext):
             scope = call.args[0].value if call.args and isinstance(call.args[0], StringImm) else ""
             if scope in ("shared", "shared.dyn"):
                 fl.b.call(fl.module.declare("llvm.nvvm.barrier0", ir.FunctionType(ir.VoidType(), [])), [])
-            elif scope != "warp":  # a warp runs in lockstep here: nothing to wait for
+            elif scope == "warp":
+                sync_warp(fl)
+            else:
                 raise Diagnostic(f"T.tvm_storage_sync(\"{scope}\") is not supported on the GPU",
                                  call.span)
             return ir.Constant(lt.I32, 0)
+        warp = lower_warp_call(fl, call)
+        if warp is not None:
+            return warp
+        if call.op in ("call_extern", "call_pure_extern"):
+            from tirc.backends.llvm_intrin import _extern, _name
+            return _extern(fl, call, self.device_extern(_name(call), call))
         if call.op in _MATH_OPS and call.dtype.is_float and self.find_libdevice() is None:
             raise Diagnostic(f"the math function T.{call.op} needs libdevice (libdevice.10.bc), "
                              "which was not found: install the PyPI wheel nvidia-nvvm (or "
