@@ -1,10 +1,12 @@
 """Input fuzzer for `tirc build` (issue 7, the long run; tests/test_fuzz_build_input.py
-is the CI-sized one): mutated samples (always-broken mutations and blind byte flips,
-token deletions, swapped lines) go through `python -m tirc build` in a subprocess with a
+is the CI-sized one): mutated inputs (always-broken mutations and blind byte flips,
+token deletions, swapped lines) of the samples and of the TVM-printed corpus
+(tests/corpus/tvm/*.tir, text TVM 0.27 itself wrote) go through `python -m tirc build` in a subprocess with a
 time limit. A finding is a crash (exit other than 0/1, or a traceback), a hang, a
 rejection without `FILE:LINE:COL: error:`, or output files left by a failed build.
 
-    python bench/fuzz_input.py --seed 1 --count 500 [--timeout 20] [--keep DIR]
+    python bench/fuzz_input.py --seed 1 --count 500 [--inputs all|samples|corpus]
+                               [--timeout 20] [--keep DIR]
 """
 from __future__ import annotations
 
@@ -23,12 +25,27 @@ from tirc.testing.mutate import blind_mutants, mutants  # noqa: E402
 LOCATION = re.compile(r"^[^\n]+:\d+:\d+: error: .+")
 
 
-def one(data: bytes, work: Path, index: int, timeout: float) -> str | None:
+CUDA = ["--target", "cuda -arch=sm_90", "--host", "llvm"]
+
+
+def target_for(path: Path, work: Path) -> list[str]:
+    """The target flags under which the unmutated input builds: CUDA for the samples and
+    the corpus's GPU modules, the default (``llvm``) for CPU ones, so that mutants get
+    past the target checks; CUDA when neither builds."""
+    for flags in (CUDA, []):
+        cmd = [sys.executable, "-m", "tirc", "build", str(path), "-q", "-o",
+               str(work / "probe")] + flags
+        if subprocess.run(cmd, capture_output=True).returncode == 0:
+            return flags
+    return CUDA
+
+
+def one(data: bytes, work: Path, index: int, timeout: float,
+        flags: list[str] = CUDA) -> str | None:
     src = work / f"case{index}.tir"
     src.write_bytes(data)
     out = work / f"out{index}"
-    cmd = [sys.executable, "-m", "tirc", "build", str(src), "--target", "cuda -arch=sm_90",
-           "--host", "llvm", "-o", str(out)]
+    cmd = [sys.executable, "-m", "tirc", "build", str(src), "-o", str(out)] + flags
     try:
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -50,12 +67,19 @@ def main(argv=None) -> int:
     ap.add_argument("--count", type=int, default=200, help="cases in all")
     ap.add_argument("--timeout", type=float, default=20.0, help="seconds per case")
     ap.add_argument("--keep", type=Path, help="directory to copy failing inputs into")
+    ap.add_argument("--inputs", choices=("all", "samples", "corpus"), default="all",
+                    help="what to mutate: samples/*.tir, tests/corpus/tvm/*.tir, or both")
     args = ap.parse_args(argv)
     rng = random.Random(args.seed)
-    samples = sorted((ROOT / "samples").glob("*.tir"))
+    samples = []
+    if args.inputs in ("all", "samples"):
+        samples += sorted((ROOT / "samples").glob("*.tir"))
+    if args.inputs in ("all", "corpus"):
+        samples += sorted((ROOT / "tests" / "corpus" / "tvm").glob("*.tir"))
     findings = 0
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
+        flags = {p: target_for(p, work) for p in samples}
         for i in range(args.count):
             sample = rng.choice(samples)
             text = sample.read_text()
@@ -64,7 +88,7 @@ def main(argv=None) -> int:
                 data = broken.encode()
             else:
                 kind, data = next(blind_mutants(text, rng, 1))
-            problem = one(data, work, i, args.timeout)
+            problem = one(data, work, i, args.timeout, flags[sample])
             if problem:
                 findings += 1
                 print(f"case {i} ({kind} of {sample.name}): {problem}")
