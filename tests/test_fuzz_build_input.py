@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import re
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -16,12 +17,15 @@ from tirc.testing.mutate import blind_mutants, mutants
 LOCATION = re.compile(r"^(?P<file>[^\n]+):(?P<line>\d+):(?P<col>\d+): error: .+")
 
 
-def build(tmp_path, data: bytes, index: int):
+CUDA = ["--target", "cuda -arch=sm_90", "--host", "llvm"]
+CORPUS = sorted((Path(__file__).resolve().parent / "corpus" / "tvm").glob("*.tir"))
+
+
+def build(tmp_path, data: bytes, index: int, flags: list[str] = CUDA):
     src = tmp_path / f"m{index}.tir"
     src.write_bytes(data)
     out = tmp_path / f"out{index}"
-    result = CliRunner().invoke(cli, ["build", str(src), "--target", "cuda -arch=sm_90",
-                                      "--host", "llvm", "-o", str(out)])
+    result = CliRunner().invoke(cli, ["build", str(src), "-o", str(out)] + flags)
     return src, out, result
 
 
@@ -49,3 +53,17 @@ def test_mutated_samples_through_build(sample, tmp_path):
     for i, (kind, data, must_fail) in enumerate(cases):
         src, out, result = build(tmp_path, data, i)
         check(src, out, result, must_fail, f"{kind} variant {i} of {sample.name}")
+
+
+@pytest.mark.parametrize("source", CORPUS[::5], ids=[p.name for p in CORPUS[::5]])
+def test_mutated_tvm_corpus_through_build(source, tmp_path):
+    """Text TVM 0.27 printed, mutated, under the target its unmutated text builds with
+    (CUDA for GPU modules, the default llvm for CPU ones)."""
+    text = source.read_text()
+    flags = CUDA if build(tmp_path, text.encode(), 999, CUDA)[2].exit_code == 0 else []
+    rng = random.Random(f"corpus:{source.name}")
+    cases = [(k, t.encode(), True) for k, t in mutants(text, rng, per_kind=1)]
+    cases += [(k, d, False) for k, d in blind_mutants(text, rng, 6)]
+    for i, (kind, data, must_fail) in enumerate(cases):
+        src, out, result = build(tmp_path, data, i, flags)
+        check(src, out, result, must_fail, f"{kind} variant {i} of {source.name}")
