@@ -97,6 +97,10 @@ class LLVMTargetContext:
         """Target-specific intrinsics; None: not one of them."""
         return None
 
+    def extern_symbol(self, name: str, call: Call) -> str:
+        """The symbol ``T.call_extern``/``T.call_pure_extern`` of ``name`` calls."""
+        return name
+
     def raise_error(self, fl: FunctionLowering, kind: ir.Value, message: ir.Value) -> None:
         """Record an error (C strings ``kind``, ``message``) before the function fails."""
 

@@ -170,10 +170,8 @@ def _address_of(fl, call: Call) -> ir.Value:
     return fl.buffer_pointer(load.buffer, load.indices[0], call.span)[0]
 
 
-def _extern(fl, call: Call, name: str | None = None) -> ir.Value:
-    """A call of the external function named by ``call`` (or ``name``, where the target
-    context resolved it to another symbol)."""
-    name = name or _name(call)
+def _extern(fl, call: Call) -> ir.Value:
+    name = fl.ctx.extern_symbol(_name(call), call)
     args = [fl.expr(a) for a in call.args[1:]]
     fnty = ir.FunctionType(fl.ty(call.dtype, call.span), [a.type for a in args])
     return fl.b.call(fl.module.declare(name, fnty, call.span), args)

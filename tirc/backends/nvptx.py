@@ -157,7 +157,7 @@ class NVPTXContext(LLVMTargetContext):
             return "libm", f"__nv_{name}" + ("" if dtype_base == "float64" else "f")
         return None
 
-    def device_extern(self, name: str, call: Call) -> str:
+    def extern_symbol(self, name: str, call: Call) -> str:
         """The libdevice function an extern call on the GPU names, as CUDA C resolves the
         names TVM's code uses: ``expf``/``exp`` -> ``__nv_expf``/``__nv_exp``, the fast
         intrinsics ``__expf`` -> ``__nv_fast_expf``, ``__fdividef`` ->
@@ -179,9 +179,8 @@ class NVPTXContext(LLVMTargetContext):
             if t in defined:
                 self.uses_libdevice = True
                 return t
-        raise Diagnostic(f"unknown extern function '{name}' on the GPU: device code can call "
-                         "libdevice's functions (CUDA math names such as expf, __expf) and "
-                         "this module's functions only", call.span)
+        raise Diagnostic(f"unknown extern function '{name}' on the GPU: device code links "
+                         "only libdevice (CUDA math names such as expf, __expf)", call.span)
 
     def find_libdevice(self) -> str | None:
         if self.libdevice is None:
@@ -238,9 +237,6 @@ class NVPTXContext(LLVMTargetContext):
         warp = lower_warp_call(fl, call)
         if warp is not None:
             return warp
-        if call.op in ("call_extern", "call_pure_extern"):
-            from tirc.backends.llvm_intrin import _extern, _name
-            return _extern(fl, call, self.device_extern(_name(call), call))
         if call.op in _MATH_OPS and call.dtype.is_float and self.find_libdevice() is None:
             raise Diagnostic(f"the math function T.{call.op} needs libdevice (libdevice.10.bc), "
                              "which was not found: install the PyPI wheel nvidia-nvvm (or "
