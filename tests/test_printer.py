@@ -48,7 +48,8 @@ def test_shadowed_names_get_suffixes_and_siblings_reuse_names():
     text = printed("@T.prim_func\ndef f(A: T.Buffer((4, 4), \"int32\")):\n"
                    "    for i in range(4):\n        for i in range(4):\n            A[i, i] = 0\n"
                    "    for i in range(4):\n        A[i, 0] = 1\n")
-    assert "for i in range(4):\n        for i_1 in range(4):\n            A[i_1, i_1] = 0" in text
+    # TVM 0.27 prints the nest as one T.grid (checked against its printer).
+    assert "for i, i_1 in T.grid(4, 4):\n        A[i_1, i_1] = 0" in text
     assert "\n    for i in range(4):\n        A[i, 0] = 1" in text
 
 

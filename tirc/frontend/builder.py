@@ -45,6 +45,43 @@ def build_module(tree: lark.Tree, filename: str) -> IRModule:
     return ModuleBuilder(filename).module(tree)
 
 
+def _chain(results: list) -> "Binder | Stmt | None":
+    """Several assignments of one statement (``a, b = x, y``) as one: the values were all
+    read before any name was bound, as in Python."""
+    kept = [r for r in results if r is not None]
+    if not kept:
+        return None
+    if all(isinstance(r, Binder) for r in kept):
+        def wrap(body: Stmt) -> Stmt:
+            for r in reversed(kept):
+                body = r.wrap(body)
+            return body
+        return Binder(wrap)
+    if all(isinstance(r, Stmt) for r in kept):
+        return seq(kept)
+    raise Diagnostic("cannot mix declarations and stores in one assignment",
+                     getattr(kept[0], "span", None))
+
+
+def root_block(body: Stmt, allocs: list[Buffer], old_blocks: bool, span: Span | None) -> Stmt:
+    """The implicit root block of a block-level function (TVM's ScriptComplete): inserted
+    when the function allocates at its root or holds blocks not already under a single
+    iterator-free block. Older text allocated at the root with a plain T.alloc_buffer."""
+    from tirc.ir.block import SBlock, SBlockRealize, contains_blocks
+    allocs = list(allocs)
+    if old_blocks:
+        while isinstance(body, AllocBuffer):
+            allocs.append(body.buffer)
+            body = body.body
+    realize = body if isinstance(body, SBlockRealize) else None
+    needed = bool(allocs) or (realize is not None and realize.block.iter_vars) or (
+        realize is None and contains_blocks(body))
+    if not needed:
+        return body
+    root = SBlock("root", (), (), (), body, None, tuple(allocs), (), (), span)
+    return SBlockRealize((), IntImm(DataType("bool"), 1, span), root, span)
+
+
 class ModuleBuilder:
     def __init__(self, filename: str):
         self.filename = filename
@@ -130,6 +167,11 @@ class FunctionBuilder(ExprBuilder):
         self.buffer_map: list[tuple[Var, Buffer]] = []
         self.params: list[Var] = []
         self.declared: dict[str, DataType] = {}
+        # Block-level TIR: open blocks, loop domains for T.axis.remap, root allocations.
+        self.block_frames: list = []
+        self.loop_doms: dict[int, tuple[PrimExpr, PrimExpr]] = {}
+        self.root_allocs: list[Buffer] = []
+        self.old_blocks = False  # the text spells blocks T.block (TVM before 0.27)
 
     # -- functions -------------------------------------------------------------------------
     def function(self, h: FunctionHeader) -> PrimFunc:
@@ -147,9 +189,15 @@ class FunctionBuilder(ExprBuilder):
             params[i] = self._param(pname, ann, pspan)
         self.params = [p for p in params if p is not None]
         body = self.block(stmts, top=True)
+        s_tir = h.s_tir or self.old_blocks
+        if s_tir:
+            body = root_block(body, self.root_allocs, self.old_blocks, h.span)
+        elif self.root_allocs:
+            raise Diagnostic("T.sblock_alloc_buffer at the top of a function needs "
+                             "@T.prim_func(s_tir=True)", self.root_allocs[0].span)
         ret = h.ret_type
         return PrimFunc(tuple(self.params), body, ret, tuple(self.buffer_map), self.attrs,
-                        h.private, h.span)
+                        h.private, h.span, s_tir)
 
     def _leading_declarations(self, stmts) -> dict[str, DataType]:
         """``n = T.int32()`` at the top: the dtypes of shape variables named in params."""
@@ -321,6 +369,23 @@ class FunctionBuilder(ExprBuilder):
         return self._assign_name(str(lhs.children[0]), self.span(lhs), self.value(rhs),
                                  self.span(rhs), span, top)
 
+    def _s_tuple_assign(self, tree, span, top):
+        """``a, b = <one value>``: block iterators from ``T.axis.remap``, or a tuple."""
+        names = [(str(t), self.span(t)) for t in tree.children[0].children]
+        rhs = tree.children[1]
+        v = self.value(rhs)
+        if isinstance(v, Construct) and v.name.startswith("axis."):
+            from tirc.frontend.blocks import axis
+            axis(self, names, v)
+            return None
+        if not isinstance(v, (tuple, list)):
+            raise Diagnostic(f"cannot unpack {describe(v)} into {len(names)} names", self.span(rhs))
+        if len(v) != len(names):
+            raise Diagnostic(f"{len(names)} names but {len(v)} values", span)
+        results = [self._assign_name(n, ns, item, self.span(rhs), span, top)
+                   for (n, ns), item in zip(names, v)]
+        return _chain(results)
+
     def _s_multi_assign(self, tree, span, top):
         names = [(str(t), self.span(t)) for t in tree.children[0].children]
         values = [c for c in tree.children[1:] if c is not None]
@@ -328,10 +393,7 @@ class FunctionBuilder(ExprBuilder):
             raise Diagnostic(f"{len(names)} names but {len(values)} values", span)
         evaluated = [(self.value(v), self.span(v)) for v in values]
         results = [self._assign_name(n, ns, v, vs, span, top) for (n, ns), (v, vs) in zip(names, evaluated)]
-        if any(r is not None for r in results):
-            raise Diagnostic("only declarations such as 'n, m = T.int32(), T.int32()' may be "
-                             "assigned together", span)
-        return None
+        return _chain(results)
 
     def _assign_name(self, name, nspan, v, rspan, span, top):
         from tirc.frontend import constructs

@@ -30,7 +30,9 @@ STATEMENT_CONSTRUCTS = frozenset({
     "allocate", "launch_thread", "env_thread", "attr", "func_attr", "bind", "evaluate",
     "LetStmt", "Assert", "grid", "serial", "parallel", "vectorized", "unroll",
     "thread_binding", "handle", "prim_func", "I.ir_module", "Ptr", "break_loop",
-    "continue_loop",
+    "continue_loop", "sblock", "block", "init", "reads", "writes", "where", "sblock_attr",
+    "block_attr", "sblock_alloc_buffer", "axis.spatial", "axis.reduce", "axis.scan",
+    "axis.opaque", "axis.remap", "axis.S", "axis.R",
 })
 
 _BINARY_BUILDERS = {
@@ -54,6 +56,9 @@ class Construct:
     kwargs: dict[str, Arg]
     span: Span | None
     node: Any = field(default=None, repr=False)
+
+    def with_name(self, name: str) -> "Construct":
+        return Construct(name, self.args, self.kwargs, self.span, self.node)
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,7 @@ def statement(b: "FunctionBuilder", c: Construct, top: bool) -> "Stmt | Binder |
         if not isinstance(attrs, dict):
             raise Diagnostic("T.func_attr takes a dict", aspan)
         for key, value in attrs.items():
-            b.attrs[key] = _attr_value(b, value, aspan)
+            b.attrs[key] = attr_value(b, value, aspan)
         return None
     if c.name in ("break_loop", "continue_loop"):
         _arity(c, 0, 0)
@@ -70,8 +70,16 @@ def statement(b: "FunctionBuilder", c: Construct, top: bool) -> "Stmt | Binder |
     if c.name == "launch_thread":
         iv, extent = _launch_args(b, c, None, None)
         return _binder(lambda body: AttrStmt(iv, "thread_extent", extent, body, c.span))
+    if c.name in ("reads", "writes", "where", "sblock_attr", "block_attr"):
+        from tirc.frontend.blocks import block_statement
+        block_statement(b, c)
+        return None
+    if c.name in ("sblock", "block", "init"):
+        raise Diagnostic(f"T.{c.name}(...) is used as 'with T.{c.name}(...):'", c.span)
+    if c.name.startswith("axis."):
+        raise Diagnostic(f"the result of T.{c.name} must be assigned to a name", c.span)
     if c.name in ("match_buffer", "Buffer", "decl_buffer", "view", "alloc_buffer", "alloc_shared",
-                  "alloc_local", "allocate", "env_thread", "bind", "handle"):
+                  "alloc_local", "allocate", "env_thread", "bind", "handle", "sblock_alloc_buffer"):
         raise Diagnostic(f"the result of T.{c.name} must be assigned to a name", c.span)
     raise Diagnostic(f"T.{c.name} cannot stand alone as a statement", c.span)
 
@@ -83,6 +91,14 @@ def named(b: "FunctionBuilder", name: str, v: "Construct | VarDecl", nspan: Span
         _declare_var(b, name, Var(name, v.dtype, v.ptr, nspan), nspan)
         return None
     c = v
+    if c.name.startswith("axis."):
+        from tirc.frontend.blocks import axis
+        axis(b, [(name, nspan)], c)
+        return None
+    if c.name in ("sblock_alloc_buffer", "alloc_buffer", "match_buffer"):
+        handled = _block_buffer(b, name, c, nspan, top)
+        if handled:
+            return None
     if c.name == "handle":
         _declare_var(b, name, b.pointer_var(name, c, nspan), nspan)
         return None
@@ -138,6 +154,31 @@ def named(b: "FunctionBuilder", name: str, v: "Construct | VarDecl", nspan: Span
         b.scope.define(name, var)
         return _binder(lambda body: LetStmt(var, value, body, c.span, "let"))
     raise Diagnostic(f"T.{c.name} cannot be assigned to a name", c.span)
+
+
+def _block_buffer(b: "FunctionBuilder", name: str, c: Construct, nspan: Span | None,
+                  top: bool) -> bool:
+    """Allocations and matched regions owned by a block (the implicit root block at the
+    top of a function); False when ``c`` is an ordinary statement-level buffer."""
+    from tirc.frontend import blocks
+    if blocks.in_block(b) and (c.name != "alloc_buffer" or b.old_blocks):
+        frame = b.block_frames[-1]
+        if c.name == "match_buffer":
+            blocks.match_buffer(b, name, c, nspan)
+            return True
+        buf = make_buffer(b, name, c.with_name("alloc_buffer"), nspan)
+        frame.alloc_buffers.append(buf)
+        b.scope.define(name, buf)
+        return True
+    if c.name == "sblock_alloc_buffer":
+        if not top:
+            raise Diagnostic("T.sblock_alloc_buffer belongs directly inside a block or at the "
+                             "top of a function body (the root block)", c.span)
+        buf = make_buffer(b, name, c.with_name("alloc_buffer"), nspan)
+        b.root_allocs.append(buf)
+        b.scope.define(name, buf)
+        return True
+    return False
 
 
 def _declare_var(b: "FunctionBuilder", name: str, var: Var, span: Span | None) -> None:
@@ -238,13 +279,13 @@ def assert_message(v: object, span: Span | None) -> tuple[str, tuple[str, ...]]:
     raise Diagnostic("an assertion message is a string or (\"ErrorKind\", [\"text\", ...])", span)
 
 
-def _attr_value(b: "FunctionBuilder", value: object, span: Span | None) -> object:
+def attr_value(b: "FunctionBuilder", value: object, span: Span | None) -> object:
     if isinstance(value, (str, bool, int, float, Target, PrimExpr)):
         return value
     if isinstance(value, (list, tuple)):
-        return tuple(_attr_value(b, v, span) for v in value)
+        return tuple(attr_value(b, v, span) for v in value)
     if isinstance(value, dict):
-        return {k: _attr_value(b, v, span) for k, v in value.items()}
+        return {k: attr_value(b, v, span) for k, v in value.items()}
     raise Diagnostic(f"a function attribute cannot hold {describe(value)}", span)
 
 
@@ -277,6 +318,15 @@ def with_stmt(b: "FunctionBuilder", tree: lark.Tree, span: Span | None) -> Stmt:
         if c.name == "launch_thread":
             iv, extent = _launch_args(b, c, as_name, as_span)
             return AttrStmt(iv, "thread_extent", extent, b.suite(suite), span)
+        if c.name in ("sblock", "block"):
+            from tirc.frontend.blocks import build_block
+            if as_name is not None:
+                raise Diagnostic(f"'with T.{c.name}(...)' takes no 'as'", as_span)
+            return build_block(b, c, suite, span)
+        if c.name == "init":
+            from tirc.frontend.blocks import init_block
+            init_block(b, c, suite)
+            return None
         if c.name == "attr":
             attrs = _attr_list(b, c)
             return _wrap_attrs(attrs, b.suite(suite), span)

@@ -16,6 +16,7 @@ from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
 from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp, Var)
 
 MAX_DEPTH = 150
+_REGION_CONSTRUCTS = frozenset({"reads", "writes", "match_buffer"})
 
 _BINARY_TOKENS = {
     "+": "add", "-": "sub", "*": "mul", "/": "div", "//": "floordiv", "%": "floormod",
@@ -273,6 +274,8 @@ class ExprBuilder:
         attr = str(node.children[1])
         if isinstance(obj, Namespace):
             return TName(attr) if obj.name == "T" else TName("I." + attr)
+        if isinstance(obj, TName) and obj.name == "axis":
+            return TName("axis." + attr)
         if isinstance(obj, ModuleRef):
             if attr not in self.signatures:
                 raise Diagnostic(f"module '{obj.name}' has no function '{attr}'", self.span(node.children[1]))
@@ -348,7 +351,10 @@ class ExprBuilder:
     def _x_call(self, node, span):
         func = self.value(node.children[0])
         module_call = isinstance(func, tuple) and func and func[0] == "function"
-        args, kwargs = self.arguments(node.children[1], regions=module_call)
+        if isinstance(func, TName) and func.name in _REGION_CONSTRUCTS:
+            args, kwargs = self.arguments(node.children[1], buffer_regions=True)
+        else:
+            args, kwargs = self.arguments(node.children[1], regions=module_call)
         return calls.call(self, func, args, kwargs, span, node)
 
     def region_argument(self, tree) -> Buffer | None:
@@ -390,7 +396,7 @@ class ExprBuilder:
         self.pending_views.append(view)
         return view
 
-    def arguments(self, arglist, regions: bool = False) -> tuple[list[tuple[object, Span | None]], dict[str, tuple[object, Span | None]]]:
+    def arguments(self, arglist, regions: bool = False, buffer_regions: bool = False) -> tuple[list[tuple[object, Span | None]], dict[str, tuple[object, Span | None]]]:
         args: list[tuple[object, Span | None]] = []
         kwargs: dict[str, tuple[object, Span | None]] = {}
         if arglist is None:
@@ -407,8 +413,18 @@ class ExprBuilder:
                 if kwargs:
                     raise Diagnostic("positional argument after keyword argument", self.span(a))
                 view = self.region_argument(a) if regions else None
+                if buffer_regions:
+                    view = self._region_value(a)
                 args.append((view if view is not None else self.value(a), self.span(a)))
         return args, kwargs
+
+    def _region_value(self, tree) -> object | None:
+        """An argument of T.reads/T.writes/T.match_buffer: regions stay regions, also
+        inside a list (``T.reads([A[i, 0:16], B[i]])``)."""
+        from tirc.frontend.blocks import buffer_region
+        if isinstance(tree, lark.Tree) and tree.data == "list_lit":
+            return [self._region_value(c) or self.value(c) for c in tree.children if c is not None]
+        return buffer_region(self, tree)
 
     # -- dtypes --------------------------------------------------------------------------
     def dtype_of(self, v: object, span: Span | None) -> DataType:

@@ -22,6 +22,7 @@ class FunctionHeader:
     ret_type: DataType | None
     body: lark.Tree
     span: Span | None
+    s_tir: bool = False  # @T.prim_func(s_tir=True): block-level TIR with an implicit root block
 
 
 class _HeaderReader(ExprBuilder):
@@ -39,6 +40,7 @@ def read_header(owner, decorated: lark.Tree) -> FunctionHeader:
     if funcdef.data != "funcdef":
         raise Diagnostic("expected a function definition", r.span(funcdef))
     private = False
+    s_tir = False
     seen = False
     for d in decorators:
         text = ".".join(str(t) for t in d.children[0].children)
@@ -56,6 +58,8 @@ def read_header(owner, decorated: lark.Tree) -> FunctionHeader:
                     raise Diagnostic(f"'{key}' must be True or False", vspan)
                 if key == "private":
                     private = v
+                if key == "s_tir":
+                    s_tir = v
     if not seen:
         raise Diagnostic("expected '@T.prim_func'", r.span(funcdef))
     name_tok, params_tree, ret_tree, body = funcdef.children
@@ -74,7 +78,7 @@ def read_header(owner, decorated: lark.Tree) -> FunctionHeader:
         if v is not None:
             ret_type = r.dtype_of(v, r.span(ret_tree))
     return FunctionHeader(str(name_tok), r.span(name_tok), private, params, types, ret_type,
-                          body, r.span(funcdef))
+                          body, r.span(funcdef), s_tir)
 
 
 def _simple_dtype(ann: lark.Tree) -> DataType | None:

@@ -118,6 +118,7 @@ def build_for(b: "FunctionBuilder", tree: lark.Tree, span: Span | None) -> Stmt:
         for (name, nspan), (start, extent) in zip(names, loops):
             var = Var(name, extent.dtype, None, nspan)
             b.scope.define(name, var)
+            b.loop_doms[id(var)] = (start, extent)
             loop_vars.append((var, start, extent))
         body = b.suite(body_tree)
     finally:

@@ -98,7 +98,7 @@ class _Comparer:
             self.fail(path, f"{_show(a)} vs {_show(b)}")
 
     def func(self, a: PrimFunc, b: PrimFunc, path: list[str]) -> None:
-        for name in ("private", "ret_type"):
+        for name in ("private", "ret_type", "s_tir"):
             if getattr(a, name) != getattr(b, name):
                 self.fail(path + [name], f"{getattr(a, name)} vs {getattr(b, name)}")
         self.eq(a.params, b.params, path + ["params"])

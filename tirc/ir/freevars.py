@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Let, Var
+from tirc.ir.block import SBlock
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import AllocBuffer, AttrStmt, DeclBuffer, For, IterVar, LetStmt, Stmt
 from tirc.ir.visitor import Visitor
@@ -80,6 +81,31 @@ class _Uses(Visitor):
         self.buffers_defined.add(id(s.buffer))
         self.visit_buffer(s.buffer)
         self.visit(s.body)
+
+    def visit_SBlock(self, s: SBlock) -> None:
+        for iv in s.iter_vars:
+            self.visit(iv.dom)
+            self.define(iv.var)
+        for buf in s.alloc_buffers:
+            self.define(buf.data)
+            self.buffers_defined.add(id(buf))
+            self.visit_buffer(buf)
+        for m in s.match_buffers:
+            self.visit(m.source)
+            self.define(m.buffer.data)
+            self.buffers_defined.add(id(m.buffer))
+            self.visit_buffer(m.buffer)
+        for region in (*s.reads, *s.writes):
+            self.visit(region)
+        if s.init is not None:
+            self.visit(s.init)
+        self.visit(s.body)
+
+
+def uses_any(node, ids: set[int]) -> bool:
+    """Whether ``node`` mentions a variable whose id is in ``ids``."""
+    from tirc.ir.visitor import walk
+    return any(isinstance(n, Var) and id(n) in ids for n in walk(node))
 
 
 def free_vars(func: PrimFunc) -> list[Var]:

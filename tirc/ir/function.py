@@ -24,6 +24,9 @@ class PrimFunc:
     attrs: dict[str, Any] = field(default_factory=dict)
     private: bool = False
     span: Span | None = field(default=None, compare=False, repr=False)
+    # TVM's s_tir flag (``@T.prim_func(s_tir=True)``): block-level semantics, printed in
+    # the decorator; kept through lowering as TVM keeps it.
+    s_tir: bool = False
 
     def buffer_of(self, param: Var) -> Buffer | None:
         for var, buf in self.buffer_map:

@@ -61,6 +61,8 @@ def format_float(value: float) -> str:
         return '"nan"'
     if math.isinf(value):
         return '"inf"' if value > 0 else '"-inf"'
+    if value == math.floor(value):
+        return f"{value:.1f}"  # integral values in full, as TVM's printer writes them
     return repr(float(value))
 
 

@@ -14,6 +14,8 @@ from tirc.ir.scalars import scalar_buffers
 from tirc.ir.freevars import free_vars
 from tirc.target import Target
 from tirc.ir.print_expr import ExprPrinter, _plus, py_value, quote
+from tirc.ir.print_block import BlockPrinter, implicit_root
+from tirc.ir.block import SBlockRealize
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 BARE_HEADER = "# from tvm.script import tirx as T\n"
@@ -51,7 +53,7 @@ def _typevar_lines(names: list[str]) -> str:
     return "".join(f"{n} = TypeVar({quote(n)})\n" for n in names)
 
 
-class FunctionPrinter(ExprPrinter):
+class FunctionPrinter(ExprPrinter, BlockPrinter):
     def __init__(self, func: PrimFunc, name: str, module_name: str | None):
         self.func = func
         self.name = name
@@ -68,6 +70,7 @@ class FunctionPrinter(ExprPrinter):
         self.pending_params: set[int] = set()
         self.typevars: set[int] = set()
         self.typevar_names: list[str] = []
+        self.loops: dict[int, For] = {}
 
     # -- naming ------------------------------------------------------------------------
     def define(self, obj: object, base: str) -> str:
@@ -111,7 +114,8 @@ class FunctionPrinter(ExprPrinter):
     def text(self, level: int) -> str:
         f = self.func
         ind = "    " * level
-        out = [ind + ("@T.prim_func(private=True)" if f.private else "@T.prim_func")]
+        flags = [k for k, on in (("private", f.private), ("s_tir", f.s_tir)) if on]
+        out = [ind + (f"@T.prim_func({', '.join(k + '=True' for k in flags)})" if flags else "@T.prim_func")]
         for p in f.params:
             self.define(p, p.name)
         params = []
@@ -159,7 +163,11 @@ class FunctionPrinter(ExprPrinter):
         if attrs:
             body_decls.append(f"{inner}T.func_attr({py_value(attrs, self)})")
         self.lines = list(body_decls)
-        self.stmt(f.body, level + 1)
+        root = implicit_root(f.body)
+        if root is not None:
+            self.print_root(root, level + 1)
+        else:
+            self.stmt(f.body, level + 1)
         if len(self.lines) == len(body_decls):
             self.lines.append(f"{inner}T.evaluate(0)")
         return "\n".join(out + self.lines) + "\n"
@@ -187,11 +195,16 @@ class FunctionPrinter(ExprPrinter):
                 return quote(self.names[id(e)])
         return self.expr(e)
 
-    def buffer_args(self, b: Buffer, free: list[Var], scope_kw: bool = True, data: bool = False) -> str:
+    def buffer_args(self, b: Buffer, free: list[Var], scope_kw: bool = True, data: bool = False,
+                    omit_float32: bool = False) -> str:
+        """The arguments of a buffer declaration; allocations leave out the default
+        dtype float32 as TVM does (``T.alloc_buffer((16,))``)."""
         shape = ", ".join(self.shape_item(s, free) for s in b.shape)
         if len(b.shape) == 1:
             shape += ","
-        args = [f"({shape})", quote(str(b.dtype))]
+        args = [f"({shape})"]
+        if not (omit_float32 and str(b.dtype) == "float32"):
+            args.append(quote(str(b.dtype)))
         if data:
             owner = self.data_owner.get(id(b.data))
             args.append(f"data={self.buffer_name(owner)}.data" if owner is not None and owner is not b
@@ -289,7 +302,7 @@ class FunctionPrinter(ExprPrinter):
                     return _rest(s.body)
                 self.emit(level, f"{name}: {self.dtype_ann(b.dtype)}")
                 return s.body
-            self.emit(level, f"{name} = T.alloc_buffer({self.buffer_args(b, [])})")
+            self.emit(level, f"{name} = T.alloc_buffer({self.buffer_args(b, [], omit_float32=True)})")
             return s.body
         if isinstance(s, DeclBuffer):
             b = s.buffer
@@ -347,11 +360,9 @@ class FunctionPrinter(ExprPrinter):
             else:
                 self.emit(level, f"{self.load_text(s.buffer, s.indices, True)} = {self.expr(s.value)}")
         elif isinstance(s, For):
-            header = len(self.lines)
-            self.emit(level, "")
-            iter_text = self.loop_iter(s)
-            self.block(s.body, level + 1, s.loop_var)
-            self.lines[header] = "    " * level + f"for {self.names[id(s.loop_var)]} in {iter_text}:"
+            self.print_for(s, level)
+        elif isinstance(s, SBlockRealize):
+            self.print_realize(s, level)
         elif isinstance(s, While):
             self.emit(level, f"while {self.expr(s.condition)}:")
             self.block(s.body, level + 1)
@@ -375,6 +386,29 @@ class FunctionPrinter(ExprPrinter):
         else:
             raise TypeError(f"cannot print statement {type(s).__name__}")
 
+    def print_for(self, s: For, level: int) -> None:
+        grid = _grid(s)
+        header = len(self.lines)
+        self.emit(level, "")
+        self.frames.append([])
+        try:
+            if len(grid) > 1:
+                names = [self.define(loop.loop_var, loop.loop_var.name) for loop in grid]
+                extents = ", ".join(self.expr(loop.extent) for loop in grid)
+                iter_text = f"T.grid({extents})"
+                for loop in grid:
+                    self.loops[id(loop.loop_var)] = loop
+                self.stmt(grid[-1].body, level + 1)
+            else:
+                self.loops[id(s.loop_var)] = s
+                iter_text = self.loop_iter(s)
+                names = [self.define(s.loop_var, s.loop_var.name)]
+                self.stmt(s.body, level + 1)
+        finally:
+            for name in self.frames.pop():
+                self.used.pop(name, None)
+        self.lines[header] = "    " * level + f"for {', '.join(names)} in {iter_text}:"
+
     def loop_iter(self, s: For) -> str:
         zero = isinstance(s.min, IntImm) and s.min.value == 0
         if zero and s.step is None:
@@ -393,6 +427,21 @@ class FunctionPrinter(ExprPrinter):
         return f"{_LOOP_FN[s.kind]}({bounds}{extra})"
 
     # -- expressions ---------------------------------------------------------------------
+def _grid(loop: For) -> list[For]:
+    """Directly nested serial loops from 0 that TVM prints as one ``T.grid``."""
+    from tirc.ir.freevars import uses_any
+    out: list[For] = []
+    node: Stmt = loop
+    while isinstance(node, For):
+        if (node.kind != "serial" or not (isinstance(node.min, IntImm) and node.min.value == 0)
+                or node.annotations or node.step is not None
+                or (out and uses_any(node.extent, {id(x.loop_var) for x in out}))):
+            break
+        out.append(node)
+        node = node.body
+    return out
+
+
 def _let_vars(body: Stmt) -> list[Var]:
     """The variables expression-level ``Let`` nodes bind, in order of appearance."""
     from tirc.ir.visitor import walk

@@ -13,20 +13,24 @@ from typing import Any
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr
+from tirc.ir.block import BLOCK_NODES
 from tirc.ir.stmt import IterVar, Stmt
 
 Node = Any
 
 
+_NODE_TYPES = (PrimExpr, Stmt, IterVar, *BLOCK_NODES)
+
+
 def is_node(value: object) -> bool:
-    return isinstance(value, (PrimExpr, Stmt, IterVar))
+    return isinstance(value, _NODE_TYPES)
 
 
 @lru_cache(maxsize=None)
 def _child_fields(cls: type) -> tuple[str, ...]:
     """Fields of ``cls`` that may hold nodes or buffers (everything but plain data)."""
     skip = {"span", "dtype", "op", "name", "kind", "thread_tag", "lanes", "form", "key",
-            "value_str", "ptr"}
+            "value_str", "ptr", "name_hint", "iter_type"}
     return tuple(f.name for f in fields(cls) if f.name not in skip)
 
 

@@ -11,6 +11,7 @@ from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, For,
                           IfThenElse, IterVar, LetStmt, Return, While)
 from tirc.ir.visitor import Visitor, walk
+from tirc.ir.block import BufferRegion, SBlock, SBlockRealize
 
 
 def verify(mod: IRModule) -> IRModule:
@@ -39,6 +40,8 @@ def _bound_vars(body) -> set[int]:
             out.add(id(node.node.var))
         elif isinstance(node, AllocBuffer):
             out.add(id(node.buffer.data))
+        elif isinstance(node, SBlock):
+            out.update(id(iv.var) for iv in node.iter_vars)
     return out
 
 
@@ -76,7 +79,9 @@ class _FunctionVerifier(Visitor):
         self.vars.update(id(v) for v in added_v)
         self.buffers.update(id(b) for b in added_b)
         try:
-            if body is not None:
+            if callable(body):
+                body()
+            elif body is not None:
                 self.visit(body)
         finally:
             self.vars.difference_update(id(v) for v in added_v)
@@ -149,6 +154,54 @@ class _FunctionVerifier(Visitor):
         self.check_buffer_decl(s.buffer)
         self.visit(s.buffer.data)
         self.scoped((), [s.buffer], s.body)
+
+    def visit_SBlockRealize(self, s: SBlockRealize) -> None:
+        block = s.block
+        if len(s.iter_values) != len(block.iter_vars):
+            self.error(f"block '{block.name_hint}' has {len(block.iter_vars)} iterators but "
+                       f"{len(s.iter_values)} bindings", s.span)
+        for iv, value in zip(block.iter_vars, s.iter_values):
+            self.visit(value)
+            if value.dtype != iv.var.dtype:
+                self.error(f"block iterator '{iv.var.name}' is {iv.var.dtype} but is bound to a "
+                           f"{value.dtype} value", iv.span or s.span)
+        self.check_condition(s.predicate, "T.where")
+        self.visit(s.predicate)
+        self.where.append(block.span)
+        try:
+            self.visit_SBlock(block)
+        finally:
+            self.where.pop()
+
+    def visit_SBlock(self, s: SBlock) -> None:
+        for iv in s.iter_vars:
+            self.visit(iv.dom.min)
+            self.visit(iv.dom.extent)
+        for b in s.alloc_buffers:
+            self.check_buffer_decl(b)
+        for m in s.match_buffers:
+            self.visit_BufferRegion(m.source)
+        def inner() -> None:
+            for m in s.match_buffers:
+                self.check_buffer_decl(m.buffer)
+            for region in (*s.reads, *s.writes):
+                self.visit_BufferRegion(region)
+            if s.init is not None:
+                self.visit(s.init)
+            self.visit(s.body)
+        defined_vars = [iv.var for iv in s.iter_vars] + [b.data for b in s.alloc_buffers]
+        defined_vars += [m.buffer.data for m in s.match_buffers]
+        buffers = list(s.alloc_buffers) + [m.buffer for m in s.match_buffers]
+        self.scoped(defined_vars, buffers, inner)
+
+    def visit_BufferRegion(self, r: BufferRegion) -> None:
+        self.visit_buffer(r.buffer)
+        if len(r.region) != len(r.buffer.shape):
+            self.error(f"buffer '{r.buffer.name}' has {len(r.buffer.shape)} dimensions but the "
+                       f"region names {len(r.region)}", r.span)
+        for rng in r.region:
+            self.visit(rng.min)
+            self.visit(rng.extent)
 
     # -- uses --------------------------------------------------------------------------
     def visit_buffer(self, b: Buffer) -> None:
