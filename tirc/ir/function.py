@@ -60,6 +60,15 @@ class IRModule:
         for name, func in self.functions.items():
             yield GlobalVar(name), func
 
+    def map_bodies(self, rewrite) -> "IRModule":
+        """Every function's body through ``rewrite(body) -> body``; functions whose body
+        comes back the same object stay as they are."""
+        funcs = {}
+        for name, f in self.functions.items():
+            body = rewrite(f.body)
+            funcs[name] = f if body is f.body else f.with_body(body)
+        return replace(self, functions=funcs)
+
     def with_function(self, name: str, func: PrimFunc) -> "IRModule":
         return replace(self, functions={**self.functions, name: func})
 

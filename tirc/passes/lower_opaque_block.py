@@ -1,0 +1,53 @@
+"""LowerOpaqueBlock: blocks without iterators become plain statements. A block's
+allocations become ``T.alloc_buffer`` scopes around its body, its predicate (``T.where``)
+an ``if``; its regions and annotations are dropped, as TVM drops them. Loop annotations
+whose key starts with ``pragma_`` (``pragma_auto_unroll_max_step``,
+``pragma_unroll_explicit``, ...) become ``T.attr(loop_var, key, value)`` around the loop,
+where UnrollLoop reads them; other loop annotations stay on the loop.
+
+Precondition: ConvertBlocksToOpaque and LowerMatchBuffer ran. Guarantees: no block or
+block realization remains.
+"""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tirc.diagnostics import Diagnostic
+from tirc.ir.block import SBlockRealize
+from tirc.ir.expr import IntImm
+from tirc.ir.function import IRModule
+from tirc.ir.stmt import AllocBuffer, AttrStmt, For, IfThenElse
+from tirc.frontend.values import literal_expr
+from tirc.ir.visitor import Mutator
+
+
+class _Lower(Mutator):
+    def visit_SBlockRealize(self, s: SBlockRealize):
+        block = s.block
+        if block.iter_vars:
+            raise Diagnostic(f"block '{block.name_hint}' still has iterators; LowerOpaqueBlock "
+                             "needs ConvertBlocksToOpaque first", block.span)
+        if block.match_buffers:
+            raise Diagnostic(f"block '{block.name_hint}' still matches buffers; LowerOpaqueBlock "
+                             "needs LowerMatchBuffer first", block.match_buffers[0].span)
+        body = self.visit(block.body)
+        for buf in reversed(block.alloc_buffers):
+            body = AllocBuffer(buf, body, block.span)
+        if not (isinstance(s.predicate, IntImm) and s.predicate.value == 1):
+            body = IfThenElse(self.visit(s.predicate), body, None, s.span)
+        return body
+
+    def visit_For(self, s: For):
+        s = self.generic_visit(s)
+        pragmas = [(k, v) for k, v in s.annotations if k.startswith("pragma_")]
+        if not pragmas:
+            return s
+        kept = tuple((k, v) for k, v in s.annotations if not k.startswith("pragma_"))
+        out = replace(s, annotations=kept)
+        for key, value in reversed(pragmas):
+            out = AttrStmt(s.loop_var, key, literal_expr(value, s.span), out, s.span)
+        return out
+
+
+def lower_opaque_block(mod: IRModule, ctx=None) -> IRModule:
+    return mod.map_bodies(_Lower().visit)
