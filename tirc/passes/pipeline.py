@@ -108,6 +108,10 @@ PIPELINE: list[Pass] = [
     # Block lowering (TVM 0.27's S-TIR order); a module without blocks passes unchanged.
     _pass("LowerInitBlock", "lower_init_block",
           "a block's T.init() runs at the first step of its reduction", ("BindTarget",)),
+    Pass("PlanAndUpdateBufferAllocationLocation",
+         _lazy("plan_and_update_buffer_allocation_location", "plan_and_update_buffer_allocation_location"),
+         "block allocations move to the lowest common ancestor of their accesses",
+         ("LowerInitBlock",)),
     _pass("ConvertBlocksToOpaque", "convert_blocks_to_opaque",
           "block iterators replaced by their bindings", ("LowerInitBlock",)),
     _pass("LowerOpaqueBlock", "lower_opaque_block",

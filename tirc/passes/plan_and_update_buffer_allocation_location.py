@@ -1,0 +1,215 @@
+"""PlanAndUpdateBufferAllocationLocation: every buffer a block allocates moves to the
+lowest common ancestor (a loop or a block) of all its accesses, so that a buffer used
+inside one parallel or thread-bound loop is allocated per iteration of it (per thread),
+and one used across two loop nests stays where both see it. As in TVM's
+``DetectBufferAccessLCA``:
+
+- the buffer a reduction block writes is allocated above its outermost reduction loop
+  (the accumulator outlives the reduction), and a block's opaque iterators lift the
+  buffers it writes above the loops they are bound to;
+- a ``global`` buffer is never allocated inside a ``blockIdx`` loop (one copy per
+  kernel, not per thread block);
+- a buffer nobody accesses is dropped.
+
+A buffer that lands on a loop gets a new iterator-free block ``""`` directly inside the
+loop; its regions are the whole outside buffers its body touches (TVM narrows them to the
+parts touched; LowerOpaqueBlock drops regions, so code is the same).
+
+Precondition: LowerInitBlock ran. Guarantees: each allocating block is the LCA of the
+accesses of what it allocates.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from tirc.ir.block import SBlock, SBlockRealize, full_region
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import BufferLoad, IntImm, Var
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.stmt import AttrStmt, BufferStore, For, IterVar, Stmt
+from tirc.ir.visitor import Mutator, Visitor, walk
+from tirc.ir.dtype import BOOL
+
+
+@dataclass(eq=False)
+class _Scope:
+    parent: "_Scope | None"
+    node: object  # a For or an SBlock; None for the function itself
+    depth: int
+
+
+def _lca(a: _Scope | None, b: _Scope) -> _Scope:
+    if a is None:
+        return b
+    while a.depth > b.depth:
+        a = a.parent  # type: ignore[assignment]
+    while b.depth > a.depth:
+        b = b.parent  # type: ignore[assignment]
+    while a is not b:
+        a, b = a.parent, b.parent  # type: ignore[assignment]
+    return a
+
+
+class _LCADetector(Visitor):
+    def __init__(self) -> None:
+        self.stack = [_Scope(None, None, 0)]
+        self.lca: dict[int, _Scope] = {}
+        self.buffers: dict[int, Buffer] = {}
+        self.loop_scope: dict[int, _Scope] = {}
+        self.block_idx_scopes: list[_Scope] = []
+        self.matched: set[int] = set()
+
+    def update(self, buf: Buffer, scope: _Scope) -> None:
+        if id(buf) in self.matched:
+            return
+        self.buffers[id(buf)] = buf
+        self.lca[id(buf)] = _lca(self.lca.get(id(buf)), scope)
+
+    def visit_For(self, s: For) -> None:
+        scope = _Scope(self.stack[-1], s, len(self.stack))
+        if s.kind == "thread_binding" and (s.thread_tag or "").startswith("blockIdx"):
+            self.block_idx_scopes.append(scope)
+        self.visit(s.min)
+        self.visit(s.extent)
+        self.stack.append(scope)
+        self.loop_scope[id(s.loop_var)] = scope
+        self.visit(s.body)
+        self.stack.pop()
+
+    def visit_AttrStmt(self, s: AttrStmt) -> None:
+        if isinstance(s.node, IterVar) and s.key == "thread_extent" and s.node.thread_tag.startswith("blockIdx"):
+            self.block_idx_scopes.append(self.stack[-1])
+        self.generic_visit(s)
+
+    def visit_SBlockRealize(self, s: SBlockRealize) -> None:
+        block = s.block
+        for v in (*s.iter_values, s.predicate):
+            self.visit(v)
+        scope = _Scope(self.stack[-1], block, len(self.stack))
+        self.stack.append(scope)
+        self._non_spatial(s, scope)
+        for m in block.match_buffers:
+            self.update(m.source.buffer, scope)
+            self.matched.add(id(m.buffer))
+        for region in (*block.reads, *block.writes):
+            for rng in region.region:
+                self.visit(rng.min)
+                self.visit(rng.extent)
+        if block.init is not None:
+            self.visit(block.init)
+        self.visit(block.body)
+        self.stack.pop()
+
+    def _outermost_loop_parent(self, value) -> _Scope | None:
+        """The parent of the outermost loop whose variable ``value`` uses."""
+        best = None
+        for n in walk(value):
+            if isinstance(n, Var) and id(n) in self.loop_scope:
+                parent = self.loop_scope[id(n)].parent
+                if best is None or parent.depth < best.depth:
+                    best = parent
+        return best
+
+    def _non_spatial(self, s: SBlockRealize, scope: _Scope) -> None:
+        block = s.block
+        reduce_scope = None
+        is_reduce = False
+        for iv, value in zip(block.iter_vars, s.iter_values):
+            if iv.iter_type == "spatial":
+                continue
+            top = self._outermost_loop_parent(value)
+            if top is None:
+                continue
+            if iv.iter_type == "reduce":
+                is_reduce = True
+                if reduce_scope is None or top.depth < reduce_scope.depth:
+                    reduce_scope = top
+            else:
+                for w in block.writes:
+                    self.update(w.buffer, top)
+        if is_reduce and reduce_scope is not None:
+            for w in block.writes:
+                self.update(w.buffer, reduce_scope if reduce_scope.depth < scope.depth else scope)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> None:
+        self.update(e.buffer, self.stack[-1])
+        for i in e.indices:
+            self.visit(i)
+
+    def visit_BufferStore(self, s: BufferStore) -> None:
+        self.update(s.buffer, self.stack[-1])
+        self.generic_visit(s)
+
+    def finish(self) -> dict[int, _Scope]:
+        for key, buf in self.buffers.items():
+            if buf.scope == "global":
+                for scope in self.block_idx_scopes:
+                    self.lca[key] = _lca(self.lca[key], scope)
+        return self.lca
+
+
+def _plan(func: PrimFunc) -> Stmt:
+    managed: list[Buffer] = [b for n in walk(func.body) if isinstance(n, SBlock) for b in n.alloc_buffers]
+    if not managed:
+        return func.body
+    detector = _LCADetector()
+    for _, buf in func.buffer_map:
+        detector.matched.add(id(buf))  # parameters are never moved
+    detector.visit(func.body)
+    lca = detector.finish()
+    placement: dict[int, list[Buffer]] = {}
+    for buf in managed:
+        scope = lca.get(id(buf))
+        if scope is None or scope.node is None:
+            continue  # never accessed: dropped
+        placement.setdefault(id(scope.node), []).append(buf)
+    return _Place(placement).visit(func.body)
+
+
+class _Place(Mutator):
+    """Places buffers by the identity of the loops and blocks of the unchanged tree:
+    children are rewritten after the decision for the node is taken."""
+
+    def __init__(self, placement: dict[int, list[Buffer]]):
+        self.placement = placement
+
+    def visit_For(self, s: For):
+        bufs = self.placement.get(id(s))
+        out = self.generic_visit(s)
+        if not bufs:
+            return out
+        reads, writes = _touched(out.body, bufs)
+        block = SBlock("", (), reads, writes, out.body, None, tuple(bufs), (), (), s.span)
+        return replace(out, body=SBlockRealize((), IntImm(BOOL, 1), block, s.span))
+
+    def visit_SBlock(self, s: SBlock):
+        allocs = tuple(self.placement.get(id(s), ()))
+        out = self.generic_visit(s)
+        if allocs == out.alloc_buffers:
+            return out
+        return replace(out, alloc_buffers=allocs)
+
+
+def _touched(body: Stmt, allocated: list[Buffer]):
+    """The whole-buffer read and write regions of what ``body`` loads and stores, in order
+    of first access, leaving out buffers allocated in it or by the new block. (TVM narrows
+    each to the region touched; a block's regions do not reach code generation.)"""
+    inner = {id(b) for b in allocated}
+    inner.update(id(b) for n in walk(body) if isinstance(n, SBlock) for b in n.alloc_buffers)
+    reads: dict[int, Buffer] = {}
+    writes: dict[int, Buffer] = {}
+    for n in walk(body):
+        if isinstance(n, BufferLoad) and id(n.buffer) not in inner:
+            reads.setdefault(id(n.buffer), n.buffer)
+        elif isinstance(n, BufferStore) and id(n.buffer) not in inner:
+            writes.setdefault(id(n.buffer), n.buffer)
+    return (tuple(full_region(b) for b in reads.values()),
+            tuple(full_region(b) for b in writes.values()))
+
+
+def plan_and_update_buffer_allocation_location(mod: IRModule, ctx=None) -> IRModule:
+    funcs = {}
+    for name, f in mod.functions.items():
+        body = _plan(f)
+        funcs[name] = f if body is f.body else f.with_body(body)
+    return replace(mod, functions=funcs)
