@@ -22,9 +22,11 @@ _SIGNATURES = {
     "decl_buffer": ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
                     "offset_factor", "buffer_type", "axis_separators", "layout"),
     "alloc_buffer": ("shape", "dtype", "data", "strides", "elem_offset", "scope", "align",
-                     "offset_factor", "buffer_type", "axis_separators", "layout"),
-    "alloc_shared": ("shape", "dtype", "strides", "elem_offset", "align", "offset_factor", "layout"),
-    "alloc_local": ("shape", "dtype", "strides", "elem_offset", "align", "offset_factor", "layout"),
+                     "offset_factor", "buffer_type", "axis_separators", "layout", "annotations"),
+    "alloc_shared": ("shape", "dtype", "strides", "elem_offset", "align", "offset_factor", "layout",
+                     "annotations"),
+    "alloc_local": ("shape", "dtype", "strides", "elem_offset", "align", "offset_factor", "layout",
+                    "annotations"),
     "allocate": ("extents", "dtype", "scope", "condition", "annotations"),
 }
 _FIXED_SCOPE = {"alloc_shared": "shared", "alloc_local": "local"}

@@ -119,12 +119,13 @@ def named(b: "FunctionBuilder", name: str, v: "Construct | VarDecl", nspan: Span
         b.scope.define(name, buf)
         return None
     if c.name in ("Buffer", "decl_buffer", "alloc_buffer", "alloc_shared", "alloc_local"):
+        ann = _annotations(b, c)
         buf = make_buffer(b, name, c, nspan)
         b.scope.define(name, buf)
         aliases = "data" in c.kwargs or (c.name in ("Buffer", "decl_buffer") and len(c.args) > 2)
         if aliases:
             return _binder(lambda body: DeclBuffer(buf, body, c.span))
-        return _binder(lambda body: AllocBuffer(buf, body, c.span))
+        return _binder(lambda body: AllocBuffer(buf, body, c.span, ann))
     if c.name == "view":
         base = c.args[0][0]
         buf = view_buffer(b, name, base, c.args[1:], c.kwargs, c.span)
@@ -154,6 +155,17 @@ def named(b: "FunctionBuilder", name: str, v: "Construct | VarDecl", nspan: Span
         b.scope.define(name, var)
         return _binder(lambda body: LetStmt(var, value, body, c.span, "let"))
     raise Diagnostic(f"T.{c.name} cannot be assigned to a name", c.span)
+
+
+def _annotations(b: "FunctionBuilder", c: Construct) -> tuple:
+    """``annotations={...}`` of an allocation, taken out of ``c``'s keyword arguments."""
+    if "annotations" not in c.kwargs:
+        return ()
+    value, span = c.kwargs.pop("annotations")
+    if not isinstance(value, dict):
+        raise Diagnostic("annotations must be a dict", span)
+    from tirc.frontend.blocks import annotation_items
+    return annotation_items(b, value, span)
 
 
 def _block_buffer(b: "FunctionBuilder", name: str, c: Construct, nspan: Span | None,

@@ -63,7 +63,7 @@ def format_float(value: float) -> str:
         return '"inf"' if value > 0 else '"-inf"'
     if value == math.floor(value):
         return f"{value:.1f}"  # integral values in full, as TVM's printer writes them
-    return repr(float(value))
+    return "%.17g" % value
 
 
 def py_value(value: Any, printer: "ExprPrinter | None" = None) -> str:

@@ -224,6 +224,9 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             args.append("layout=None")
         return ", ".join(args)
 
+    def annotations_kw(self, annotations: tuple) -> str:
+        return f", annotations={py_value(dict(annotations), self)}" if annotations else ""
+
     def buffer_ctor(self, ctor: str, b: Buffer, free: list[Var]) -> str:
         return f"{ctor}({self.buffer_args(b, free)})"
 
@@ -270,6 +273,8 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             b = s.buffer
             ctor = "T.alloc_buffer" if isinstance(s, AllocBuffer) else "T.decl_buffer"
             args = self.buffer_args(b, [], data=isinstance(s, DeclBuffer))
+            if isinstance(s, AllocBuffer):
+                args += self.annotations_kw(s.annotations)
             self.frames.append([])
             name = self.buffer_name(b)
             self.frames.pop()
@@ -302,7 +307,8 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
                     return _rest(s.body)
                 self.emit(level, f"{name}: {self.dtype_ann(b.dtype)}")
                 return s.body
-            self.emit(level, f"{name} = T.alloc_buffer({self.buffer_args(b, [], omit_float32=True)})")
+            self.emit(level, f"{name} = T.alloc_buffer({self.buffer_args(b, [], omit_float32=True)}"
+                             f"{self.annotations_kw(s.annotations)})")
             return s.body
         if isinstance(s, DeclBuffer):
             b = s.buffer

@@ -122,11 +122,13 @@ class Evaluate(Stmt):
 
 @dataclass(frozen=True, slots=True)
 class AllocBuffer(Stmt):
-    """Allocates ``buffer`` (in its scope) for ``body``."""
+    """Allocates ``buffer`` (in its scope) for ``body``. ``annotations`` are sorted
+    ``(key, value)`` pairs (TVM marks allocations ``buffer_data_alignment``, ...)."""
 
     buffer: Buffer
     body: Stmt
     span: Span | None = field(**_SPAN)
+    annotations: tuple[tuple[str, Any], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -266,7 +266,7 @@ class _Flatten(Mutator):
         body = self.visit(s.body)
         if id(b) in self.uses.escaping:
             body = DeclBuffer(b, body, s.span)
-        return AllocBuffer(self.flat_of(b), body, s.span)
+        return AllocBuffer(self.flat_of(b), body, s.span, s.annotations)
 
     def visit_DeclBuffer(self, s: DeclBuffer):
         b = s.buffer

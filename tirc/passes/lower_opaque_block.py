@@ -1,6 +1,8 @@
 """LowerOpaqueBlock: blocks without iterators become plain statements. A block's
 allocations become ``T.alloc_buffer`` scopes around its body, its predicate (``T.where``)
-an ``if``; its regions and annotations are dropped, as TVM drops them. Loop annotations
+an ``if``; its ``pragma_*`` annotations ``T.attr({key: value})`` around the body, its
+regions and other annotations are dropped, as TVM drops them. Serial loops of one
+iteration are replaced by their body at the loop's start. Loop annotations
 whose key starts with ``pragma_`` (``pragma_auto_unroll_max_step``,
 ``pragma_unroll_explicit``, ...) become ``T.attr(loop_var, key, value)`` around the loop,
 where UnrollLoop reads them; other loop annotations stay on the loop.
@@ -18,7 +20,13 @@ from tirc.ir.expr import IntImm
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import AllocBuffer, AttrStmt, For, IfThenElse
 from tirc.frontend.values import literal_expr
+from tirc.ir.renew import substitute
 from tirc.ir.visitor import Mutator
+
+
+# What TVM 0.27's LowerOpaqueBlock attaches to every allocation it makes (the alignment
+# is the default one of the runtime; nothing reads the empty address list).
+_ALLOC_ANNOTATIONS = (("buffer_allocated_addr", ()), ("buffer_data_alignment", 64))
 
 
 class _Lower(Mutator):
@@ -31,13 +39,19 @@ class _Lower(Mutator):
             raise Diagnostic(f"block '{block.name_hint}' still matches buffers; LowerOpaqueBlock "
                              "needs LowerMatchBuffer first", block.match_buffers[0].span)
         body = self.visit(block.body)
+        for key, value in reversed(block.annotations):
+            if key.startswith("pragma_"):
+                body = AttrStmt(None, key, literal_expr(value, block.span), body, block.span)
         for buf in reversed(block.alloc_buffers):
-            body = AllocBuffer(buf, body, block.span)
+            body = AllocBuffer(buf, body, block.span, _ALLOC_ANNOTATIONS)
         if not (isinstance(s.predicate, IntImm) and s.predicate.value == 1):
             body = IfThenElse(self.visit(s.predicate), body, None, s.span)
         return body
 
     def visit_For(self, s: For):
+        if (s.kind == "serial" and isinstance(s.extent, IntImm) and s.extent.value == 1
+                and not s.annotations and s.step is None):
+            return self.visit(substitute(s.body, {id(s.loop_var): s.min}))  # a unit loop
         s = self.generic_visit(s)
         pragmas = [(k, v) for k, v in s.annotations if k.startswith("pragma_")]
         if not pragmas:

@@ -114,6 +114,7 @@ class _LCADetector(Visitor):
         block = s.block
         reduce_scope = None
         is_reduce = False
+        opaque: dict[int, _Scope] = {}  # opaque/scan iterator -> above the loops it spans
         for iv, value in zip(block.iter_vars, s.iter_values):
             if iv.iter_type == "spatial":
                 continue
@@ -125,11 +126,30 @@ class _LCADetector(Visitor):
                 if reduce_scope is None or top.depth < reduce_scope.depth:
                     reduce_scope = top
             else:
+                opaque[id(iv.var)] = top
                 for w in block.writes:
                     self.update(w.buffer, top)
-        if is_reduce and reduce_scope is not None:
+
+        def region_scope(region, reduce_write: bool) -> _Scope:
+            at = scope
+            for rng in region.region:
+                for n in (*walk(rng.min), *walk(rng.extent)):
+                    if isinstance(n, Var) and id(n) in opaque and opaque[id(n)].depth < at.depth:
+                        at = opaque[id(n)]
+            if reduce_write and reduce_scope is not None and at.depth > reduce_scope.depth:
+                at = reduce_scope
+            return at
+
+        if opaque:
+            # A region spanning an opaque iterator (a loop-carried access such as
+            # C[v - 1]) must outlive the loops that iterator is bound to.
+            for r in block.reads:
+                self.update(r.buffer, region_scope(r, False))
             for w in block.writes:
-                self.update(w.buffer, reduce_scope if reduce_scope.depth < scope.depth else scope)
+                self.update(w.buffer, region_scope(w, is_reduce))
+        elif is_reduce and reduce_scope is not None:
+            for w in block.writes:
+                self.update(w.buffer, region_scope(w, True))
 
     def visit_BufferLoad(self, e: BufferLoad) -> None:
         self.update(e.buffer, self.stack[-1])

@@ -1,0 +1,87 @@
+"""TVM's own unit tests of the S-TIR passes, as before/after text printed by TVM 0.27
+(tests/corpus/sblock_passes/, made by tests/corpus/gen_sblock_pass_pairs.py): each pass
+tirc implements must turn every ``before`` into a module structurally equal to TVM's
+``after``. Cases that still differ are listed with the reason and fail strictly when they
+start to pass, so the list stays true."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tirc.ir.equal import assert_structural_equal
+from tirc.parser import parse
+
+CORPUS = Path(__file__).resolve().parent / "corpus" / "sblock_passes"
+INDEX = json.loads((CORPUS / "index.json").read_text())
+
+
+def _passes():
+    from tirc.passes.convert_blocks_to_opaque import convert_blocks_to_opaque
+    from tirc.passes.lower_init_block import lower_init_block
+    from tirc.passes.lower_opaque_block import lower_opaque_block
+    from tirc.passes.plan_and_update_buffer_allocation_location import (
+        plan_and_update_buffer_allocation_location)
+    from tirc.passes.lower_thread_bindings import lower_thread_bindings
+
+    def lower_opaque_block_and_threads(mod, ctx=None):
+        # TVM's LowerOpaqueBlock also turns thread-bound loops into launch_thread scopes;
+        # tirc leaves that to LowerThreadBindings, the next pass of its pipeline.
+        return lower_thread_bindings(lower_opaque_block(mod), ctx)
+
+    return {
+        "LowerInitBlock": lower_init_block,
+        "ConvertBlocksToOpaque": convert_blocks_to_opaque,
+        "LowerOpaqueBlock": lower_opaque_block_and_threads,
+        "PlanAndUpdateBufferAllocationLocation": plan_and_update_buffer_allocation_location,
+    }
+
+
+IMPLEMENTED = _passes()
+
+# case -> why tirc's result still differs from TVM's (a strict xfail).
+_REGIONS = ("TVM narrows the regions of the block it adds to the parts touched (region "
+            "relaxation, not ported yet); tirc writes whole buffers. Placement is the same and "
+            "regions do not reach code generation")
+KNOWN = {
+    "PlanAndUpdateBufferAllocationLocation/1D_cascade_op_rolling_buffer": _REGIONS,
+    "PlanAndUpdateBufferAllocationLocation/elementwise": _REGIONS,
+    "PlanAndUpdateBufferAllocationLocation/locate_buffer_allocation": _REGIONS,
+    "PlanAndUpdateBufferAllocationLocation/loop_carried_dependency": _REGIONS,
+    "PlanAndUpdateBufferAllocationLocation/opaque_access": _REGIONS,
+    "PlanAndUpdateBufferAllocationLocation/reduce_buffer_dominate_reduce_loops": _REGIONS,
+    "LowerOpaqueBlock/annotated_loops": (
+        "TVM's printed result does not read back as its IR: the loop variable used as the "
+        "T.attr node prints as a fresh free variable 'i = T.int32()'"),
+}
+# Inputs tirc does not read yet (a Diagnostic at parse time).
+UNREAD = {
+    "LowerInitBlock/lower_match_buffer": "rank-0 matched buffers T.match_buffer(B[i], ())",
+    "PlanAndUpdateBufferAllocationLocation/match_buffer_allocation":
+        "rank-0 matched buffers T.match_buffer(B[i], ())",
+    "PlanAndUpdateBufferAllocationLocation/dltensor_buffer_is_unlowered":
+        "T.handle().ty as a call_extern dtype",
+}
+
+CASES = [c for c in INDEX if c.get("after") and c["pass"] in IMPLEMENTED]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[f"{c['pass']}/{c['case']}" for c in CASES])
+def test_pass_matches_tvm(case):
+    key = f"{case['pass']}/{case['case']}"
+    if key in UNREAD:
+        from tirc.diagnostics import Diagnostic
+        with pytest.raises(Diagnostic):
+            parse((CORPUS / case["before"]).read_text(), case["before"])
+        pytest.xfail(UNREAD[key])
+    before = parse((CORPUS / case["before"]).read_text(), case["before"])
+    for name in case.get("preceding") or []:
+        before = IMPLEMENTED[name.split(".")[-1].rstrip("()")](before)
+    result = IMPLEMENTED[case["pass"]](before)
+    expected = parse((CORPUS / case["after"]).read_text(), case["after"])
+    if key in KNOWN:
+        with pytest.raises(AssertionError):
+            assert_structural_equal(result, expected)
+        pytest.xfail(KNOWN[key])
+    assert_structural_equal(result, expected)
