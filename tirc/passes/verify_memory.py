@@ -26,8 +26,9 @@ def _check(name: str, func: PrimFunc, target: Target) -> None:
             verb = "reads" if isinstance(node, BufferLoad) else "writes"
             raise Diagnostic(
                 f"host code of '{name}' {verb} buffer '{node.buffer.name}', which lives on the "
-                f"{target.kind} device; move the access into a kernel (T.thread_binding) or "
-                "give the function a CPU target", node.span)
+                f"{target.kind} device. Did you forget to bind? tirc does not schedule: bind "
+                "the loops to threads (T.thread_binding; in Python, dlight or s_tir.Schedule's "
+                "bind) or give the function a CPU target", node.span)
 
 
 def verify_memory(mod: IRModule, ctx) -> IRModule:
