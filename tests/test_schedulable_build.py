@@ -46,3 +46,13 @@ def test_unscheduled_module_for_cuda_asks_for_a_schedule(tmp_path):
     with pytest.raises(Diagnostic, match="Did you forget to bind"):
         build((TIR / "sblock_matmul_relu.tir").read_text(), "cuda", "llvm", tmp_path, "m")
     assert not list(tmp_path.iterdir())
+
+
+def test_cross_thread_reduction_is_refused_not_miscompiled(tmp_path):
+    """dlight's softmax reduces over threadIdx.x; lowering it as an ordinary block would
+    let 256 threads update one shared element at once. Until LowerCrossThreadReduction is
+    ported it is a located error, and nothing is written."""
+    with pytest.raises(Diagnostic, match="reduces across threads") as info:
+        build((TIR / "sblock_dlight_softmax_cuda.tir").read_text(), "cuda", "llvm", tmp_path, "m")
+    assert info.value.span is not None and info.value.span.line == 20
+    assert not list(tmp_path.iterdir())

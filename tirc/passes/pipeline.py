@@ -106,8 +106,12 @@ PIPELINE: list[Pass] = [
     Pass("BindTarget", _bind_target, "give every function a target; duplicate host-and-device helpers",
          requires=("Verify",)),
     # Block lowering (TVM 0.27's S-TIR order); a module without blocks passes unchanged.
+    _pass("LowerCrossThreadReduction", "lower_cross_thread_reduction",
+          "reductions across threads are refused (their lowering is not ported yet)",
+          ("BindTarget",)),
     _pass("LowerInitBlock", "lower_init_block",
-          "a block's T.init() runs at the first step of its reduction", ("BindTarget",)),
+          "a block's T.init() runs at the first step of its reduction",
+          ("LowerCrossThreadReduction",)),
     Pass("PlanAndUpdateBufferAllocationLocation",
          _lazy("plan_and_update_buffer_allocation_location", "plan_and_update_buffer_allocation_location"),
          "block allocations move to the lowest common ancestor of their accesses",
