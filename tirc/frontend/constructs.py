@@ -158,10 +158,10 @@ def named(b: "FunctionBuilder", name: str, v: "Construct | VarDecl", nspan: Span
 
 
 def _annotations(b: "FunctionBuilder", c: Construct) -> tuple:
-    """``annotations={...}`` of an allocation, taken out of ``c``'s keyword arguments."""
+    """``annotations={...}`` of an allocation (make_buffer accepts and skips the key)."""
     if "annotations" not in c.kwargs:
         return ()
-    value, span = c.kwargs.pop("annotations")
+    value, span = c.kwargs["annotations"]
     if not isinstance(value, dict):
         raise Diagnostic("annotations must be a dict", span)
     from tirc.frontend.blocks import annotation_items

@@ -33,7 +33,7 @@ def _is_true(e: PrimExpr) -> bool:
 
 class BlockPrinter:
     """Needs the host printer's ``emit``, ``expr``, ``define``, ``buffer_name``,
-    ``buffer_args``, ``block`` and ``frames``; ``loops`` maps loop variables to loops."""
+    ``buffer_args``, ``block`` and ``name_scope``; ``loops`` maps loop variables to loops."""
 
     loops: dict[int, For]
 
@@ -47,13 +47,9 @@ class BlockPrinter:
     def print_realize(self, r: SBlockRealize, level: int) -> None:
         block = r.block
         self.emit(level, f"with T.sblock({quote(block.name_hint)}):")
-        self.frames.append([])
-        try:
+        with self.name_scope():
             self._block_header(r, level + 1)
             self.block(block.body, level + 1)
-        finally:
-            for name in self.frames.pop():
-                self.used.pop(name, None)
 
     def _block_header(self, r: SBlockRealize, level: int) -> None:
         block = r.block

@@ -3,6 +3,8 @@ from the IR, made unique per function with ``_1``, ``_2`` suffixes in print orde
 from __future__ import annotations
 
 
+from contextlib import contextmanager
+
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import (Call, IntImm, Let, PrimExpr, StringImm,
                           Var)
@@ -88,16 +90,22 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
         self.names[key] = candidate
         return candidate
 
-    def block(self, s: Stmt, level: int, loop_var: Var | None = None) -> None:
-        """Print a nested block; names defined in it are free again after it."""
+    @contextmanager
+    def name_scope(self):
+        """Names defined inside are free again after it."""
         self.frames.append([])
         try:
-            if loop_var is not None:
-                self.define(loop_var, loop_var.name)
-            self.stmt(s, level)
+            yield
         finally:
             for name in self.frames.pop():
                 self.used.pop(name, None)
+
+    def block(self, s: Stmt, level: int, loop_var: Var | None = None) -> None:
+        """Print a nested block in a scope of its own."""
+        with self.name_scope():
+            if loop_var is not None:
+                self.define(loop_var, loop_var.name)
+            self.stmt(s, level)
 
     def var(self, v: Var) -> str:
         if id(v) in self.names:
@@ -396,8 +404,7 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
         grid = _grid(s)
         header = len(self.lines)
         self.emit(level, "")
-        self.frames.append([])
-        try:
+        with self.name_scope():
             if len(grid) > 1:
                 names = [self.define(loop.loop_var, loop.loop_var.name) for loop in grid]
                 extents = ", ".join(self.expr(loop.extent) for loop in grid)
@@ -410,9 +417,6 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
                 iter_text = self.loop_iter(s)
                 names = [self.define(s.loop_var, s.loop_var.name)]
                 self.stmt(s.body, level + 1)
-        finally:
-            for name in self.frames.pop():
-                self.used.pop(name, None)
         self.lines[header] = "    " * level + f"for {', '.join(names)} in {iter_text}:"
 
     def loop_iter(self, s: For) -> str:

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tirc.frontend.arith import typed_binary
 from tirc.ir.block import SBlock
+from tirc.ir.dtype import BOOL
+from tirc.ir.expr import BinOp
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import IfThenElse, seq
 from tirc.ir.visitor import Mutator
@@ -25,8 +26,9 @@ class _Lower(Mutator):
         for iv in s.iter_vars:
             if iv.iter_type != "reduce":
                 continue
-            first = typed_binary("eq", iv.var, iv.dom.min, iv.span)
-            cond = first if cond is None else typed_binary("and", cond, first, iv.span)
+            # The frontend gives an iterator's domain the iterator's dtype.
+            first = BinOp("eq", iv.var, iv.dom.min, BOOL, iv.span)
+            cond = first if cond is None else BinOp("and", cond, first, BOOL, iv.span)
         init = s.init if cond is None else IfThenElse(cond, s.init, None, s.span)
         return replace(s, body=seq([init, s.body], s.span), init=None)
 

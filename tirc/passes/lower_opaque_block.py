@@ -16,10 +16,9 @@ from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
 from tirc.ir.block import SBlockRealize
-from tirc.ir.expr import IntImm
+from tirc.ir.expr import IntImm, PrimExpr, StringImm, const
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import AllocBuffer, AttrStmt, For, IfThenElse
-from tirc.frontend.values import literal_expr
 from tirc.ir.renew import substitute
 from tirc.ir.visitor import Mutator
 
@@ -27,6 +26,15 @@ from tirc.ir.visitor import Mutator
 # What TVM 0.27's LowerOpaqueBlock attaches to every allocation it makes (the alignment
 # is the default one of the runtime; nothing reads the empty address list).
 _ALLOC_ANNOTATIONS = (("buffer_allocated_addr", ()), ("buffer_data_alignment", 64))
+
+
+def _attr_expr(value) -> PrimExpr:
+    """An annotation value (a Python literal as the text wrote it) as an attribute value."""
+    if isinstance(value, PrimExpr):
+        return value
+    if isinstance(value, str):
+        return StringImm(value)
+    return const(value)
 
 
 class _Lower(Mutator):
@@ -41,7 +49,7 @@ class _Lower(Mutator):
         body = self.visit(block.body)
         for key, value in reversed(block.annotations):
             if key.startswith("pragma_"):
-                body = AttrStmt(None, key, literal_expr(value, block.span), body, block.span)
+                body = AttrStmt(None, key, _attr_expr(value), body, block.span)
         for buf in reversed(block.alloc_buffers):
             body = AllocBuffer(buf, body, block.span, _ALLOC_ANNOTATIONS)
         if not (isinstance(s.predicate, IntImm) and s.predicate.value == 1):
@@ -59,7 +67,7 @@ class _Lower(Mutator):
         kept = tuple((k, v) for k, v in s.annotations if not k.startswith("pragma_"))
         out = replace(s, annotations=kept)
         for key, value in reversed(pragmas):
-            out = AttrStmt(s.loop_var, key, literal_expr(value, s.span), out, s.span)
+            out = AttrStmt(s.loop_var, key, _attr_expr(value), out, s.span)
         return out
 
 
