@@ -12,15 +12,24 @@ import pytest
 
 from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
+from tirc.passes.verify import verify
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "sblock_passes"
 INDEX = json.loads((CORPUS / "index.json").read_text())
 
 
+def _read(path: str) -> str:
+    # TVM printed its default CUDA arch on a machine without a GPU, sm_50; tirc's arch
+    # table starts at sm_70 (accepting older ones is issue 14). No pass here reads it.
+    return (CORPUS / path).read_text().replace('"arch": "sm_50"', '"arch": "sm_80"')
+
+
 def _passes():
     from tirc.passes.convert_blocks_to_opaque import convert_blocks_to_opaque
+    from tirc.passes.lower_cross_thread_reduction import lower_cross_thread_reduction
     from tirc.passes.lower_init_block import lower_init_block
     from tirc.passes.lower_opaque_block import lower_opaque_block
+    from tirc.passes.lower_thread_allreduce import lower_thread_allreduce
     from tirc.passes.plan_and_update_buffer_allocation_location import (
         plan_and_update_buffer_allocation_location)
     from tirc.passes.lower_thread_bindings import lower_thread_bindings
@@ -31,10 +40,12 @@ def _passes():
         return lower_thread_bindings(lower_opaque_block(mod), ctx)
 
     return {
+        "LowerCrossThreadReduction": lower_cross_thread_reduction,
         "LowerInitBlock": lower_init_block,
         "ConvertBlocksToOpaque": convert_blocks_to_opaque,
         "LowerOpaqueBlock": lower_opaque_block_and_threads,
         "PlanAndUpdateBufferAllocationLocation": plan_and_update_buffer_allocation_location,
+        "LowerThreadAllreduce": lower_thread_allreduce,
     }
 
 
@@ -62,6 +73,10 @@ UNREAD = {
         "rank-0 matched buffers T.match_buffer(B[i], ())",
     "PlanAndUpdateBufferAllocationLocation/dltensor_buffer_is_unlowered":
         "T.handle().ty as a call_extern dtype",
+    "LowerCrossThreadReduction/zero_rank_buffer": "rank-0 buffers T.Buffer((), ...) with B[()]",
+    "LowerThreadAllreduce/metal_no_mask": "target kind metal (tirc has cuda and llvm)",
+    "LowerThreadAllreduce/webgpu_multi_warp_reduce": "target kind webgpu (tirc has cuda and llvm)",
+    "LowerThreadAllreduce/webgpu_warp_reduce": "target kind webgpu (tirc has cuda and llvm)",
 }
 
 CASES = [c for c in INDEX if c.get("after") and c["pass"] in IMPLEMENTED]
@@ -73,14 +88,37 @@ def test_pass_matches_tvm(case):
     if key in UNREAD:
         from tirc.diagnostics import Diagnostic
         with pytest.raises(Diagnostic):
-            parse((CORPUS / case["before"]).read_text(), case["before"])
+            parse(_read(case["before"]), case["before"])
         pytest.xfail(UNREAD[key])
-    before = parse((CORPUS / case["before"]).read_text(), case["before"])
+    before = parse(_read(case["before"]), case["before"])
     # ``before`` is what the pass itself received (after any passes the test ran first).
     result = IMPLEMENTED[case["pass"]](before)
-    expected = parse((CORPUS / case["after"]).read_text(), case["after"])
+    expected = parse(_read(case["after"]), case["after"])
     if key in KNOWN:
         with pytest.raises(AssertionError):
             assert_structural_equal(result, expected)
         pytest.xfail(KNOWN[key])
     assert_structural_equal(result, expected)
+
+
+ERRORS = [c for c in INDEX if not c.get("after") and c["pass"] in IMPLEMENTED]
+# error case -> why tirc cannot read its input (a strict xfail).
+UNREAD_ERRORS = {
+    "LowerCrossThreadReduction/multiple_bufferstore": "rank-0 buffers T.Buffer((), ...) with C[()]",
+}
+
+
+@pytest.mark.parametrize("case", ERRORS, ids=[f"{c['pass']}/{c['case']}" for c in ERRORS])
+def test_pass_rejects_what_tvm_rejects(case):
+    """Inputs TVM's pass rejects are located errors here too (never a silent result)."""
+    from tirc.diagnostics import Diagnostic
+    key = f"{case['pass']}/{case['case']}"
+    text = _read(case["before"])
+    if key in UNREAD_ERRORS:
+        with pytest.raises(Diagnostic):
+            parse(text, case["before"])
+        pytest.xfail(UNREAD_ERRORS[key])
+    with pytest.raises(Diagnostic) as err:
+        # as in the pipeline, the verifier sees the module before any pass
+        IMPLEMENTED[case["pass"]](verify(parse(text, case["before"])))
+    assert err.value.span is not None and err.value.span.line > 0

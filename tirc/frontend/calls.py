@@ -362,8 +362,42 @@ def _let(b, name, args, kwargs, span):
     return body
 
 
+
+def _comm_reducer(b, name, args, kwargs, span):
+    """``T.comm_reducer(lambda x0, .., y0, ..: (r0, ..), [id0, ..])``: the lambda's first
+    half of parameters are the left values, the second half the right ones, each typed
+    like its identity element."""
+    from tirc.frontend.values import Lambda
+    from tirc.ir.reducer import CommReducer
+    _no_kwargs(name, kwargs)
+    _arity(name, args, 2, 2, span)
+    (fn, fspan), (ids, ispan) = args
+    if not isinstance(fn, Lambda):
+        raise Diagnostic("T.comm_reducer needs a lambda as its combiner", fspan)
+    if not isinstance(ids, (list, tuple)) or not ids:
+        raise Diagnostic("T.comm_reducer needs a list of identity elements", ispan)
+    identity = tuple(b.as_expr(v, ispan) for v in ids)
+    n = len(identity)
+    if len(fn.params) != 2 * n:
+        raise Diagnostic(f"the combiner of a reducer of {n} value(s) takes {2 * n} parameters, "
+                         f"not {len(fn.params)}", fspan)
+    lhs = tuple(Var(p, e.dtype, span=fspan) for p, e in zip(fn.params[:n], identity))
+    rhs = tuple(Var(p, e.dtype, span=fspan) for p, e in zip(fn.params[n:], identity))
+    out = b.apply_lambda(fn, [*lhs, *rhs])
+    results = tuple(out) if isinstance(out, (list, tuple)) else (out,)
+    if len(results) != n:
+        raise Diagnostic(f"the combiner gives {len(results)} value(s) for {n} identities", fspan)
+    result = []
+    for r, ident in zip(results, identity):
+        e = b.as_expr(r, fspan, ident.dtype)
+        if e.dtype != ident.dtype:
+            raise Diagnostic(f"the combiner gives {e.dtype} for an identity of {ident.dtype}", fspan)
+        result.append(e)
+    return CommReducer(lhs, rhs, tuple(result), identity, span)
+
+
 _BUILDERS = {
     "Let": _let, "Cast": _cast, "cast": _cast, "Select": _select, "Ramp": _ramp, "ramp": _ramp,
     "Broadcast": _broadcast, "broadcast": _broadcast, "Shuffle": _shuffle, "abs": _abs, "max_value": _limit,
-    "min_value": _limit, "infinity": _limit, "target": _target,
+    "min_value": _limit, "infinity": _limit, "target": _target, "comm_reducer": _comm_reducer,
 }

@@ -14,6 +14,7 @@ from tirc.frontend.values import ThreadDecl, describe
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32
 from tirc.ir.expr import PrimExpr, StringImm, Var
+from tirc.ir.reducer import CommReducer
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, Continue, DeclBuffer,
                           Evaluate, IterVar, LetStmt, Stmt)
 from tirc.target import Target
@@ -269,6 +270,10 @@ def _attr_args(b: "FunctionBuilder", c: Construct):
             node = IterVar(decl.var, decl.tag, nspan)
     elif isinstance(node, (int, float)):
         node = b.as_expr(node, nspan)
+    elif isinstance(node, CommReducer):
+        if key != "reduce_scope":
+            raise Diagnostic(f"a reducer is the node of a \"reduce_scope\" attribute, not "
+                             f"\"{key}\"", kspan)
     elif not isinstance(node, (Target, Buffer, PrimExpr)):
         raise Diagnostic(f"cannot attach an attribute to {describe(node)}", nspan)
     return node, key, b.as_expr(value, vspan)

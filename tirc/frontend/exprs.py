@@ -9,7 +9,7 @@ from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend import calls
 from tirc.frontend.arith import binary, cast_to, difference, typed_binary
 from tirc.frontend.scope import Scope
-from tirc.frontend.values import (LetType, ModuleRef, Namespace, Slot, TName, ThreadDecl,
+from tirc.frontend.values import (Lambda, LetType, ModuleRef, Namespace, Slot, TName, ThreadDecl,
                                   describe, literal_expr)
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
@@ -159,6 +159,23 @@ class ExprBuilder:
 
     def _x_paren(self, node, span):
         return self.value(node.children[0])
+
+    def _x_lambda_expr(self, node, span):
+        params_t, body = node.children
+        params = tuple(str(t) for t in params_t.children) if params_t is not None else ()
+        if len(set(params)) != len(params):
+            raise Diagnostic("a lambda parameter is named twice", span)
+        return Lambda(params, body, span)
+
+    def apply_lambda(self, fn: Lambda, args: list[Var]) -> object:
+        """Evaluate ``fn``'s body with its parameters bound to ``args``."""
+        self.scope.push()
+        try:
+            for name, var in zip(fn.params, args):
+                self.scope.define(name, var)
+            return self.value(fn.body)
+        finally:
+            self.scope.pop()
 
     def _x_tuple_lit(self, node, span):
         return tuple(self.value(c) for c in node.children if c is not None)

@@ -48,6 +48,16 @@ class LetType:
 
 
 @dataclass(frozen=True)
+class Lambda:
+    """``lambda x, y: body``, unevaluated: its parameters get types only where it is used
+    (``T.comm_reducer`` types them from the identity elements)."""
+
+    params: tuple[str, ...]
+    body: Any  # the Lark subtree
+    span: Span | None
+
+
+@dataclass(frozen=True)
 class Slot:
     """A mutable scalar (``x: T.int32 = 0`` later reassigned): a one-element local buffer."""
 

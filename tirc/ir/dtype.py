@@ -100,6 +100,7 @@ def base_names() -> tuple[str, ...]:
 BOOL = DataType("bool")
 INT32 = DataType("int32")
 INT64 = DataType("int64")
+UINT32 = DataType("uint32")
 FLOAT32 = DataType("float32")
 HANDLE = DataType("handle")
 VOID = DataType("void")

@@ -57,6 +57,8 @@ _add("tvm_storage_sync", 1, 3, "int32", pure=False)
 _add("address_of", 1, 1, "handle")
 _add("type_annotation", 1, 1, "dtype")
 _add("tvm_warp_activemask", 0, 0, "uint32", pure=False)
+# (n, sources..., predicate, destinations..., reduction threads...): lowered by LowerThreadAllreduce
+_add("tvm_thread_allreduce", 4, None, "void", pure=False)
 for _n in ("tvm_warp_shuffle", "tvm_warp_shuffle_up", "tvm_warp_shuffle_down", "tvm_warp_shuffle_xor"):
     _add(_n, 5, 5, "arg1", pure=False)
 _add("tvm_access_ptr", 5, 5, "handle")

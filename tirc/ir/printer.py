@@ -9,6 +9,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import (Call, IntImm, Let, PrimExpr, StringImm,
                           Var)
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.reducer import CommReducer
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore, Continue,
                           DeclBuffer, Evaluate, For, IfThenElse, IterVar, LetStmt, Return,
                           SeqStmt, Stmt, While)
@@ -242,7 +243,10 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
     def emit(self, level: int, text: str) -> None:
         self.lines.append("    " * level + text)
 
-    def stmt(self, s: Stmt, level: int) -> None:
+    def stmt(self, s: Stmt, level: int, concise: bool = True) -> None:
+        """Print ``s`` at ``level``. ``concise``: ``s`` is the whole body of its frame in
+        TVM's terms, so an attribute over it prints as a bare ``T.attr(...)`` line followed
+        by its body, as TVM's printer does (its ConciseScoping); elsewhere ``with``."""
         # Flat scoped statements continue at the same level: iterate, don't recurse.
         while True:
             if isinstance(s, SeqStmt):
@@ -250,18 +254,25 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
                     return
                 for child in s.stmts[:-1]:
                     self.scoped_not_last(child, level)
-                s = s.stmts[-1]
+                s, concise = s.stmts[-1], False
+                continue
+            if isinstance(s, AttrStmt) and concise and not (
+                    s.key == "thread_extent" and isinstance(s.node, IterVar)):
+                self.emit(level, self.attr_call(s))
+                s = s.body
                 continue
             nxt = self.flat(s, level)
             if nxt is None:
                 return
+            # A thread launch opens a frame in TVM; lets and allocations do not.
+            concise = isinstance(s, AttrStmt)
             s = nxt
 
     def scoped_not_last(self, s: Stmt, level: int) -> None:
         """A statement followed by siblings. Scoped statements take their ``with`` form
         here, so their scope does not swallow the siblings when the text is read back."""
         if isinstance(s, SeqStmt):
-            self.stmt(s, level)
+            self.stmt(s, level, concise=False)
         elif isinstance(s, LetStmt):
             name = self.define(s.var, s.var.name)
             decl = self.annotation(s.var) if s.var.ptr is not None else f"{self.dtype_ann(s.var.dtype)}()"
@@ -294,7 +305,7 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             self.emit(level, f"with T.Assert({self.expr(s.condition)}, ({quote(s.kind)}, [{parts}])):")
             self.block(s.body, level + 1)
         else:
-            self.stmt(s, level)
+            self.stmt(s, level, concise=False)
 
     def flat(self, s: Stmt, level: int) -> Stmt | None:
         """Print ``s``; return the body still to print at the same level, if any."""
@@ -335,10 +346,7 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
                 name = self.define(s.node.var, s.node.var.name)
                 self.emit(level, f"{name} = T.launch_thread({quote(s.node.thread_tag)}, {self.expr(s.value)})")
                 return s.body
-            if s.node is None:
-                self.emit(level, f"with T.attr({{{quote(s.key)}: {self.attr_value(s.value)}}}):")
-            else:
-                self.emit(level, f"with T.attr({self.attr_node(s.node)}, {quote(s.key)}, {self.expr(s.value)}):")
+            self.emit(level, f"with {self.attr_call(s)}:")
             self.block(s.body, level + 1)
             return None
         if isinstance(s, AssertStmt):
@@ -347,6 +355,11 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             return s.body
         self.simple(s, level)
         return None
+
+    def attr_call(self, s: AttrStmt) -> str:
+        if s.node is None:
+            return f"T.attr({{{quote(s.key)}: {self.attr_value(s.value)}}})"
+        return f"T.attr({self.attr_node(s.node)}, {quote(s.key)}, {self.expr(s.value)})"
 
     def attr_value(self, value: PrimExpr) -> str:
         """A value of the dict form of ``T.attr``: plain Python literals stay plain."""
@@ -365,7 +378,18 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             return self.var(node.var)
         if isinstance(node, PrimExpr):
             return self.expr(node)
+        if isinstance(node, CommReducer):
+            return self.reducer(node)
         return py_value(node, self)
+
+    def reducer(self, r: CommReducer) -> str:
+        """``T.comm_reducer(lambda x0, y0: x0 + y0, [T.float32(0.0)])``, as TVM prints it."""
+        with self.name_scope():
+            params = ", ".join(self.define(v, v.name) for v in (*r.lhs, *r.rhs))
+            body = [self.expr(e) for e in r.result]
+        result = body[0] if len(body) == 1 else f"({', '.join(body)})"
+        ids = ", ".join(self.expr(e) for e in r.identity)
+        return f"T.comm_reducer(lambda {params}: {result}, [{ids}])"
 
     def simple(self, s: Stmt, level: int) -> None:
         if isinstance(s, BufferStore):

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BufferLoad, IntImm
-from tirc.ir.stmt import AllocBuffer, BufferStore, SeqStmt, Stmt
+from tirc.ir.expr import BufferLoad, IntImm, Var
+from tirc.ir.stmt import AllocBuffer, BufferStore, DeclBuffer, SeqStmt, Stmt
 from tirc.ir.visitor import walk
 
 
@@ -19,12 +19,18 @@ def scalar_buffers(body: Stmt) -> set[int]:
     indexed at 0, whose body either does not start with a store to them (printed
     ``x: T.int32``) or starts with one and stores again later (``x: T.int32 = v`` ...
     ``x = w``); a single store is printed as an ordinary buffer, so that reading it back
-    does not turn it into a let."""
+    does not turn it into a let. A buffer whose pointer is used otherwise (a declaration
+    over its data, ``x.data`` in an expression) stays a buffer: a scalar has no pointer."""
     allocs: dict[int, Buffer] = {}
     bare: set[int] = set()
     stores: dict[int, int] = {}
     bad: set[int] = set()
+    pointer_uses: set[int] = set()
     for node in walk(body):
+        if isinstance(node, DeclBuffer):
+            pointer_uses.add(id(node.buffer.data))
+        elif isinstance(node, Var):
+            pointer_uses.add(id(node))
         if isinstance(node, AllocBuffer) and is_scalar_shape(node.buffer):
             first = node.body.stmts[0] if isinstance(node.body, SeqStmt) and node.body.stmts else node.body
             allocs[id(node.buffer)] = node.buffer
@@ -37,4 +43,5 @@ def scalar_buffers(body: Stmt) -> set[int]:
                 bad.add(key)
             if isinstance(node, BufferStore):
                 stores[key] = stores.get(key, 0) + 1
-    return {k for k in allocs if k not in bad and (k in bare or stores.get(k, 0) >= 2)}
+    return {k for k, b in allocs.items() if k not in bad and id(b.data) not in pointer_uses
+            and (k in bare or stores.get(k, 0) >= 2)}

@@ -107,7 +107,8 @@ PIPELINE: list[Pass] = [
          requires=("Verify",)),
     # Block lowering (TVM 0.27's S-TIR order); a module without blocks passes unchanged.
     _pass("LowerCrossThreadReduction", "lower_cross_thread_reduction",
-          "reductions across threads are refused (their lowering is not ported yet)",
+          "reductions across threads become T.tvm_thread_allreduce between per-thread "
+          "partial results and a write-back",
           ("BindTarget",)),
     _pass("LowerInitBlock", "lower_init_block",
           "a block's T.init() runs at the first step of its reduction",
@@ -138,6 +139,9 @@ PIPELINE: list[Pass] = [
           ("FlattenBuffer",)),
     _pass("ThreadSync", "thread_sync",
           "insert the barriers shared-memory accesses across threads need", ("UnrollLoop",)),
+    _pass("LowerThreadAllreduce", "lower_thread_allreduce",
+          "T.tvm_thread_allreduce becomes warp shuffles, or a shared-memory tree",
+          ("ThreadSync",)),
     _pass("MergeSharedMemoryAllocations", "merge_shared_memory_allocations",
           "one dynamic shared buffer per kernel launch; shared-memory limits checked",
           ("ThreadSync",)),
