@@ -121,17 +121,32 @@ def _pass_list(ctx, param, value):
     return value
 
 
+def _comma_pass_list(ctx, param, value):
+    if value is None:
+        return None
+    names = [v.strip() for v in value.split(",") if v.strip()]
+    if not names:
+        raise click.BadParameter("name at least one pass", ctx=ctx, param=param)
+    for n in names:
+        _pass_list(ctx, param, n)
+    return names
+
+
 @cli.command()
 @click.argument("file", type=click.Path(dir_okay=False))
 @target_options
 @click.option("--stop-after", callback=_pass_list, metavar="PASS", help="stop after this pass")
 @click.option("--print-after", multiple=True, callback=_pass_list, metavar="PASS",
               help="also print the module after this pass (repeatable; 'all' for every pass)")
+@click.option("--passes", callback=_comma_pass_list, metavar="P1,P2,...",
+              help="run exactly these passes, in this order, on the module as written "
+                   "(nothing before them: name Verify and BindTarget if they should run)")
 @click.option("--verify-each", is_flag=True, help="verify the module after every pass")
 @click.option("--time-passes", is_flag=True, help="report the time of each pass on stderr")
 @click.option("--abi", type=click.Choice(["packed", "c"]), default="packed", show_default=True,
               help="host ABI of public functions: MakePackedAPI or MakeCAPI")
-def lower(file, target, host, stop_after, print_after, verify_each, time_passes, abi) -> None:
+def lower(file, target, host, stop_after, print_after, passes, verify_each, time_passes,
+          abi) -> None:
     """Run the pass pipeline on FILE and print the module (TVMScript) at the end."""
     from tirc.ir.printer import print_module
     from tirc.parser import parse
@@ -141,8 +156,12 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes,
         TimePasses,
         VerifyEach,
         pass_names,
+        run_passes,
         run_pipeline,
     )
+    if passes and stop_after is not None:
+        raise click.BadParameter("--passes runs exactly the passes named; it does not take "
+                                 "--stop-after", param_hint="'--passes'")
     bind = bind_target_from(target, host)
     if stop_after is not None and stop_after not in pass_names(abi):
         raise click.BadParameter(f"pass '{stop_after}' does not run with --abi {abi}",
@@ -150,7 +169,8 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes,
     source = _read(file)
     instruments = []
     if print_after:
-        names = set(pass_names(abi)) if "all" in print_after else set(print_after)
+        names = (set(passes or pass_names(abi)) if "all" in print_after
+                 else set(print_after))
         instruments.append(PrintAfter(names, lambda text: click.echo(text, nl=False)))
     if verify_each:
         instruments.append(VerifyEach())
@@ -159,7 +179,10 @@ def lower(file, target, host, stop_after, print_after, verify_each, time_passes,
         instruments.append(timer)
     try:
         mod = parse(source.text, source.name)
-        mod = run_pipeline(mod, PassContext(bind, abi), stop_after, tuple(instruments))
+        if passes:
+            mod = run_passes(mod, PassContext(bind, abi), passes, tuple(instruments))
+        else:
+            mod = run_pipeline(mod, PassContext(bind, abi), stop_after, tuple(instruments))
     except Diagnostic as d:
         _fail(d, source)
     if time_passes:

@@ -206,3 +206,27 @@ def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
         if p.name == stop_after:
             break
     return mod
+
+
+def passes_named(names: list[str]) -> list[Pass]:
+    """The passes called ``names``, in that order (any ABI's), for running a chosen
+    sequence (``tirc lower --passes``)."""
+    table = {p.name: p for p in PIPELINE}
+    table[MAKE_C_API.name] = MAKE_C_API
+    unknown = [n for n in names if n not in table]
+    if unknown:
+        raise ValueError(f"unknown pass '{unknown[0]}'")
+    return [table[n] for n in names]
+
+
+def run_passes(mod: IRModule, ctx: PassContext, names: list[str],
+               instruments: tuple[Instrument, ...] = ()) -> IRModule:
+    """Run exactly the passes ``names`` in the order given, nothing before them (as
+    ``opt -passes=``): a pass's requirements are the caller's business."""
+    for p in passes_named(names):
+        for inst in instruments:
+            inst.before(p, mod)
+        mod = p.run(mod, ctx)
+        for inst in instruments:
+            inst.after(p, mod)
+    return mod
