@@ -48,11 +48,26 @@ def test_unscheduled_module_for_cuda_asks_for_a_schedule(tmp_path):
     assert not list(tmp_path.iterdir())
 
 
-def test_cross_thread_reduction_is_refused_not_miscompiled(tmp_path):
-    """dlight's softmax reduces over threadIdx.x; lowering it as an ordinary block would
-    let 256 threads update one shared element at once. Until LowerCrossThreadReduction is
-    ported it is a located error, and nothing is written."""
-    with pytest.raises(Diagnostic, match="reduces across threads") as info:
-        build((TIR / "sblock_dlight_softmax_cuda.tir").read_text(), "cuda", "llvm", tmp_path, "m")
-    assert info.value.span is not None and info.value.span.line == 20
+def test_cross_thread_reduction_becomes_warp_shuffles(tmp_path):
+    """dlight's softmax reduces over threadIdx.x (256 threads): LowerCrossThreadReduction
+    and LowerThreadAllreduce make it a warp-shuffle reduction with a shared staging
+    buffer, as TVM does, instead of 256 threads updating one element at once."""
+    build((TIR / "sblock_dlight_softmax_cuda.tir").read_text(), "cuda", "llvm", tmp_path, "m")
+    ptx = (tmp_path / "m.ptx").read_text()
+    assert "shfl.sync.down" in ptx and "shfl.sync.idx" not in ptx  # multi-warp: staged
+    assert "bar.sync" in ptx
+
+
+def test_block_reducing_across_threads_without_init_is_refused_not_miscompiled(tmp_path):
+    """A reduce iterator bound to threadIdx.x in a block without T.init() (after
+    decompose_reduction, say) is no reduction LowerCrossThreadReduction can rewrite, yet
+    its threads all update B[vi]: a located error (TVM leaves the race in), nothing
+    written."""
+    text = (TIR / "sblock_dlight_softmax_cuda.tir").read_text()
+    lines = text.splitlines()
+    init = next(i for i, ln in enumerate(lines) if "with T.init():" in ln)
+    del lines[init:init + 2]
+    with pytest.raises(Diagnostic, match="reduces across threads.*no T.init") as info:
+        build("\n".join(lines), "cuda", "llvm", tmp_path, "m")
+    assert info.value.span is not None and info.value.span.line > 0
     assert not list(tmp_path.iterdir())

@@ -106,6 +106,8 @@ PIPELINE: list[Pass] = [
     Pass("BindTarget", _bind_target, "give every function a target; duplicate host-and-device helpers",
          requires=("Verify",)),
     # Block lowering (TVM 0.27's S-TIR order); a module without blocks passes unchanged.
+    _pass("CanonicalizeLoop", "canonicalize_loop",
+          "loops start at 0 with step 1", ("BindTarget",)),
     _pass("LowerCrossThreadReduction", "lower_cross_thread_reduction",
           "reductions across threads become T.tvm_thread_allreduce between per-thread "
           "partial results and a write-back",
