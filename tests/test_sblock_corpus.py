@@ -22,10 +22,6 @@ ROOT = Path(__file__).resolve().parent / "corpus" / "sblock"
 INDEX = json.loads((ROOT / "index.json").read_text())
 
 REFUSED = {
-    # LiftThreadBinding/UnifyThreadBinding: dlight's GEMV binds threadIdx in several loops.
-    "dl_gpu_gemv": "used but never defined",
-    # Thread-binding passes (LiftThreadBinding/UnifyThreadBinding) not ported yet.
-    "dl_gpu_matmul": "used but never defined",
     # CompactBufferAllocation not ported yet: the local buffer keeps a symbolic size.
     "dl_gpu_matmul_dyn": "needs a constant size in device code",
 }

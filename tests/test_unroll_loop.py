@@ -215,3 +215,28 @@ def main(A: T.Buffer((64,), "float32")):
 """
     mod = verify(parse(HEADER + before))
     assert unroll_loop(mod, CTX) is mod
+
+
+def test_loop_pragmas_from_a_schedule_are_consumed():
+    # LowerOpaqueBlock writes a loop's pragma annotations as T.attr(loop_var, key, value)
+    # around the loop; the attribute names the loop variable outside the loop, so it must
+    # not reach SplitHostDevice (the variable would become a kernel input).
+    from tirc.ir.stmt import AttrStmt
+    from tirc.passes.lower_opaque_block import lower_opaque_block
+    mod = lower_opaque_block(parse(HEADER + """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((16,), "float32")):
+    for i in T.serial(16, annotations={"pragma_auto_unroll_max_step": 16, "pragma_vectorize": 1}):
+        with T.sblock("b"):
+            T.reads()
+            T.writes(A[i])
+            A[i] = T.float32(0.0)
+""", "before.tir"))
+    assert isinstance(mod.functions["main"].body, AttrStmt)
+    after = unroll_loop(mod, CTX)
+    assert_structural_equal(after, parse(HEADER + """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((16,), "float32")):
+    for i in range(16):
+        A[i] = T.float32(0.0)
+""", "expected.tir"))

@@ -5,7 +5,8 @@ regions and other annotations are dropped, as TVM drops them. Serial loops of on
 iteration are replaced by their body at the loop's start. Loop annotations
 whose key starts with ``pragma_`` (``pragma_auto_unroll_max_step``,
 ``pragma_unroll_explicit``, ...) become ``T.attr(loop_var, key, value)`` around the loop,
-where UnrollLoop reads them; other loop annotations stay on the loop.
+where UnrollLoop reads them; other loop annotations stay on the loop. A block that
+becomes a sequence inside a sequence is spliced into it, as TVM's mutators flatten.
 
 Precondition: ConvertBlocksToOpaque and LowerMatchBuffer ran. Guarantees: no block or
 block realization remains.
@@ -18,7 +19,7 @@ from tirc.diagnostics import Diagnostic
 from tirc.ir.block import SBlockRealize
 from tirc.ir.expr import IntImm, PrimExpr, StringImm, const
 from tirc.ir.function import IRModule
-from tirc.ir.stmt import AllocBuffer, AttrStmt, For, IfThenElse
+from tirc.ir.stmt import AllocBuffer, AttrStmt, For, IfThenElse, SeqStmt, seq
 from tirc.ir.renew import substitute
 from tirc.ir.visitor import Mutator
 
@@ -38,6 +39,12 @@ def _attr_expr(value) -> PrimExpr:
 
 
 class _Lower(Mutator):
+    def visit_SeqStmt(self, s: SeqStmt):
+        new = self.generic_visit(s)
+        if new is not s and any(isinstance(x, SeqStmt) for x in new.stmts):
+            return seq(new.stmts, s.span)
+        return new
+
     def visit_SBlockRealize(self, s: SBlockRealize):
         block = s.block
         if block.iter_vars:

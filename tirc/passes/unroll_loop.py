@@ -14,8 +14,19 @@ generators pass on as an unroll hint. A loop whose trip count is not a constant 
 ordinary ``serial`` loop. A loop with no iteration disappears.
 
 Loops are processed innermost first, so nested unrolled loops multiply (and count
-against the statement limit). Preconditions: Verify. Guarantees: every loop of kind
-``unrolled`` left has a constant trip count above the limits.
+against the statement limit).
+
+Loop pragmas, ``T.attr(loop_var, "pragma_<key>", value)`` around a loop (how
+LowerOpaqueBlock writes a scheduled loop's ``pragma_*`` annotations), are consumed here:
+the attribute goes, its body stays. TVM's UnrollLoop consumes ``pragma_auto_unroll_max_step``
+and ``pragma_unroll_explicit`` the same way (its automatic unrolling under them is not
+ported, so here the hint has no other effect); no later pass reads the others
+(``pragma_vectorize``, ...), and none may outlive this pass, since the attribute's node
+names the loop variable outside its loop (SplitHostDevice would take it for a kernel
+input).
+
+Preconditions: Verify. Guarantees: every loop of kind ``unrolled`` left has a constant
+trip count above the limits; no loop pragma is left.
 """
 from __future__ import annotations
 
@@ -97,6 +108,11 @@ def _statements(s: Stmt) -> int:
 
 
 class _Unroll(Mutator):
+    def visit_AttrStmt(self, s: AttrStmt):
+        if s.key.startswith("pragma_") and isinstance(s.node, Var):
+            return self.visit(s.body)  # a loop pragma
+        return self.generic_visit(s)
+
     def visit_For(self, s: For):
         s = self.generic_visit(s)
         if s.kind != "unrolled":
