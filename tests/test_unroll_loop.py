@@ -234,9 +234,70 @@ def main(A: T.Buffer((16,), "float32")):
 """, "before.tir"))
     assert isinstance(mod.functions["main"].body, AttrStmt)
     after = unroll_loop(mod, CTX)
+    # 16 iterations of one store fit pragma_auto_unroll_max_step 16: unrolled, as TVM does
+    stores = "\n".join(f"    A[{i}] = T.float32(0.0)" for i in range(16))
     assert_structural_equal(after, parse(HEADER + """
 @T.prim_func(s_tir=True)
 def main(A: T.Buffer((16,), "float32")):
-    for i in range(16):
-        A[i] = T.float32(0.0)
-""", "expected.tir"))
+""" + stores + "\n", "expected.tir"))
+
+
+# Made by TVM 0.27's UnrollLoop (tvm.tirx.transform.UnrollLoop(), default config) from
+# AUTO_BEFORE: the automatic unrolling rules under the loop pragmas dlight writes.
+AUTO_BEFORE = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), B: T.Buffer((8, 8), "float32")):
+    i = T.int32()
+    with T.attr(i, "pragma_auto_unroll_max_step", 16):
+        for i in range(4):
+            A[i] = T.float32(0.0)
+            A[i + 4] = T.float32(1.0)
+    j = T.int32()
+    with T.attr(j, "pragma_auto_unroll_max_step", 16):
+        for j in range(8):
+            for k in range(4):
+                A[j * 4 + k] = T.float32(2.0)
+    m = T.int32()
+    with T.attr(m, "pragma_auto_unroll_max_step", 64):
+        with T.attr(m, "pragma_unroll_explicit", 0):
+            for m in range(4):
+                A[m] = T.float32(3.0)
+    n = T.int32()
+    with T.attr(n, "pragma_auto_unroll_max_step", 64):
+        for n in range(2):
+            for q in range(T.Cast("int32", B[0, 0])):
+                A[q] = T.float32(4.0)
+"""
+AUTO_AFTER_TVM = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), B: T.Buffer((8, 8), "float32")):
+    A[0] = T.float32(0.0)
+    A[T.Add(0, 4)] = T.float32(1.0)
+    A[1] = T.float32(0.0)
+    A[T.Add(1, 4)] = T.float32(1.0)
+    A[2] = T.float32(0.0)
+    A[T.Add(2, 4)] = T.float32(1.0)
+    A[3] = T.float32(0.0)
+    A[T.Add(3, 4)] = T.float32(1.0)
+    for j in range(8):
+        A[T.Add(j * 4, 0)] = T.float32(2.0)
+        A[j * 4 + 1] = T.float32(2.0)
+        A[j * 4 + 2] = T.float32(2.0)
+        A[j * 4 + 3] = T.float32(2.0)
+    for m in T.unroll(4):
+        A[m] = T.float32(3.0)
+    for n, q in T.grid(2, T.Cast("int32", B[0, 0])):
+        A[q] = T.float32(4.0)
+"""
+
+
+def test_auto_unroll_under_pragmas_matches_tvm():
+    """8 steps fit max_step 16 (unrolled); 8 x 4 do not, so only the inner loop is; with
+    pragma_unroll_explicit 0 the loop becomes an unroll hint; a loop around a loop that
+    stays (symbolic extent) is not unrolled."""
+    from tirc.ir.stmt import AttrStmt
+    from tirc.ir.visitor import walk
+    before = parse(HEADER + AUTO_BEFORE, "before.tir")
+    after = unroll_loop(before, CTX)
+    assert not any(isinstance(n, AttrStmt) for n in walk(after.functions["main"].body))
+    assert_structural_equal(after, parse(HEADER + AUTO_AFTER_TVM, "tvm.tir"))

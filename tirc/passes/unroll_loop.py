@@ -16,14 +16,16 @@ ordinary ``serial`` loop. A loop with no iteration disappears.
 Loops are processed innermost first, so nested unrolled loops multiply (and count
 against the statement limit).
 
-Loop pragmas, ``T.attr(loop_var, "pragma_<key>", value)`` around a loop (how
-LowerOpaqueBlock writes a scheduled loop's ``pragma_*`` annotations), are consumed here:
-the attribute goes, its body stays. TVM's UnrollLoop consumes ``pragma_auto_unroll_max_step``
-and ``pragma_unroll_explicit`` the same way (its automatic unrolling under them is not
-ported, so here the hint has no other effect); no later pass reads the others
-(``pragma_vectorize``, ...), and none may outlive this pass, since the attribute's node
-names the loop variable outside its loop (SplitHostDevice would take it for a kernel
-input).
+Automatic unrolling, as TVM's UnrollLoop does under the loop pragmas dlight puts on most
+GPU loops (``T.attr(loop_var, "pragma_<key>", value)``, written by LowerOpaqueBlock from
+a scheduled loop's annotations): under ``pragma_auto_unroll_max_step`` N, a serial loop
+with a constant trip count is unrolled when no loop inside it stays a loop, it is at
+most 8 unrolled loops deep, and its trip count times the statements (stores and
+evaluations) of its unrolled body is at most N. ``pragma_unroll_explicit`` 0 makes such
+loops (and ``T.unroll`` loops) unroll hints for the code generator instead of copies.
+The pragma attributes are consumed here: none may outlive this pass, since the
+attribute's node names the loop variable outside its loop (SplitHostDevice would take
+it for a kernel input); other ``pragma_*`` keys are hints no later pass reads.
 
 Preconditions: Verify. Guarantees: every loop of kind ``unrolled`` left has a constant
 trip count above the limits; no loop pragma is left.
@@ -32,6 +34,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tirc.diagnostics import Diagnostic
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import IntImm, Let, PrimExpr, Var
@@ -45,6 +48,8 @@ from tirc.passes.pipeline import PassContext
 
 MAX_COPIES = 256
 MAX_STATEMENTS = 4096
+AUTO_MAX_DEPTH = 8  # TVM's UnrollLoop default auto_max_depth
+_PRAGMAS = ("pragma_auto_unroll_max_step", "pragma_unroll_explicit")
 
 
 def _nop() -> Stmt:
@@ -108,30 +113,84 @@ def _statements(s: Stmt) -> int:
 
 
 class _Unroll(Mutator):
+    """Explicit ``T.unroll`` loops, and TVM's automatic unrolling under the loop pragmas.
+
+    Counters as TVM's LoopUnroller keeps them, bottom-up: ``steps`` (stores and
+    evaluations in the statement just visited, multiplied through the loops unrolled
+    inside it), ``unrolled_depth`` and ``normal_depth`` (the deepest nest of loops inside
+    that were, and were not, unrolled)."""
+
+    def __init__(self) -> None:
+        self.max_step = 0          # pragma_auto_unroll_max_step in scope (0: no automatic unrolling)
+        self.explicit = True       # pragma_unroll_explicit in scope
+        self.steps = 0
+        self.unrolled_depth = 0
+        self.normal_depth = 0
+
     def visit_AttrStmt(self, s: AttrStmt):
-        if s.key.startswith("pragma_") and isinstance(s.node, Var):
-            return self.visit(s.body)  # a loop pragma
+        if not (s.key.startswith("pragma_") and isinstance(s.node, Var)):
+            return self.generic_visit(s)
+        if s.key in _PRAGMAS and not isinstance(s.value, IntImm):
+            raise Diagnostic(f"loop pragma \"{s.key}\" needs a constant integer", s.span)
+        if s.key == "pragma_auto_unroll_max_step":
+            saved, self.max_step = self.max_step, s.value.value
+            try:
+                return self.visit(s.body)
+            finally:
+                self.max_step = saved
+        if s.key == "pragma_unroll_explicit":
+            saved, self.explicit = self.explicit, bool(s.value.value)
+            try:
+                return self.visit(s.body)
+            finally:
+                self.explicit = saved
+        return self.visit(s.body)  # another loop pragma: a hint no later pass reads
+
+    def visit_BufferStore(self, s):
+        self.steps += 1
+        return self.generic_visit(s)
+
+    def visit_Evaluate(self, s):
+        self.steps += 1
         return self.generic_visit(s)
 
     def visit_For(self, s: For):
         s = self.generic_visit(s)
-        if s.kind != "unrolled":
-            return s
         count = _trip_count(s)
-        if count is None:
+        auto = (s.kind == "serial" and count is not None and self.normal_depth == 0
+                and self.unrolled_depth <= AUTO_MAX_DEPTH and count * self.steps <= self.max_step)
+        if s.kind == "unrolled" and count is not None:
+            auto = True
+        if auto:
+            self.steps *= count
+            self.unrolled_depth += 1
+        else:
+            self.normal_depth += 1
+        if s.kind == "unrolled" and count is None:
             return replace(s, kind="serial")
+        if not auto:
+            return s
         if count == 0:
             return _nop()
-        if count > MAX_COPIES or count * _statements(s.body) > MAX_STATEMENTS:
-            return s
+        if not self.explicit or count > MAX_COPIES or count * _statements(s.body) > MAX_STATEMENTS:
+            return replace(s, kind="unrolled")  # an unroll hint for the code generator
         return seq([_Copy(s.body, s.loop_var, _value(s, k)).visit(s.body) for k in range(count)],
                    s.span)
 
     def visit_SeqStmt(self, s: SeqStmt):
-        new = self.generic_visit(s)
-        if new is s:
+        outer = (self.steps, self.unrolled_depth, self.normal_depth)
+        steps, unrolled, normal = outer
+        stmts = []
+        for child in s.stmts:
+            self.steps = self.unrolled_depth = self.normal_depth = 0
+            stmts.append(self.visit(child))
+            steps += self.steps
+            unrolled = max(unrolled, self.unrolled_depth)
+            normal = max(normal, self.normal_depth)
+        self.steps, self.unrolled_depth, self.normal_depth = steps, unrolled, normal
+        if all(a is b for a, b in zip(stmts, s.stmts)):
             return s
-        kept = [c for c in new.stmts if not _is_nop(c)]
+        kept = [c for c in stmts if not _is_nop(c)]
         return seq(kept, s.span) if kept else _nop()
 
 
