@@ -3,6 +3,7 @@ tests/test_sblock_pass_pairs.py compares whole modules with TVM's)."""
 from __future__ import annotations
 
 from tirc.ir.block import SBlock, SBlockRealize
+from tirc.ir.equal import assert_structural_equal
 from tirc.ir.stmt import For
 from tirc.ir.visitor import walk
 from tirc.parser import parse
@@ -91,3 +92,47 @@ def main(A: T.Buffer((4,), "float32")):
             A[vi] = T.float32(1.0)
 '''
     assert _allocated_under(plan(parse(text))) == {}
+
+
+OPAQUE_AND_BRANCH = HEADER + '''
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    B = T.sblock_alloc_buffer((16, 16))
+    for i in range(16):
+        for j in range(16):
+            with T.sblock("fill"):
+                vi, vj = T.axis.remap("SS", [i, j])
+                T.reads()
+                T.writes(B[vi, vj])
+                T.call_extern("int32", "fill", B.data, vi, vj)
+        for j in range(16):
+            if j < 4:
+                C[i, j] = A[i, j + 8] + B[i, j]
+'''
+
+# TVM 0.27's PlanAndUpdateBufferAllocationLocation of OPAQUE_AND_BRANCH.
+OPAQUE_AND_BRANCH_TVM = HEADER + '''
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((16, 16), "float32"), C: T.Buffer((16, 16), "float32")):
+    for i in range(16):
+        with T.sblock(""):
+            T.reads(A[i, 8:12])
+            T.writes(C[i, 0:4])
+            B = T.sblock_alloc_buffer((16, 16))
+            for j in range(16):
+                with T.sblock("fill"):
+                    vi, vj = T.axis.remap("SS", [i, j])
+                    T.reads()
+                    T.writes(B[vi, vj])
+                    T.call_extern("int32", "fill", B.data, vi, vj)
+            for j in range(16):
+                if j < 4:
+                    C[i, j] = A[i, j + 8] + B[i, j]
+'''
+
+
+def test_data_pointer_use_is_an_access_and_branches_narrow_the_new_block_regions():
+    """B is written only through B.data in an extern call: that use counts (B was
+    allocated inside the second j loop, below the call writing it). The block added at
+    loop i reads A[i, 8:12] only: the branch j < 4 bounds j."""
+    assert_structural_equal(plan(parse(OPAQUE_AND_BRANCH)), parse(OPAQUE_AND_BRANCH_TVM))

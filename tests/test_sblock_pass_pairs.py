@@ -58,16 +58,7 @@ def _passes():
 IMPLEMENTED = _passes()
 
 # case -> why tirc's result still differs from TVM's (a strict xfail).
-_REGIONS = ("TVM narrows the regions of the block it adds to the parts touched (region "
-            "relaxation, not ported yet); tirc writes whole buffers. Placement is the same and "
-            "regions do not reach code generation")
 KNOWN = {
-    "PlanAndUpdateBufferAllocationLocation/1D_cascade_op_rolling_buffer": _REGIONS,
-    "PlanAndUpdateBufferAllocationLocation/elementwise": _REGIONS,
-    "PlanAndUpdateBufferAllocationLocation/locate_buffer_allocation": _REGIONS,
-    "PlanAndUpdateBufferAllocationLocation/loop_carried_dependency": _REGIONS,
-    "PlanAndUpdateBufferAllocationLocation/opaque_access": _REGIONS,
-    "PlanAndUpdateBufferAllocationLocation/reduce_buffer_dominate_reduce_loops": _REGIONS,
     "LowerOpaqueBlock/annotated_loops": (
         "TVM's printed result does not read back as its IR: the loop variable used as the "
         "T.attr node prints as a fresh free variable 'i = T.int32()'"),

@@ -9,11 +9,13 @@ and one used across two loop nests stays where both see it. As in TVM's
   buffers it writes above the loops they are bound to;
 - a ``global`` buffer is never allocated inside a ``blockIdx`` loop (one copy per
   kernel, not per thread block);
-- a buffer nobody accesses is dropped.
+- a buffer nobody accesses is dropped; a use of its data pointer (``A.data`` passed to
+  an extern function) is an access.
 
 A buffer that lands on a loop gets a new iterator-free block ``""`` directly inside the
-loop; its regions are the whole outside buffers its body touches (TVM narrows them to the
-parts touched; LowerOpaqueBlock drops regions, so code is the same).
+loop; its regions are what its body touches of the buffers outside it, relaxed over the
+loops inside (:mod:`tirc.passes.block_access_region`). Every block's regions drop the
+buffers allocated in it or below it.
 
 Precondition: LowerInitBlock ran. Guarantees: each allocating block is the LCA of the
 accesses of what it allocates.
@@ -22,13 +24,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tirc.ir.block import SBlock, SBlockRealize, full_region
+from tirc.ir.block import SBlock, SBlockRealize
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, IntImm, Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AttrStmt, BufferStore, For, IterVar, Stmt
 from tirc.ir.visitor import Mutator, Visitor, walk
 from tirc.ir.dtype import BOOL
+from tirc.passes.block_access_region import block_read_write_regions
 
 
 @dataclass(eq=False)
@@ -58,8 +61,10 @@ class _LCADetector(Visitor):
         self.loop_scope: dict[int, _Scope] = {}
         self.block_idx_scopes: list[_Scope] = []
         self.matched: set[int] = set()
+        self.by_data: dict[int, Buffer] = {}
 
     def update(self, buf: Buffer, scope: _Scope) -> None:
+        self.by_data.setdefault(id(buf.data), buf)
         if id(buf) in self.matched:
             return
         self.buffers[id(buf)] = buf
@@ -81,8 +86,15 @@ class _LCADetector(Visitor):
             self.block_idx_scopes.append(self.stack[-1])
         self.generic_visit(s)
 
+    def visit_Var(self, v: Var) -> None:
+        buf = self.by_data.get(id(v))
+        if buf is not None:  # an opaque access through the data pointer (``A.data``)
+            self.update(buf, self.stack[-1])
+
     def visit_SBlockRealize(self, s: SBlockRealize) -> None:
         block = s.block
+        for b in block.alloc_buffers:
+            self.by_data.setdefault(id(b.data), b)
         for v in (*s.iter_values, s.predicate):
             self.visit(v)
         scope = _Scope(self.stack[-1], block, len(self.stack))
@@ -183,48 +195,45 @@ def _plan(func: PrimFunc) -> Stmt:
         if scope is None or scope.node is None:
             continue  # never accessed: dropped
         placement.setdefault(id(scope.node), []).append(buf)
-    return _Place(placement).visit(func.body)
+    visible = {id(b.data): b for _, b in func.buffer_map}
+    visible.update((id(b.data), b) for key, b in detector.buffers.items() if key in lca)
+    return _Place(placement, visible).visit(func.body)
 
 
 class _Place(Mutator):
     """Places buffers by the identity of the loops and blocks of the unchanged tree:
-    children are rewritten after the decision for the node is taken."""
+    children are rewritten after the decision for the node is taken. ``visible`` holds
+    the buffers (by data pointer) a block's regions may name: once the subtree
+    allocating a buffer is done, regions outside it drop the buffer."""
 
-    def __init__(self, placement: dict[int, list[Buffer]]):
+    def __init__(self, placement: dict[int, list[Buffer]], visible: dict[int, Buffer]):
         self.placement = placement
+        self.visible = visible
 
     def visit_For(self, s: For):
         bufs = self.placement.get(id(s))
         out = self.generic_visit(s)
         if not bufs:
             return out
-        reads, writes = _touched(out.body, bufs)
-        block = SBlock("", (), reads, writes, out.body, None, tuple(bufs), (), (), s.span)
+        for b in bufs:
+            self.visible.pop(id(b.data), None)
+        block = SBlock("", (), (), (), out.body, None, tuple(bufs), (), (), s.span)
+        reads, writes = block_read_write_regions(block, self.visible)
+        block = replace(block, reads=reads, writes=writes)
         return replace(out, body=SBlockRealize((), IntImm(BOOL, 1), block, s.span))
 
     def visit_SBlock(self, s: SBlock):
         allocs = tuple(self.placement.get(id(s), ()))
+        for m in s.match_buffers:
+            self.visible[id(m.buffer.data)] = m.buffer
         out = self.generic_visit(s)
-        if allocs == out.alloc_buffers:
+        for b in (*(m.buffer for m in s.match_buffers), *allocs):
+            self.visible.pop(id(b.data), None)
+        reads = tuple(r for r in out.reads if id(r.buffer.data) in self.visible)
+        writes = tuple(r for r in out.writes if id(r.buffer.data) in self.visible)
+        if allocs == out.alloc_buffers and len(reads) == len(out.reads) and len(writes) == len(out.writes):
             return out
-        return replace(out, alloc_buffers=allocs)
-
-
-def _touched(body: Stmt, allocated: list[Buffer]):
-    """The whole-buffer read and write regions of what ``body`` loads and stores, in order
-    of first access, leaving out buffers allocated in it or by the new block. (TVM narrows
-    each to the region touched; a block's regions do not reach code generation.)"""
-    inner = {id(b) for b in allocated}
-    inner.update(id(b) for n in walk(body) if isinstance(n, SBlock) for b in n.alloc_buffers)
-    reads: dict[int, Buffer] = {}
-    writes: dict[int, Buffer] = {}
-    for n in walk(body):
-        if isinstance(n, BufferLoad) and id(n.buffer) not in inner:
-            reads.setdefault(id(n.buffer), n.buffer)
-        elif isinstance(n, BufferStore) and id(n.buffer) not in inner:
-            writes.setdefault(id(n.buffer), n.buffer)
-    return (tuple(full_region(b) for b in reads.values()),
-            tuple(full_region(b) for b in writes.values()))
+        return replace(out, alloc_buffers=allocs, reads=reads, writes=writes)
 
 
 def plan_and_update_buffer_allocation_location(mod: IRModule, ctx=None) -> IRModule:
