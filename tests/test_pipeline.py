@@ -122,3 +122,14 @@ def test_lower_passes_runs_exactly_the_named_passes_on_the_text_as_written():
                           (["--passes", "Verify", "--stop-after", "Verify"], "does not take")):
         bad = CliRunner().invoke(cli, ["lower", str(before), *args])
         assert bad.exit_code == 2 and message in bad.output, bad.output
+
+
+def test_verify_each_accepts_loop_pragmas():
+    """LowerOpaqueBlock writes a loop's pragmas as T.attr(loop_var, "pragma_*", v) around
+    the loop; the node names the loop, it is no use of an undefined variable, so
+    --verify-each holds after every pass (it failed after LowerOpaqueBlock)."""
+    from pathlib import Path
+    path = Path(__file__).parent / "corpus" / "sblock" / "dl_gpu_matmul.tir"
+    result = CliRunner().invoke(cli, ["lower", str(path), "--target", "cuda -arch=sm_80",
+                                      "--verify-each"])
+    assert result.exit_code == 0, result.output

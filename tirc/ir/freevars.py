@@ -9,7 +9,8 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Let, Var
 from tirc.ir.block import SBlock
 from tirc.ir.function import PrimFunc
-from tirc.ir.stmt import AllocBuffer, AttrStmt, DeclBuffer, For, IterVar, LetStmt, Stmt
+from tirc.ir.stmt import (AllocBuffer, AttrStmt, DeclBuffer, For, IterVar, LetStmt, Stmt,
+                          is_loop_pragma)
 from tirc.ir.visitor import Visitor
 
 
@@ -67,7 +68,7 @@ class _Uses(Visitor):
             self.define(s.node.var)
         elif isinstance(s.node, Buffer):
             self.visit_buffer(s.node)
-        elif isinstance(s.node, Var):
+        elif isinstance(s.node, Var) and not is_loop_pragma(s):
             self.visit(s.node)
         self.visit(s.body)
 

@@ -158,6 +158,13 @@ class Continue(Stmt):
     span: Span | None = field(**_SPAN)
 
 
+def is_loop_pragma(s: AttrStmt) -> bool:
+    """``T.attr(loop_var, "pragma_<key>", value)`` around a loop (a scheduled loop's
+    pragma annotation, as LowerOpaqueBlock writes it): the node names the loop, outside
+    the loop that defines it. It is a reference, not a use of the variable's value."""
+    return s.key.startswith("pragma_") and isinstance(s.node, Var)
+
+
 def seq(stmts: list[Stmt] | tuple[Stmt, ...], span: Span | None = None) -> Stmt:
     """One statement for a list: the statement itself when there is one."""
     flat: list[Stmt] = []

@@ -9,7 +9,7 @@ from tirc.ir.buffer import SCOPES, Buffer
 from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, Let, PrimExpr, Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, For,
-                          IfThenElse, IterVar, LetStmt, Return, While)
+                          IfThenElse, IterVar, LetStmt, Return, While, is_loop_pragma)
 from tirc.ir.visitor import Visitor, walk
 from tirc.ir.block import BufferRegion, SBlock, SBlockRealize
 
@@ -142,7 +142,7 @@ class _FunctionVerifier(Visitor):
             return
         if isinstance(s.node, Buffer):
             self.visit_buffer(s.node)
-        elif isinstance(s.node, PrimExpr):
+        elif isinstance(s.node, PrimExpr) and not is_loop_pragma(s):
             self.visit(s.node)
         self.visit(s.body)
 
