@@ -53,6 +53,8 @@ class CPUContext(LLVMTargetContext):
             # allows (it lowers a * b + c to llvm.fmuladd); the generic CPU, which has
             # no FMA on x86-64, keeps separate operations in the IR
             self.float_flags = ("contract",)
+        self.alias_scopes = True  # buffers known distinct do not alias (llvm_alias)
+        self.split_index_constants = True  # tile rows a constant apart are disjoint
         self.uses_openmp = False
         self.device_code = device_code  # cuda_launch.DeviceCode: images the launches use
         self.launcher = None  # cuda_launch.CudaLauncher, made at the first launch

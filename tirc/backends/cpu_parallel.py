@@ -28,6 +28,7 @@ class _ParallelBody(FunctionLowering):
         self.data, self.struct_t = data, struct_t
         self.data_align = dict(parent.data_align)
         self.offset_applied = set(parent.offset_applied)
+        self.alias = parent.alias  # one set of scopes per function, attached at its end
 
     def field(self, k: int) -> ir.Value:
         return self.b.gep(self.data, [ir.Constant(lt.I32, 0), ir.Constant(lt.I32, k)],

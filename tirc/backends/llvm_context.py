@@ -39,6 +39,12 @@ class LLVMTargetContext:
     max_stack_alloca = 1024  # bytes: larger or non-constant allocations go elsewhere
     # fast-math flags of float add/sub/mul (("contract",): a * b + c may become an fma)
     float_flags: tuple[str, ...] = ()
+    # scoped alias metadata on buffer accesses (llvm_alias): buffers known distinct are
+    # declared not to alias
+    alias_scopes = False
+    # a buffer address as gep(gep(data, rest), c) for an int32 index rest + c
+    # (llvm_expr.split_index_constant): accesses a constant apart are seen disjoint
+    split_index_constants = False
 
     def __init__(self, target: Target, triple: str, data_layout: str = ""):
         self.target, self.triple, self.data_layout = target, triple, data_layout

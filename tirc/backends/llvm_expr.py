@@ -36,6 +36,7 @@ _ICMP_S = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 class ExprLowering:
     b: ir.IRBuilder
     vars: dict[int, ir.Value]
+    alias = None  # llvm_alias.AliasScopes: records the buffer accesses to tag
 
     # -- helpers ----------------------------------------------------------------------
     def ty(self, d: DataType, span=None) -> ir.Type:
@@ -220,6 +221,13 @@ class ExprLowering:
         """The address of element ``index`` (scalar; None: 0) of ``buf``, and its type."""
         elem = lt.memory_type(buf.dtype, self.ctx.pointer(), span)
         base = self.expr(buf.data)
+        if self.ctx.split_index_constants and index is not None:
+            rest, c = split_index_constant(buf, index, self.elem_offset(buf) is not None)
+            if c:
+                ptr = base
+                if rest is not None:
+                    ptr = self.b.gep(base, [self.expr(rest)], source_etype=elem)
+                return self.b.gep(ptr, [ir.Constant(lt.I64, c)], source_etype=elem), elem
         offset = None
         eo = self.elem_offset(buf)
         if eo is not None:
@@ -262,15 +270,17 @@ class ExprLowering:
         if isinstance(index, Ramp) and _is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
             ptr, _ = self.buffer_pointer(buf, index.base, span)
             v = self.b.load(ptr, typ=store_t, align=self.alignment(buf, index.base, lt.byte_size(dtype)))
+            self.note_access(v, buf)
         elif index.dtype.lanes > 1:  # a gather, lane by lane
             lanes = []
             for i in self.lanes_of(self.expr(index)):
                 ptr, elem = self.address_of_value(buf, i, span)
-                lanes.append(self.b.load(ptr, typ=elem, align=lt.byte_size(buf.dtype)))
+                lanes.append(self.note_access(self.b.load(ptr, typ=elem, align=lt.byte_size(buf.dtype)), buf))
             v = self.pack(lanes)
         else:
             ptr, _ = self.buffer_pointer(buf, index, span)
             v = self.b.load(ptr, typ=store_t, align=self.alignment(buf, index, lt.byte_size(dtype)))
+            self.note_access(v, buf)
         if dtype.is_bool:
             v = self.b.icmp_unsigned("!=", v, ir.Constant(v.type, None))
         return v
@@ -292,20 +302,75 @@ class ExprLowering:
             v = self.b.zext(v, lt.memory_type(dtype, self.ctx.pointer()))
         if isinstance(index, Ramp) and _is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
             ptr, _ = self.buffer_pointer(buf, index.base, span)
-            self.b.store(v, ptr, align=self.alignment(buf, index.base, lt.byte_size(dtype)))
+            self.note_access(self.b.store(v, ptr, align=self.alignment(buf, index.base, lt.byte_size(dtype))), buf)
         elif index.dtype.lanes > 1:  # a scatter, lane by lane
             if dtype.lanes == 1:
                 v = self.broadcast(v, index.dtype.lanes)
             for i, x in zip(self.lanes_of(self.expr(index)), self.lanes_of(v)):
                 ptr, _ = self.address_of_value(buf, i, span)
-                self.b.store(x, ptr, align=lt.byte_size(buf.dtype))
+                self.note_access(self.b.store(x, ptr, align=lt.byte_size(buf.dtype)), buf)
         else:
             ptr, _ = self.buffer_pointer(buf, index, span)
-            self.b.store(v, ptr, align=self.alignment(buf, index, lt.byte_size(dtype)))
+            self.note_access(self.b.store(v, ptr, align=self.alignment(buf, index, lt.byte_size(dtype))), buf)
+
+    def note_access(self, instr: ir.Instruction, buf: Buffer) -> ir.Instruction:
+        """``instr`` accesses ``buf``: it gets the buffer's alias scope, if any (llvm_alias)."""
+        if self.alias is not None:
+            self.alias.note(instr, buf.data)
+        return instr
 
     def expr_Call(self, e: Call) -> ir.Value:
         from tirc.backends.llvm_intrin import lower_call
         return lower_call(self, e)
+
+
+def split_index_constant(buf: Buffer, index: PrimExpr, has_offset: bool) -> tuple[PrimExpr | None, int]:
+    """``index`` as ``rest + c`` with a constant ``c`` (``rest`` None: 0; ``c`` 0: not
+    split), for an address ``gep(gep(data, rest), c)``: accesses that differ only in
+    ``c`` (the rows of a register tile, ``(i * 8 + r) * 512 + j``) then share their base
+    and LLVM sees they are disjoint, which it cannot from the sign extension of each
+    whole int32 index (the arithmetic wraps, it has no ``nsw``). ``rest`` keeps the
+    index's own wrapping arithmetic (add/sub/mul by constants distribute modulo 2^32),
+    and ``sext(rest) + c == sext(rest + c)`` whenever the index is in bounds: for
+    ``c > 0`` because every in-bounds index is in ``[0, 2^31)``; a negative ``c`` only
+    where the buffer's constant size plus ``|c|`` stays below 2^31. Only int32 (and
+    narrower) indices: 64-bit ones need no extension. Not with an element offset."""
+    d = index.dtype
+    if has_offset or not d.is_int or d.lanes != 1 or d.bits > 32:
+        return None, 0
+    rest, c = _split(index)
+    limit = 1 << (d.bits - 1)
+    if c == 0 or abs(c) >= limit:
+        return None, 0
+    if c < 0:
+        size = 1
+        for n in buf.shape:
+            if not isinstance(n, IntImm):
+                return None, 0
+            size *= n.value
+        if size + abs(c) > limit:
+            return None, 0
+    return rest, c
+
+
+def _split(e: PrimExpr) -> tuple[PrimExpr | None, int]:
+    if isinstance(e, IntImm):
+        return None, e.value
+    if isinstance(e, BinOp) and e.op in ("add", "sub"):
+        ra, ca = _split(e.a)
+        rb, cb = _split(e.b)
+        if e.op == "add":
+            c = ca + cb
+            rest = rb if ra is None else ra if rb is None else BinOp("add", ra, rb, e.dtype)
+        else:
+            c = ca - cb
+            rest = ra if rb is None else BinOp("sub", ra if ra is not None else IntImm(e.dtype, 0), rb, e.dtype)
+        return rest, c
+    if isinstance(e, BinOp) and e.op == "mul" and (isinstance(e.b, IntImm) or isinstance(e.a, IntImm)):
+        k, x = (e.b, e.a) if isinstance(e.b, IntImm) else (e.a, e.b)
+        rx, cx = _split(x)
+        return (None if rx is None else BinOp("mul", rx, k, e.dtype)), cx * k.value
+    return e, 0
 
 
 def _is_one(e: PrimExpr) -> bool:

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
+from tirc.backends.llvm_alias import AliasScopes, is_argument_data, is_noalias
 from tirc.backends.llvm_context import LLVMTargetContext
 from tirc.backends.llvm_expr import ExprLowering
 from tirc.diagnostics import Diagnostic, Span
@@ -119,6 +120,8 @@ class FunctionLowering(ExprLowering):
         self.heap: list[ir.Value] = []  # live heap allocations, innermost last
         self.fail_blocks: dict[tuple[int, ...], tuple[ir.Block, ir.PhiInstr, ir.PhiInstr]] = {}
         self.counter = 0
+        self.alias = AliasScopes() if self.ctx.alias_scopes else None
+        self.noalias = is_noalias(func)
 
     def run(self) -> None:
         for arg, p in zip(self.llfunc.args, self.func.params):
@@ -127,6 +130,8 @@ class FunctionLowering(ExprLowering):
             if buf is not None:  # a buffer argument: the caller passed data + elem_offset
                 self.vars[id(buf.data)] = arg
                 self.offset_applied.add(id(buf))
+                if self.alias is not None and self.noalias:
+                    self.alias.add(buf.data)
         self.stmt(self.func.body)
         if not self.b.block.is_terminated:
             ret = self.llfunc.function_type.return_type
@@ -136,6 +141,8 @@ class FunctionLowering(ExprLowering):
             else:
                 self.b.ret(ir.Constant(ret, None))
         self.seal()
+        if self.alias is not None:
+            self.alias.finish(self.module.ir, self.llfunc.name)
 
     def seal(self) -> None:
         """End the unreachable blocks left after terminators."""
@@ -242,6 +249,8 @@ class FunctionLowering(ExprLowering):
         if isinstance(v, ir.NamedValue) and not v.name:
             v.name = s.var.name
         self.vars[id(s.var)] = v
+        if self.alias is not None and self.noalias and is_argument_data(s.value):
+            self.alias.add(s.var)
         self.stmt(s.body)
 
     def stmt_AttrStmt(self, s: AttrStmt) -> None:
@@ -382,6 +391,8 @@ class FunctionLowering(ExprLowering):
                                                     elem, count)
         self.vars[id(buf.data)] = ptr
         self.data_align[id(buf.data)] = align
+        if self.alias is not None:
+            self.alias.add(buf.data)
         if heap:
             self.heap.append(ptr)
         self.stmt(s.body)
