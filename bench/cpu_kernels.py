@@ -189,6 +189,7 @@ class Kernel:
     work: float  # bytes (unit "GB/s") or flops (unit "GFLOP/s") per call
     unit: str
     rtol: float = 1e-5
+    numpy: Callable | None = None  # args -> None: the same operation by NumPy (a baseline)
 
 
 def kernels(quick: bool, tile: tuple[int, int] = (4, 8)) -> list[Kernel]:
@@ -231,10 +232,97 @@ def kernels(quick: bool, tile: tuple[int, int] = (4, 8)) -> list[Kernel]:
                1e-2),
         Kernel("vecsum_vec", f"{nl} f32", vecsum_vec(n), vec1, vs_ref, vs_bytes, "GB/s", 1e-2),
         Kernel("matmul_serial", f"{mm}^3 f32", matmul_serial(mm), mm3, mm_ref, flops,
-               "GFLOP/s", 1e-3),
+               "GFLOP/s", 1e-3, numpy_matmul),
         Kernel("matmul_tiled", f"{mm}^3 f32, tile {tile[0]}x{tile[1]}",
-               matmul_tiled(mm, *tile), mm3, mm_ref, flops, "GFLOP/s", 1e-3),
+               matmul_tiled(mm, *tile), mm3, mm_ref, flops, "GFLOP/s", 1e-3, numpy_matmul),
     ]
+
+
+def numpy_matmul(a, b, c):
+    import numpy as np
+    np.matmul(a, b, out=c)
+
+
+# ------------------------------------------------------------------- scheduled kernels
+# Block-level TIR printed by TVM 0.27 from hand schedules (tvm.s_tir.Schedule) of te /
+# topi operators, checked in as text: bench/scheduled/cpu/*.tir, made by
+# bench/scheduled/gen_scheduled.py (its index.json lists the parameters and schedules).
+
+SCHEDULED = ROOT / "bench" / "scheduled"
+
+
+def _softmax_ref(a):
+    import numpy as np
+    x = a[0].astype(np.float64)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    return 1, e / e.sum(axis=1, keepdims=True)
+
+
+def _layernorm_ref(a):
+    import numpy as np
+    x, g, b = (v.astype(np.float64) for v in a[:3])
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    return 3, (x - mean) / np.sqrt(var + 1e-5) * g + b
+
+
+def _conv2d_nhwc_ref(a):
+    """conv2d NHWC / HWIO, stride 1, 'same' padding (kh // 2), in float64."""
+    import numpy as np
+    x, w = a[0].astype(np.float64), a[1].astype(np.float64)
+    kh, kw = w.shape[:2]
+    xp = np.pad(x, ((0, 0), (kh // 2, kh // 2), (kw // 2, kw // 2), (0, 0)))
+    n, h, wd = x.shape[0], x.shape[1], x.shape[2]
+    out = np.zeros((n, h, wd, w.shape[3]))
+    for r in range(kh):
+        for s in range(kw):
+            out += np.einsum("nhwc,cf->nhwf", xp[:, r:r + h, s:s + wd, :], w[r, s])
+    return 2, out
+
+
+def scheduled_kernels() -> list[Kernel]:
+    import json
+
+    import numpy as np
+    index = json.loads((SCHEDULED / "index.json").read_text())
+    out = []
+    for m in index["modules"]:
+        if m["target"]["kind"] != "llvm":
+            continue
+        params = m["params"]
+        shapes = [tuple(p["shape"]) for p in params]
+        outs = set(m["outputs"])
+
+        def make(rng, shapes=shapes, outs=outs):
+            return [np.zeros(s, np.float32) if i in outs
+                    else rng.standard_normal(s).astype(np.float32)
+                    for i, s in enumerate(shapes)]
+
+        name = m["name"]
+        text = (SCHEDULED / m["file"]).read_text()
+        if name.startswith("sch_matmul"):
+            mm, kk = shapes[0]
+            nn = shapes[1][1]
+            ref = lambda a: (2, a[0].astype(np.float64) @ a[1].astype(np.float64))  # noqa: E731
+            k = Kernel(name, f"{mm}x{nn}x{kk} f32", text, make, ref, 2.0 * mm * nn * kk,
+                       "GFLOP/s", 1e-3, numpy_matmul)
+        elif name == "sch_conv2d":
+            n, h, w, ci = shapes[0]
+            kh, kw, _, co = shapes[1]
+            k = Kernel(name, f"{n}x{h}x{w}x{ci} * {kh}x{kw}x{ci}x{co} NHWC f32", text, make,
+                       _conv2d_nhwc_ref, 2.0 * n * h * w * co * kh * kw * ci, "GFLOP/s", 1e-3)
+        elif name == "sch_softmax":
+            r, c = shapes[0]
+            k = Kernel(name, f"{r}x{c} f32", text, make, _softmax_ref, 2.0 * 4 * r * c,
+                       "GB/s", 1e-4)
+        elif name == "sch_layernorm":
+            r, c = shapes[0]
+            k = Kernel(name, f"{r}x{c} f32", text, make, _layernorm_ref,
+                       4.0 * (2 * r * c + 2 * c), "GB/s", 1e-3)
+        else:
+            raise SystemExit(f"cpu_kernels.py: no reference for scheduled module {name}")
+        out.append(k)
+    return out
 
 
 def aligned(a, align: int = 64):
@@ -341,10 +429,9 @@ def fmt_time(s: float) -> str:
 @dataclass
 class Row:
     kernel: Kernel
-    tirc: float  # median seconds per call
-    tvm: float
-    kept: str  # "quiet samples kept / taken" per tool
-    spread: str
+    times: dict  # tool -> median seconds per call ("tirc", "TVM", "NumPy"; absent: not run)
+    kept: dict  # tool -> "quiet samples kept / taken"
+    spread: dict  # tool -> (max - min) / median
     noisy: bool  # fewer than 3 quiet samples for a tool: the median is over all samples
 
 
@@ -359,21 +446,21 @@ def wait_quiet(max_other: float, budget: list[float]) -> None:
             return
 
 
-def time_pair(f_t, at, f_v, av, repeat: int, sample_s: float, max_other: float,
-              wait_s: float) -> tuple:
-    """Interleaved samples of both until each has ``repeat`` taken while other processes
-    used at most ``max_other`` of the machine (at most 3 * ``repeat`` rounds); before
-    each sample, wait for such a quiet moment (``wait_s`` seconds in all per kernel)."""
+def time_tools(tools: list[tuple[str, Callable, list]], repeat: int, sample_s: float,
+               max_other: float, wait_s: float) -> tuple:
+    """Interleaved samples of every tool (``(name, fn, args)``; the order rotates from
+    round to round) until each has ``repeat`` taken while other processes used at most
+    ``max_other`` of the machine (at most 3 * ``repeat`` rounds); before each sample,
+    wait for such a quiet moment (``wait_s`` seconds in all per kernel). Returns the
+    calls per sample and, per tool, (median, "kept/taken", spread, noisy)."""
     budget = [wait_s]
-    calls = min(calibrate(f_t, at, sample_s), calibrate(f_v, av, sample_s))
-    taken = {"tirc": [], "TVM": []}
+    calls = min(calibrate(fn, a, sample_s) for _, fn, a in tools)
+    taken: dict[str, list] = {who: [] for who, _, _ in tools}
     rnd = 0
     while rnd < 3 * repeat:
-        order = (("tirc", f_t, at), ("TVM", f_v, av))
-        if rnd % 2:
-            order = order[::-1]
-        for who, fn, a in order:
-            time.sleep(SETTLE_S)  # the other runtime's idle workers stop spinning
+        shift = rnd % len(tools)
+        for who, fn, a in tools[shift:] + tools[:shift]:
+            time.sleep(SETTLE_S)  # the other runtimes' idle workers stop spinning
             wait_quiet(max_other, budget)
             taken[who].append(sample(fn, a, calls))
         rnd += 1
@@ -390,13 +477,26 @@ def time_pair(f_t, at, f_v, av, repeat: int, sample_s: float, max_other: float,
     return calls, result
 
 
+def tvm_available() -> bool:
+    try:
+        import tvm  # noqa: F401
+        return True
+    except Exception:  # noqa: BLE001  (any failure to import means: not available)
+        return False
+
+
+def ratio(a: float | None, b: float | None) -> str:
+    return "-" if a is None or b is None else f"{a / b:.2f}"
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--quick", action="store_true", help="small sizes, repeat 3")
     ap.add_argument("--repeat", type=int, default=None,
                     help="quiet samples wanted per tool (default 11; quick 3)")
     ap.add_argument("--threads", type=int, default=os.cpu_count() or 1,
-                    help="threads for T.parallel in both runtimes (default: cores)")
+                    help="threads for T.parallel in both runtimes and for OpenBLAS "
+                         "(default: cores)")
     ap.add_argument("--mcpu", default=None,
                     help="'native' (this machine's CPU) or a CPU name, given to both tools "
                          "(default: none, each tool's default for plain 'llvm')")
@@ -404,6 +504,15 @@ def main(argv=None) -> int:
                     help="matmul_tiled accumulator tile ROWSxCOLS (default: 4x8, which fits "
                          "the 16 SSE registers of the generic CPU; 8x32 with an AVX-512 --mcpu)")
     ap.add_argument("--only", default="", help="comma-separated kernel names or prefixes")
+    ap.add_argument("--set", dest="kernel_set", choices=("all", "plain", "scheduled"),
+                    default="all",
+                    help="plain: the loop-nest kernels written here; scheduled: the "
+                         "TVM-printed schedules of bench/scheduled/cpu/; all (default): both")
+    ap.add_argument("--tvm", dest="tvm", action="store_true", default=None,
+                    help="build and time TVM 0.27's build of each text too (default: when "
+                         "TVM is importable)")
+    ap.add_argument("--no-tvm", dest="tvm", action="store_false",
+                    help="tirc (and NumPy) only")
     ap.add_argument("--sample-ms", type=float, default=None,
                     help="target length of one timing sample (default 200, quick 50)")
     ap.add_argument("--max-other-load", type=float, default=0.05, metavar="F",
@@ -415,14 +524,22 @@ def main(argv=None) -> int:
     ap.add_argument("--keep", default=None, help="write the libraries here and keep them")
     args = ap.parse_args(argv)
 
-    # Both thread pools read these when they start, which is after this point.
+    # The thread pools read these when they start, which is after this point (NumPy's
+    # OpenBLAS when numpy is first imported, just below).
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ["TVM_NUM_THREADS"] = str(args.threads)
+    os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
 
     import numpy as np
-    import tvm
     import tvm_ffi
     from llvmlite import binding as llvm
+
+    use_tvm = tvm_available() if args.tvm is None else args.tvm
+    if use_tvm and not tvm_available():
+        print("cpu_kernels.py: --tvm, but TVM is not importable", file=sys.stderr)
+        return 2
+    if use_tvm:
+        import tvm
 
     repeat = args.repeat or (3 if args.quick else 11)
     sample_s = (args.sample_ms or (50 if args.quick else 200)) / 1e3
@@ -436,7 +553,11 @@ def main(argv=None) -> int:
         tile = (8, 32)
     else:
         tile = (4, 8)
-    ks = kernels(args.quick, tile)
+    ks = []
+    if args.kernel_set in ("all", "plain"):
+        ks += kernels(args.quick, tile)
+    if args.kernel_set in ("all", "scheduled"):
+        ks += scheduled_kernels()
     if args.only:
         want = [w.strip() for w in args.only.split(",") if w.strip()]
         ks = [k for k in ks if any(k.name.startswith(w) for w in want)]
@@ -449,58 +570,72 @@ def main(argv=None) -> int:
         tmp = tempfile.TemporaryDirectory(prefix="cpu_kernels_")
         out = Path(tmp.name)
 
-    print(f"# CPU kernels: tirc vs TVM {tvm.__version__}", flush=True)
+    tvm_name = f"TVM {tvm.__version__}" if use_tvm else "TVM (not run)"
+    print(f"# CPU kernels: tirc vs {tvm_name} vs NumPy {np.__version__}", flush=True)
     print(f"machine: {platform.machine()}, {os.cpu_count()} cores, host CPU "
           f"{llvm.get_host_cpu_name()}; Python {platform.python_version()}")
-    print(f"target: tirc '{target}', TVM {tvm_target(mcpu)}; "
-          f"threads: OMP_NUM_THREADS=TVM_NUM_THREADS={args.threads}; "
+    print(f"target: tirc '{target}'"
+          + (f", TVM {tvm_target(mcpu)}" if use_tvm else "")
+          + f"; threads: OMP_NUM_THREADS=TVM_NUM_THREADS=OPENBLAS_NUM_THREADS={args.threads}; "
           f"{repeat} quiet samples wanted per tool, ~{sample_s * 1e3:.0f} ms each")
     print()
 
     rng = np.random.default_rng(0)
     rows = []
     for k in ks:
-        lib_t = tvm_ffi.load_module(str(build_tirc(k, out, target)))
-        lib_v = tvm_ffi.load_module(str(build_tvm(k, out, mcpu)))
-        f_t, f_v = lib_t[k.name], lib_v[k.name]
         inputs = k.make_inputs(rng)
-        at, av = [aligned(a) for a in inputs], [aligned(a) for a in inputs]
-        f_t(*at)
-        f_v(*av)
         o, expected = k.reference(inputs)
-        for who, got in (("tirc", at[o]), ("TVM", av[o])):
+        tools = [("tirc", tvm_ffi.load_module(str(build_tirc(k, out, target)))[k.name])]
+        if use_tvm:
+            tools.append(("TVM", tvm_ffi.load_module(str(build_tvm(k, out, mcpu)))[k.name]))
+        if k.numpy is not None:
+            tools.append(("NumPy", k.numpy))
+        runs = []
+        for who, fn in tools:
+            a = [aligned(x) for x in inputs]
+            fn(*a)
+            got = a[o]
             if not np.allclose(got, expected, rtol=k.rtol, atol=k.rtol * 10):
                 err = float(np.max(np.abs(got - expected)))
-                print(f"{k.name}: {who} result differs from NumPy (max abs err {err:g})",
-                      file=sys.stderr)
+                print(f"{k.name}: {who} result differs from NumPy's float64 reference "
+                      f"(max abs err {err:g})", file=sys.stderr)
                 return 1
-        calls, r = time_pair(f_t, at, f_v, av, repeat, sample_s, args.max_other_load,
-                             args.wait_quiet)
-        (tt, kt, st, nt), (tv, kv, sv, nv) = r["tirc"], r["TVM"]
-        rows.append(Row(k, tt, tv, f"{kt} / {kv}", f"{st * 100:.0f}% / {sv * 100:.0f}%",
-                        nt or nv))
-        print(f"  {k.name}: tirc {fmt_time(tt)}, TVM {fmt_time(tv)} ({calls} calls/sample, "
-              f"quiet samples {kt} / {kv})", file=sys.stderr, flush=True)
+            runs.append((who, fn, a))
+        calls, r = time_tools(runs, repeat, sample_s, args.max_other_load, args.wait_quiet)
+        rows.append(Row(k, {w: v[0] for w, v in r.items()}, {w: v[1] for w, v in r.items()},
+                        {w: v[2] for w, v in r.items()}, any(v[3] for v in r.values())))
+        print(f"  {k.name}: " + ", ".join(f"{w} {fmt_time(v[0])}" for w, v in r.items())
+              + f" ({calls} calls/sample, quiet samples "
+              + " / ".join(v[1] for v in r.values()) + ")", file=sys.stderr, flush=True)
 
-    print("| kernel | size | tirc | TVM 0.27 | TVM / tirc | tirc rate | TVM rate "
-          "| quiet samples tirc / TVM | spread tirc / TVM |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("| kernel | size | tirc | TVM 0.27 | NumPy | tirc / TVM | tirc / NumPy | tirc rate "
+          "| TVM rate | quiet samples tirc / TVM / NumPy | spread tirc / TVM / NumPy |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for w in rows:
-        k = w.kernel
+        k, t = w.kernel, w.times
         mark = " (noisy)" if w.noisy else ""
-        print(f"| {k.name} | {k.size} | {fmt_time(w.tirc)} | {fmt_time(w.tvm)} | "
-              f"{w.tvm / w.tirc:.2f}x{mark} | {k.work / w.tirc / 1e9:.1f} {k.unit} | "
-              f"{k.work / w.tvm / 1e9:.1f} {k.unit} | {w.kept} | {w.spread} |")
+        tt, tv, tn = t["tirc"], t.get("TVM"), t.get("NumPy")
+        fmt = lambda x: "-" if x is None else fmt_time(x)  # noqa: E731
+        rate = lambda x: "-" if x is None else f"{k.work / x / 1e9:.1f} {k.unit}"  # noqa: E731
+        kept = " / ".join(w.kept.get(x, "-") for x in ("tirc", "TVM", "NumPy"))
+        spread = " / ".join(f"{w.spread[x] * 100:.0f}%" if x in w.spread else "-"
+                            for x in ("tirc", "TVM", "NumPy"))
+        print(f"| {k.name} | {k.size} | {fmt(tt)} | {fmt(tv)} | {fmt(tn)} | "
+              f"{ratio(tt, tv)}{mark} | {ratio(tt, tn)} | {rate(tt)} | {rate(tv)} | "
+              f"{kept} | {spread} |")
     print()
-    print(f"quiet sample: other processes used <= {args.max_other_load:.0%} of the machine "
-          "while it ran; medians are over the quiet samples (over all samples, marked "
-          "(noisy), when a tool has fewer than 3). spread: (max - min) / median of those.")
-    slower = [(w.kernel.name, w.tvm / w.tirc) for w in rows if w.tvm / w.tirc < 0.95]
-    if slower:
-        print("tirc slower than TVM (ratio < 0.95): "
-              + ", ".join(f"{n} {r:.2f}x" for n, r in slower))
-    else:
-        print("tirc no slower than TVM on every kernel (all ratios >= 0.95)")
+    print(f"ratios are of median times per call: tirc / TVM < 1 means tirc is faster. quiet "
+          f"sample: other processes used <= {args.max_other_load:.0%} of the machine while it "
+          "ran; medians are over the quiet samples (over all samples, marked (noisy), when a "
+          "tool has fewer than 3). spread: (max - min) / median of those.")
+    if use_tvm:
+        slower = [(w.kernel.name, w.times["tirc"] / w.times["TVM"]) for w in rows
+                  if w.times["tirc"] / w.times["TVM"] > 1.05]
+        if slower:
+            print("tirc slower than TVM (tirc / TVM > 1.05): "
+                  + ", ".join(f"{n} {r:.2f}" for n, r in slower))
+        else:
+            print("tirc no slower than TVM on every kernel (all tirc / TVM <= 1.05)")
     if tmp is not None:
         tmp.cleanup()
     return 0
