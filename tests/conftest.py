@@ -12,6 +12,23 @@ TEST_MODULES = sorted((ROOT / "tests" / "tir").glob("*.tir"))
 ALL_TIR = SAMPLES + TVM_CORPUS + TEST_MODULES
 
 
+def ptxas_check(ptx: str, arch: str, tmp_path: Path) -> bool:
+    """Assemble ``ptx`` for ``arch`` with ``ptxas`` when it is installed (optional: the
+    project never needs it); False when it is not, an assertion with ptxas's message when
+    it rejects the PTX."""
+    import shutil
+    import subprocess
+    ptxas = shutil.which("ptxas")
+    if ptxas is None:
+        return False
+    src = tmp_path / f"k_{arch}.ptx"
+    src.write_text(ptx)
+    proc = subprocess.run([ptxas, f"-arch={arch}", str(src), "-o", str(tmp_path / "k.cubin")],
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr + "\n--- PTX ---\n" + ptx
+    return True
+
+
 def ids(paths):
     return [str(p.relative_to(ROOT)) for p in paths]
 

@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import tirc.backends.nvptx as nvptx
+from conftest import ptxas_check
 from tirc.build import bind_target_from, build, split_module
 from tirc.diagnostics import Diagnostic
 from tirc.driver import cli
@@ -247,14 +248,8 @@ def test_global_barrier_is_a_diagnostic():
 
 
 def _ptxas(ptx: str, arch: str, tmp_path) -> None:
-    ptxas = shutil.which("ptxas")
-    if ptxas is None:
+    if not ptxas_check(ptx, arch, tmp_path):
         pytest.skip("ptxas is not installed (optional)")
-    src = tmp_path / f"k_{arch}.ptx"
-    src.write_text(ptx)
-    proc = subprocess.run([ptxas, f"-arch={arch}", str(src), "-o", str(tmp_path / "k.cubin")],
-                          capture_output=True, text=True, check=False)
-    assert proc.returncode == 0, proc.stderr + "\n--- PTX ---\n" + ptx
 
 
 @pytest.mark.parametrize("name", CUDA_SAMPLES)

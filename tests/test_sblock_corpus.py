@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from conftest import ptxas_check
 from tirc.build import build
 from tirc.diagnostics import Diagnostic
 
@@ -42,6 +43,7 @@ def _build_and_check(entry, text: str, tmp_path: Path) -> None:
         ptx = (tmp_path / "m.ptx").read_text()
         assert ptx.count(".entry") >= 1
         assert ("shfl.sync" in ptx) == (entry["name"] in CROSS_THREAD)
+        ptxas_check(ptx, entry["target_json"]["arch"], tmp_path)  # where ptxas is installed
         return
     expected = np.load(ROOT / entry["npz"])
     args = [expected[f"arg{i}"].copy() for i in range(len(entry["params"]))]
