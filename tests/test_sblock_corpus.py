@@ -22,10 +22,7 @@ pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C co
 ROOT = Path(__file__).resolve().parent / "corpus" / "sblock"
 INDEX = json.loads((ROOT / "index.json").read_text())
 
-REFUSED = {
-    # CompactBufferAllocation not ported yet: the local buffer keeps a symbolic size.
-    "dl_gpu_matmul_dyn": "needs a constant size in device code",
-}
+REFUSED: dict[str, str] = {}
 # Reductions across threads (LowerCrossThreadReduction + LowerThreadAllreduce): their PTX
 # must combine values with warp shuffles.
 CROSS_THREAD = {"cuda_reduce_cross_thread", "cuda_softmax_cross_thread", "cuda_rfactor_sum",

@@ -124,6 +124,8 @@ PIPELINE: list[Pass] = [
     _pass("LiftThreadBinding", "lift_thread_binding",
           "in a kernel, the loops of one thread tag become one loop at their common ancestor",
           ("ConvertBlocksToOpaque",)),
+    _pass("CompactBufferAllocation", "compact_buffer_allocation",
+          "allocated buffers shrink to the region their code touches", ("ConvertBlocksToOpaque",)),
     _pass("UnifyThreadBinding", "unify_thread_binding",
           "each kernel binds every thread tag once, in a loop at its top",
           ("LiftThreadBinding",)),
