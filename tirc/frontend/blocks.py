@@ -16,6 +16,7 @@ import lark
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.arith import cast_to, difference
 from tirc.frontend.calls import Construct
+from tirc.frontend.exprs import subscript_items
 from tirc.frontend.values import describe
 from tirc.ir.block import (BlockIterVar, BufferRegion, MatchBufferRegion, Range, SBlock,
                            SBlockRealize, full_region)
@@ -208,7 +209,7 @@ def buffer_region(b: "FunctionBuilder", tree: lark.Tree) -> BufferRegion | None:
     if not isinstance(base, Buffer):
         return None
     span = b.span(tree)
-    items = [c for c in tree.children[1].children if c is not None]
+    items = subscript_items(tree.children[1])
     if len(items) != len(base.shape):
         raise Diagnostic(f"buffer '{base.name}' has {len(base.shape)} dimensions but the region "
                          f"names {len(items)}", span)

@@ -15,7 +15,7 @@ import lark
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.arith import cast_to
 from tirc.frontend.calls import Construct, VarDecl
-from tirc.frontend.exprs import ExprBuilder
+from tirc.frontend.exprs import ExprBuilder, subscript_items
 from tirc.frontend.functions import FunctionHeader, read_header, scan_mutable
 from tirc.frontend.loops import build_for
 from tirc.frontend.buffers import make_buffer
@@ -466,8 +466,7 @@ class FunctionBuilder(ExprBuilder):
         obj = self.value(lhs.children[0])
         if not isinstance(obj, Buffer):
             raise Diagnostic(f"cannot store into {describe(obj)}", self.span(lhs.children[0]))
-        items = [c for c in lhs.children[1].children if c is not None]
-        indices = tuple(self.index(i) for i in items)
+        indices = tuple(self.index(i) for i in subscript_items(lhs.children[1]))
         lanes = max((i.dtype.lanes for i in indices), default=1)
         want = obj.dtype if lanes == 1 else obj.dtype.with_lanes(lanes * obj.dtype.lanes)
         value = self.as_expr(self.value(rhs), self.span(rhs), want.element())

@@ -52,6 +52,15 @@ def unquote(token: str) -> str:
     return "".join(out)
 
 
+def subscript_items(subscripts) -> list:
+    """The items of ``X[...]``; ``X[()]``, the element of a rank-0 buffer, has none."""
+    items = [c for c in subscripts.children if c is not None]
+    if (len(items) == 1 and isinstance(items[0], lark.Tree) and items[0].data == "tuple_lit"
+            and not items[0].children):
+        return []
+    return items
+
+
 class ExprBuilder:
     """Evaluates expression subtrees. Subclasses provide ``filename`` and ``scope``."""
 
@@ -314,7 +323,7 @@ class ExprBuilder:
 
     def _x_subscript(self, node, span):
         obj = self.value(node.children[0])
-        items = [c for c in node.children[1].children if c is not None]
+        items = subscript_items(node.children[1])
         if isinstance(obj, TName) and obj.name == "let":
             if len(items) != 1:
                 raise Diagnostic("T.let[...] takes one dtype", span)

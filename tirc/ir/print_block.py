@@ -116,4 +116,4 @@ class BlockPrinter:
                 items.append(self.expr(rng.min))
             else:
                 items.append(f"{self.expr(rng.min)}:{self.expr(_plus(rng.min, rng.extent))}")
-        return f"{self.buffer_name(r.buffer)}[{', '.join(items)}]"
+        return f"{self.buffer_name(r.buffer)}[{', '.join(items) or '()'}]"

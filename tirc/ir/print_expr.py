@@ -116,7 +116,7 @@ class ExprPrinter:
                 parts.append(f"{self.expr(i.base)}:{self.expr(stop)}{step}")
             else:
                 parts.append(self.expr(i))
-        return f"{self.buffer_name(buf)}[{', '.join(parts)}]"
+        return f"{self.buffer_name(buf)}[{', '.join(parts) or '()'}]"
 
     def _expr(self, e: object) -> tuple[str, int]:
         if isinstance(e, Var):
