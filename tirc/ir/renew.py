@@ -1,13 +1,16 @@
 """Copy a function with fresh variables and buffers, so that no Var or Buffer is shared
-between two functions of a module (BindTarget's ``_host`` duplicates)."""
+between two functions of a module (BindTarget's ``_host`` duplicates); copy a statement
+with fresh objects for what it defines, so that it can sit beside the original."""
 from __future__ import annotations
 
 from dataclasses import replace
 
+from tirc.ir.block import SBlock
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import Var
+from tirc.ir.expr import Let, Var
 from tirc.ir.function import PrimFunc
-from tirc.ir.visitor import Mutator
+from tirc.ir.stmt import AllocBuffer, AttrStmt, DeclBuffer, For, IterVar, LetStmt
+from tirc.ir.visitor import Mutator, walk
 
 
 def map_buffer(m: Mutator, b: Buffer, force: bool = False) -> Buffer:
@@ -73,3 +76,50 @@ def substitute(node, var_map: dict[int, Var]):
     """``node`` with the variables of ``var_map`` (keyed by ``id``) replaced, buffers over
     them rebuilt."""
     return _Substitute(var_map).visit(node)
+
+
+class _FreshDefs(Mutator):
+    """Fresh objects for what a statement defines; the rest is kept."""
+
+    def __init__(self, stmt, thread_axes: bool):
+        self.vars: dict[int, Var] = {}
+        self.buffers: dict[int, Buffer] = {}
+        self.defined: set[int] = set()
+        for n in walk(stmt):
+            if isinstance(n, For):
+                self._fresh(n.loop_var)
+            elif isinstance(n, (LetStmt, Let)):
+                self._fresh(n.var)
+            elif isinstance(n, AttrStmt) and isinstance(n.node, IterVar) and thread_axes:
+                self._fresh(n.node.var)
+            elif isinstance(n, (AllocBuffer, DeclBuffer)):
+                self.defined.add(id(n.buffer))
+                if isinstance(n, AllocBuffer):
+                    self._fresh(n.buffer.data)
+            elif isinstance(n, SBlock):
+                for iv in n.iter_vars:
+                    self._fresh(iv.var)
+                for b in (*n.alloc_buffers, *(m.buffer for m in n.match_buffers)):
+                    self.defined.add(id(b))
+                    self._fresh(b.data)
+
+    def _fresh(self, v: Var) -> None:
+        self.vars.setdefault(id(v), Var(v.name, v.dtype, v.ptr, v.span))
+
+    def visit_Var(self, v: Var) -> Var:
+        return self.vars.get(id(v), v)
+
+    def visit_buffer(self, b: Buffer) -> Buffer:
+        new = self.buffers.get(id(b))
+        if new is None:
+            new = map_buffer(self, b, force=id(b) in self.defined)
+            self.buffers[id(b)] = new
+        return new
+
+
+def fresh_definitions(stmt, thread_axes: bool = True):
+    """A copy of ``stmt`` in which every variable and buffer it defines (loop variables,
+    lets, allocations, declarations, block iterators and buffers, and thread axes unless
+    ``thread_axes`` is False) is a fresh object, so the copy can sit beside the original
+    without defining anything twice (TVM's ConvertSSA)."""
+    return _FreshDefs(stmt, thread_axes).visit(stmt)

@@ -55,6 +55,14 @@ def simplify(mod: IRModule, ctx=None) -> IRModule:
     return replace(mod, functions=new) if changed else mod
 
 
+def simplify_expr(e: PrimExpr, ranges: dict[int, Interval] | None = None) -> PrimExpr:
+    """``e`` simplified as Simplify simplifies expressions in a function body, given integer
+    ``ranges`` of variables (by id); calls of module functions are left as they are."""
+    s = _Simplifier(IRModule({}), ())
+    s.ranges.update(ranges or {})
+    return s.visit(e)
+
+
 def is_noop(s: Stmt) -> bool:
     return isinstance(s, Evaluate) and is_imm(s.value)
 
