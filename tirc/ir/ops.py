@@ -44,6 +44,8 @@ for _n in _UNARY_MATH:
 for _n in _BINARY_MATH:
     _add(_n, 2, 2, "arg0")
 _add("fma", 3, 3, "arg0")
+# a condition LoopPartition must not partition on (it removes the call, keeping the argument)
+_add("ignore_loop_partition", 1, 1, "arg0")
 for _n in ("isnan", "isinf", "isfinite", "isnullptr"):
     _add(_n, 1, 1, "bool")
 _add("if_then_else", 3, 3, "arg1")

@@ -140,6 +140,10 @@ PIPELINE: list[Pass] = [
           "thread-bound loops become T.launch_thread scopes", ("BindTarget", "LowerOpaqueBlock")),
     _pass("FlattenBuffer", "flatten_buffer",
           "multi-dimensional and strided buffers become flat ones", ("LowerThreadBindings",)),
+    _pass("LoopPartition", "loop_partition",
+          "loops whose body tests T.likely conditions on their variable (or that carry a "
+          "partition hint) split so the steady state runs without the tests",
+          ("FlattenBuffer",)),
     _pass("InjectVirtualThread", "inject_virtual_thread",
           "virtual thread axes (vthread) become unrolled loops inside each thread",
           ("FlattenBuffer",)),
