@@ -179,10 +179,9 @@ class _FunctionVerifier(Visitor):
             self.visit(iv.dom.extent)
         for b in s.alloc_buffers:
             self.check_buffer_decl(b)
-        for m in s.match_buffers:
-            self.visit_BufferRegion(m.source)
         def inner() -> None:
-            for m in s.match_buffers:
+            for m in s.match_buffers:  # a matched region may use the block's iterators
+                self.visit_BufferRegion(m.source)
                 self.check_buffer_decl(m.buffer)
             for region in (*s.reads, *s.writes):
                 self.visit_BufferRegion(region)
@@ -191,6 +190,10 @@ class _FunctionVerifier(Visitor):
             self.visit(s.body)
         defined_vars = [iv.var for iv in s.iter_vars] + [b.data for b in s.alloc_buffers]
         defined_vars += [m.buffer.data for m in s.match_buffers]
+        # the variables of a matched buffer's signature are bound by the match
+        defined_vars += [e for m in s.match_buffers
+                         for e in (*m.buffer.shape, *m.buffer.strides, m.buffer.elem_offset)
+                         if isinstance(e, Var) and e not in defined_vars]
         buffers = list(s.alloc_buffers) + [m.buffer for m in s.match_buffers]
         self.scoped(defined_vars, buffers, inner)
 
