@@ -63,7 +63,7 @@ def test_printed_form_keeps_only_what_was_written():
     ("", "empty target; valid kinds: cuda, llvm"),
     ("rocm", "unknown target kind 'rocm'; valid kinds: cuda, llvm"),
     ("cuda -archh=sm_90", "unknown option 'archh' for target kind 'cuda'; valid options:"),
-    ("cuda -arch=sm_91", "invalid value 'sm_91' for option 'arch' of 'cuda'; valid values: sm_70"),
+    ("cuda -arch=sm_91", "invalid value 'sm_91' for option 'arch' of 'cuda'; valid values: sm_50"),
     ("cuda -max_num_threads=lots", "takes an integer"),
     ("llvm -fast-math=maybe", "takes true or false"),
     ("cuda arch=sm_90", "expected '-option=value'"),

@@ -231,7 +231,8 @@ def _device_images(devices: dict[Target, IRModule], out: Path, name: str,
             data = image.ptx.encode()
             if device_format == "cubin":
                 from tirc.backends.nvptx_cubin import ptx_to_cubin
-                data = ptx_to_cubin(image.ptx, image.arch, name)
+                first = next(iter(m.functions.values()), None)
+                data = ptx_to_cubin(image.ptx, image.arch, name, first.span if first else None)
             variants.append((data, device_format, image.arch))
             stem = name if single else f"{name}.{image.arch}"
             n = 1

@@ -55,14 +55,26 @@ class TargetKind:
 
 
 # -- cuda --------------------------------------------------------------------------------
-# arch: (minimum PTX ISA version x10, largest shared memory a block may opt in to, bytes)
+# The one table of per-arch facts. arch: (PTX ISA version x10 the PTX is written for,
+# largest shared memory a block may opt in to, bytes). No arch gets less than PTX 6.2,
+# the first with ``activemask`` (cross-thread reductions); LLVM aborts the process on an
+# intrinsic newer than the PTX version. Every driver since CUDA 10.1 reads it. ``a``: arch-specific features, runs only on that exact
+# arch; ``f``: family-specific, runs on that major version from that minor up (PTX 8.8).
+# Which of these nvJitLink can make a cubin for is nvJitLink's answer (CUDA 13 makes none
+# before sm_75), not this table's.
+_SMEM_48K, _SMEM_96K = 49152, 98304
 CUDA_ARCHS: dict[str, tuple[int, int]] = {
-    "sm_70": (60, 98304), "sm_72": (61, 98304), "sm_75": (63, 65536),
+    "sm_50": (62, _SMEM_48K), "sm_52": (62, _SMEM_48K), "sm_53": (62, _SMEM_48K),
+    "sm_60": (62, _SMEM_48K), "sm_61": (62, _SMEM_48K), "sm_62": (62, _SMEM_48K),
+    "sm_70": (62, _SMEM_96K), "sm_72": (62, _SMEM_96K), "sm_75": (63, 65536),
     "sm_80": (70, 166912), "sm_86": (71, 101376), "sm_87": (74, 166912),
     "sm_89": (78, 101376), "sm_90": (78, 232448), "sm_90a": (80, 232448),
-    "sm_100": (86, 232448), "sm_100a": (86, 232448), "sm_101": (86, 232448),
-    "sm_103": (88, 232448), "sm_120": (87, 101376), "sm_120a": (87, 101376),
-    "sm_121": (88, 101376),
+    "sm_100": (86, 232448), "sm_100a": (86, 232448), "sm_100f": (88, 232448),
+    "sm_101": (86, 232448), "sm_101a": (86, 232448), "sm_101f": (88, 232448),
+    "sm_103": (88, 232448), "sm_103a": (88, 232448), "sm_103f": (88, 232448),
+    "sm_110": (90, 232448), "sm_110a": (90, 232448), "sm_110f": (90, 232448),
+    "sm_120": (87, 101376), "sm_120a": (87, 101376), "sm_120f": (88, 101376),
+    "sm_121": (88, 101376), "sm_121a": (88, 101376), "sm_121f": (88, 101376),
 }
 
 

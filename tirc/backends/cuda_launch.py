@@ -123,28 +123,20 @@ class DeviceCode:
             self.kernels[name] = Kernel(group, symbol, tuple(p.dtype for p in mod.functions[name].params))
 
 
-def _arch_number(arch: str) -> tuple[int, bool]:
-    """``sm_86`` -> (86, False); ``sm_90a`` -> (90, True): compute capability x10 and
-    whether the image is arch-specific (runs on exactly that device)."""
-    import re
-    m = re.fullmatch(r"sm_(\d+)([a-z]*)", arch)
-    if m is None:
-        raise ValueError(f"not a CUDA architecture: {arch!r}")
-    return int(m.group(1)), bool(m.group(2))
-
-
 def image_preference(archs: list[tuple[str, str]]) -> list[tuple[int, str, int, int]]:
     """The images of one module in the order the loader tries them, each as
     ``(index, rule, major, minor)``: ``rule`` "exact" (the device's capability is
-    major.minor: arch-specific images, sm_90a, in either format), "major" (a cubin: same
-    major, minor <= the device's) or "atmost" (PTX: capability <= the device's). Cubins
-    come first, then PTX; within each, arch-specific images first, then the newest
-    arch first — so the first image whose rule holds is the best fit."""
+    major.minor: arch-specific images, sm_90a, in either format), "major" (a cubin or a
+    family image, sm_100f: same major, minor <= the device's) or "atmost" (PTX:
+    capability <= the device's), as :mod:`tirc.cuda_arch` rules. Cubins come first, then
+    PTX; within each, arch- and family-specific images first, then the newest arch
+    first — so the first image whose rule holds is the best fit."""
+    from tirc.cuda_arch import image_rule, parse_arch
     order = []
     for i, (arch, fmt) in enumerate(archs):
-        n, specific = _arch_number(arch)
-        rule = "exact" if specific else ("major" if fmt == "cubin" else "atmost")
-        order.append(((fmt != "cubin", not specific, -n), (i, rule, n // 10, n % 10)))
+        major, minor, suffix, _ = parse_arch(arch)
+        rule = image_rule(arch, fmt)
+        order.append(((fmt != "cubin", not suffix, -(major * 10 + minor)), (i, rule, major, minor)))
     return [item for _, item in sorted(order)]
 
 

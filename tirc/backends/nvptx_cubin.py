@@ -31,11 +31,21 @@ def available() -> bool:
     return True
 
 
-def ptx_to_cubin(ptx: str, arch: str, name: str = "module") -> bytes:
-    """Assemble and link ``ptx`` for ``arch`` (``sm_90``) into a cubin."""
+def ptx_to_cubin(ptx: str, arch: str, name: str = "module", span=None) -> bytes:
+    """Assemble and link ``ptx`` for ``arch`` (``sm_90``) into a cubin. An arch the
+    installed nvJitLink cannot compile for (CUDA 13 dropped offline compilation before
+    sm_75) is a Diagnostic at ``span`` (the kernel's) suggesting PTX instead."""
     nvjl = _nvjitlink()
     options = [f"-arch={arch}", "-O3"]
-    handle = nvjl.create(len(options), options)
+    try:
+        handle = nvjl.create(len(options), options)
+    except nvjl.nvJitLinkError as e:
+        version = ".".join(str(v) for v in nvjl.version())
+        if "UNSUPPORTED_ARCH" in str(e):
+            raise Diagnostic(f"the installed nvJitLink ({version}) cannot make a cubin for "
+                             f"{arch}; build PTX for it with --device-format ptx (the driver "
+                             "compiles PTX when the module is loaded)", span) from None
+        raise Diagnostic(f"nvJitLink ({version}) refused the options {options}: {e}", span) from None
     try:
         data = ptx.encode()
         try:

@@ -6,7 +6,7 @@ import re
 
 from tirc.runtime.errors import IncompatibleDeviceImage, LoadError
 
-_ARCH = re.compile(r"^(?P<prefix>sm|compute)_(?P<major>\d+?)(?P<minor>\d)(?P<suffix>[af]?)$")
+from tirc.cuda_arch import image_rule, parse_arch, rule_holds, rule_text
 
 
 def load(path, check_images: bool = True):
@@ -88,16 +88,6 @@ def _image_arch(image: str, target_json: str) -> str:
     return arch[0] if isinstance(arch, list) else arch
 
 
-def parse_arch(arch: str) -> tuple[int, int, str, str]:
-    """``sm_90a`` -> (9, 0, "a", "cubin"); ``compute_80`` -> (8, 0, "", "ptx")."""
-    m = _ARCH.match(arch.strip()) if isinstance(arch, str) else None
-    if m is None:
-        raise ValueError(f"bad architecture '{arch}' (expected e.g. 'sm_90', 'sm_90a' "
-                         f"or 'compute_80')")
-    kind = "cubin" if m["prefix"] == "sm" else "ptx"
-    return int(m["major"]), int(m["minor"]), m["suffix"], kind
-
-
 def check_device_image(arch: str, dev, kind: str | None = None) -> None:
     """Raise :class:`IncompatibleDeviceImage` unless an image built for ``arch`` runs
     on ``dev`` (anything with a ``compute_capability`` (major, minor)).
@@ -108,7 +98,7 @@ def check_device_image(arch: str, dev, kind: str | None = None) -> None:
     compiles it); an arch-specific image (``sm_90a``) runs only on exactly that
     architecture, a family one (``sm_100f``) on its major version from its minor up.
     """
-    major, minor, suffix, default_kind = parse_arch(arch)
+    major, minor, _, default_kind = parse_arch(arch)
     kind = kind or default_kind
     if kind not in ("cubin", "ptx"):
         raise ValueError(f"image kind must be 'cubin' or 'ptx', not {kind!r}")
@@ -117,15 +107,10 @@ def check_device_image(arch: str, dev, kind: str | None = None) -> None:
         raise IncompatibleDeviceImage(f"a CUDA image ({arch}) cannot run on {dev}: it is "
                                       f"not a CUDA device")
     have = (int(cc[0]), int(cc[1]))
-    if suffix == "a":
-        ok, rule = have == (major, minor), f"exactly compute capability {major}.{minor}"
-    elif kind == "cubin" or suffix == "f":
-        ok = have[0] == major and have[1] >= minor
-        rule = f"compute capability {major}.x with x >= {minor}"
-    else:
-        ok, rule = have >= (major, minor), f"compute capability {major}.{minor} or newer"
-    if ok:
+    how = image_rule(arch, kind)
+    if rule_holds(how, (major, minor), have):
         return
+    rule = rule_text(how, (major, minor))
     name = getattr(dev, "name", None)
     where = f"{dev} ({name}, compute capability {have[0]}.{have[1]})" if name else \
         f"{dev} (compute capability {have[0]}.{have[1]})"
