@@ -17,10 +17,14 @@ For every case below this writes, into tests/corpus/sblock/:
                      ``tirx.SplitHostDevice``.  Asserted to re-parse, and asserted to equal the
                      module that TVM's real pipeline holds just before SplitHostDevice (captured with
                      a pass instrument).
-  expected/NAME.npz  (llvm cases only) ``arg<i>`` = initial value of buffer parameter i,
-                     ``out<i>`` = its value after running TVM's compiled function,
-                     ``scalar<i>`` for scalar parameters (none at present).  Written with a fixed
-                     zip timestamp so the bytes are reproducible.
+  expected/NAME.npz  ``arg<i>`` = initial value of buffer parameter i, ``out<i>`` = its value
+                     after running TVM's compiled function, ``scalar<i>`` for scalar parameters
+                     (none at present).  Written with a fixed zip timestamp so the bytes are
+                     reproducible.  llvm cases run the module itself; cuda cases (TVM has no
+                     CUDA runtime here) run the unscheduled module the case was made from (the
+                     one ``te_mod`` built inside its ``make``), compiled for llvm: the same
+                     computation, so the expected values of the scheduled kernel, which
+                     tests/test_simt.py checks on tirc's SIMT interpreter.
   index.json         one entry per case.
   README.md          provenance, formats, module table, what TVM could not produce (generated).
 
@@ -93,7 +97,14 @@ def case(name, source, what, **kw):
     return deco
 
 
+# Every module te_mod builds, in order: a case's first one is its unscheduled computation
+# (what a cuda case's expected outputs are computed from, on llvm).
+MADE: list[tvm.IRModule] = []
+
+
 def te_mod(*tensors) -> tvm.IRModule:
+    # a separate copy for MADE: dlight schedules the module it is given in place
+    MADE.append(tvm.IRModule({"main": te.create_prim_func(list(tensors))}))
     return tvm.IRModule({"main": te.create_prim_func(list(tensors))})
 
 
@@ -694,7 +705,8 @@ def _():
 # ---- CUDA hand schedules -------------------------------------------------------------
 
 @case("cuda_elementwise_bind", "schedule",
-      "C = exp(A) + B over [256,512]: fuse, split [None,256], bind blockIdx.x / threadIdx.x", target="cuda")
+      "C = exp(A) + B over [256,512]: fuse, split [None,256], bind blockIdx.x / threadIdx.x", target="cuda",
+      ref=lambda i: [np.exp(i[0]) + i[1]])
 def _():
     A = te.placeholder((256, 512), name="A"); B = te.placeholder((256, 512), name="B")
     C = te.compute((256, 512), lambda i, j: te.exp(A[i, j]) + B[i, j], name="C")
@@ -709,7 +721,7 @@ def _():
 
 @case("cuda_matmul_shared", "schedule",
       "128^3 f32 matmul: split i,j [4,8,4], k [16,8]; bind blockIdx.y/x, threadIdx.y/x; cache_write local + reverse_compute_at(tx); cache_read A,B shared + compute_at(k0) with cooperative fetch fuse/split/bind threadIdx; decompose_reduction",
-      target="cuda")
+      target="cuda", rtol=1e-4, ref=mm_ref)
 def _():
     sch = s_tir.Schedule(te_mod(*matmul_te(128, 128, 128)))
     C = sch.get_sblock("C")
@@ -737,7 +749,7 @@ def _():
 
 @case("cuda_reduce_cross_thread", "schedule",
       "row sum A[128,256]: bind i to blockIdx.x, split k [None,128] and bind the reduction loop k1 to threadIdx.x (no rfactor -> LowerCrossThreadReduction / tvm_thread_allreduce)",
-      target="cuda")
+      target="cuda", rtol=1e-4, ref=lambda i: [i[0].sum(1)])
 def _():
     sch = s_tir.Schedule(te_mod(*row_sum_te(128, 256)))
     blk = sch.get_sblock("B")
@@ -750,7 +762,7 @@ def _():
 
 @case("cuda_softmax_cross_thread", "schedule",
       "topi.nn.softmax X[64,256]: compute_at producers under norm row loop bound to blockIdx.x, each block's inner loop split [None,64]; threadIdx.x bound on both reductions (cross-thread) and on elementwise",
-      target="cuda")
+      target="cuda", rtol=1e-4, ref=lambda i: [softmax_np(i[0])])
 def _():
     X = te.placeholder((64, 256), name="X")
     sch = s_tir.Schedule(te_mod(X, topi.nn.softmax(X)))
@@ -769,7 +781,7 @@ def _():
 
 @case("cuda_rfactor_sum", "schedule",
       "row sum A[64,512]: split k [None,32], rfactor(k1,0), bind rf-block k1 to threadIdx.x and rows to blockIdx.x; final block reduction over the rf axis bound to threadIdx.x (cross-thread)",
-      target="cuda")
+      target="cuda", rtol=1e-4, ref=lambda i: [i[0].sum(1)])
 def _():
     sch = s_tir.Schedule(te_mod(*row_sum_te(64, 512)))
     blk = sch.get_sblock("B")
@@ -820,13 +832,14 @@ GPU_RULES = "dl.ApplyDefaultSchedule(gpu.Matmul, gpu.GEMV, gpu.Reduction, gpu.Ge
 CPU_RULES = "dl.ApplyDefaultSchedule(cpu.GEMV, cpu.Reduction) under Target llvm"
 
 
-@case("dl_gpu_matmul", "dlight", f"te matmul 128^3 f32; {GPU_RULES} (Matmul rule)", target="cuda")
+@case("dl_gpu_matmul", "dlight", f"te matmul 128^3 f32; {GPU_RULES} (Matmul rule)", target="cuda",
+      rtol=1e-4, ref=mm_ref)
 def _():
     return dlight_gpu(te_mod(*matmul_te(128, 128, 128)))
 
 
 @case("dl_gpu_matmul_dyn", "dlight", f"te matmul A[m,64] x B[64,128] f32, symbolic m; {GPU_RULES} (Matmul rule)",
-      target="cuda", dims={"m": 50})
+      target="cuda", dims={"m": 50}, rtol=1e-4, ref=mm_ref)
 def _():
     m = te.var("m")
     A = te.placeholder((m, 64), name="A"); B = te.placeholder((64, 128), name="B")
@@ -835,7 +848,8 @@ def _():
 
 
 @case("dl_gpu_gemv", "dlight", f"GEMV y[1,256] = x[1,1024] . W[256,1024]^T, f16 in / f16 out; {GPU_RULES} (GEMV rule)",
-      target="cuda")
+      target="cuda", rtol=2e-2, atol=0.5, ref=lambda i: [i[0].astype(np.float32) @ i[1].astype(np.float32).T],
+      ref_tol=(2e-2, 0.5))  # float16 sums of 1024 products (|y| up to ~30) in another order
 def _():
     x = te.placeholder((1, 1024), name="x", dtype="float16"); W = te.placeholder((256, 1024), name="W", dtype="float16")
     r = te.reduce_axis((0, 1024), name="k")
@@ -843,26 +857,30 @@ def _():
     return dlight_gpu(te_mod(x, W, y))
 
 
-@case("dl_gpu_softmax", "dlight", f"topi.nn.softmax X[64,256]; {GPU_RULES} (GeneralReduction rule)", target="cuda")
+@case("dl_gpu_softmax", "dlight", f"topi.nn.softmax X[64,256]; {GPU_RULES} (GeneralReduction rule)", target="cuda",
+      rtol=1e-4, ref=lambda i: [softmax_np(i[0])])
 def _():
     X = te.placeholder((64, 256), name="X")
     return dlight_gpu(te_mod(X, topi.nn.softmax(X)))
 
 
 @case("dl_gpu_layer_norm", "dlight", f"topi.nn.layer_norm X[64,256] gamma beta; {GPU_RULES} (GeneralReduction rule)",
-      target="cuda")
+      target="cuda", rtol=1e-4, atol=1e-4,
+      ref=lambda i: [(i[0] - i[0].mean(1, keepdims=True)) / np.sqrt(i[0].var(1, keepdims=True) + 1e-5) * i[1] + i[2]])
 def _():
     X = te.placeholder((64, 256), name="X"); g = te.placeholder((256,), name="gamma"); b = te.placeholder((256,), name="beta")
     return dlight_gpu(te_mod(X, g, b, topi.nn.layer_norm(X, g, b, axis=[1])))
 
 
-@case("dl_gpu_rms_norm", "dlight", f"topi.nn.rms_norm X[32,512] weight; {GPU_RULES}", target="cuda")
+@case("dl_gpu_rms_norm", "dlight", f"topi.nn.rms_norm X[32,512] weight; {GPU_RULES}", target="cuda",
+      rtol=1e-4, atol=1e-4, ref=lambda i: [i[0] / np.sqrt((i[0] ** 2).mean(1, keepdims=True) + 1e-5) * i[1]])
 def _():
     X = te.placeholder((32, 512), name="X"); w = te.placeholder((512,), name="weight")
     return dlight_gpu(te_mod(X, w, topi.nn.rms_norm(X, w, axis=[1])))
 
 
-@case("dl_gpu_sum_reduction", "dlight", f"topi.sum X[128,1024] axis 1; {GPU_RULES} (Reduction rule)", target="cuda")
+@case("dl_gpu_sum_reduction", "dlight", f"topi.sum X[128,1024] axis 1; {GPU_RULES} (Reduction rule)", target="cuda",
+      rtol=1e-4, atol=1e-4, ref=lambda i: [i[0].sum(1)])
 def _():
     X = te.placeholder((128, 1024), name="X")
     return dlight_gpu(te_mod(X, topi.sum(X, axis=1)))
@@ -870,7 +888,8 @@ def _():
 
 @case("dl_gpu_elementwise_fusion", "dlight",
       f"fused elementwise D = sigmoid(A*B + bias[None,:]) then cast to f16, A,B[256,512]; {GPU_RULES} (Fallback rule, inlines producers)",
-      target="cuda")
+      target="cuda", rtol=1e-3, atol=1e-3,
+      ref=lambda i: [(1 / (1 + np.exp(-(i[0] * i[1] + i[2])))).astype(np.float16)], ref_tol=(1e-3, 1e-3))
 def _():
     A = te.placeholder((256, 512), name="A"); B = te.placeholder((256, 512), name="B"); b = te.placeholder((512,), name="bias")
     T1 = te.compute((256, 512), lambda i, j: A[i, j] * B[i, j] + b[j], name="T1")
@@ -880,7 +899,7 @@ def _():
 
 
 @case("dl_gpu_transpose_add", "dlight", f"topi.transpose(A[128,256]) + B[256,128]; {GPU_RULES} (Fallback rule)",
-      target="cuda")
+      target="cuda", ref=lambda i: [i[0].T + i[1]])
 def _():
     A = te.placeholder((128, 256), name="A"); B = te.placeholder((256, 128), name="B")
     return dlight_gpu(te_mod(A, B, topi.add(topi.transpose(A), B)))
@@ -1089,6 +1108,7 @@ def render(only=None):
     for c in CASES:
         if only and c.name not in only:
             continue
+        MADE.clear()
         try:
             mod = c.make()
         except Exception as err:  # noqa: BLE001
@@ -1138,8 +1158,12 @@ def render(only=None):
             "lowered_fixed_point": lowered_again == ltext,
             "lowered_well_formed": well_formed,
         }
-        if c.target == "llvm":
-            ins, outs = run_llvm(c, mod, params, outputs)
+        if c.target == "llvm" or MADE:
+            # cuda: TVM cannot run it here; the unscheduled computation gives the expected values
+            base = mod if c.target == "llvm" else MADE[0]
+            if describe_params(base["main"], c.dims) != params:
+                raise RuntimeError(f"{c.name}: the unscheduled module has other parameters")
+            ins, outs = run_llvm(c, base, params, outputs)
             arrays = {f"arg{i}": a for i, a in enumerate(ins)}
             arrays.update({f"out{i}": a for i, a in enumerate(outs)})
             files[f"expected/{c.name}.npz"] = npz_bytes(arrays)
@@ -1181,8 +1205,11 @@ Regenerate / verify (needs the TVM venv; CI does not):
   result prints identically to the module TVM's real pipeline holds just before
   `SplitHostDevice` (captured with a pass instrument). Every lowered file re-parses in TVM;
   some are not parse/print fixed points (`lowered_fixed_point` in index.json), see below.
-* `expected/NAME.npz` -- llvm modules only. Built with `tvm.compile(mod, target=llvm)` and run
-  on the CPU. Keys: `arg0, arg1, ...` = the initial value of every buffer parameter in
+* `expected/NAME.npz` -- built with `tvm.compile(mod, target=llvm)` and run on the CPU: for
+  llvm modules the module itself, for cuda modules (this TVM has no CUDA runtime) the
+  unscheduled module the case was made from (its `te.create_prim_func`, before the schedule
+  or dlight), the same computation; tests/test_simt.py runs the cuda modules on tirc's SIMT
+  interpreter against them. Keys: `arg0, arg1, ...` = the initial value of every buffer parameter in
   parameter order (outputs start as zeros), `out0, out1, ...` = the value of every buffer
   parameter after the call (inputs are asserted unchanged), `scalar<i>` for scalar parameters
   (there are none at present). Inputs use `np.random.default_rng(zlib.crc32(name))`: floats
@@ -1199,7 +1226,7 @@ Regenerate / verify (needs the TVM venv; CI does not):
   `params` (`[{"name", "kind": "buffer"|"scalar", "shape": [concrete ints], "dtype"}]`, shapes
   with symbolic vars evaluated at `dims`); `dims` (values for symbolic shape vars, e.g.
   `{"n": 37}`); `outputs` (indices of the params written); `rtol`, `atol` (tolerance suggested
-  for comparing against the npz); `npz` (`"expected/NAME.npz"` or null for cuda);
+  for comparing against the npz); `npz` (`"expected/NAME.npz"`);
   `lowered_fixed_point` (bool); `lowered_well_formed` (false when TVM's well-formedness check
   rejects TVM's own lowered text, which then re-parses only with `check_well_formed=False`).
 
@@ -1231,8 +1258,14 @@ README_CANNOT = """\
   `MatmulTensorization` / `MatmulInt8Tensorization`, and `Schedule.tensorize` **segfaults** in
   this wheel (even a minimal `tensorize` with `wmma_fill_16x16x16_f32`). The dlight matmuls
   are therefore float32 (which dlight does not tensorize); float16 appears in `dl_gpu_gemv`.
-* No npz for CUDA modules: the wheel has no CUDA runtime/codegen
-  (`tvm.runtime.enabled("cuda")` is False), and this corpus only records TVM's lowering.
+* No CUDA run: the wheel has no CUDA runtime (`tvm.runtime.enabled("cuda")` is False), so the
+  npz of a CUDA module holds the outputs of its unscheduled computation built for llvm.
+* TVM's CUDA code generator (`tvm.compile` for cuda, which this wheel can run as far as the
+  CUDA source) refuses `cuda_softmax_cross_thread` and `cuda_rfactor_sum`: "Cannot allocate
+  global memory when targeting CUDA. You must pass all global arrays as input instead". Their
+  schedules leave an intermediate buffer in global scope inside the kernel
+  (`T_softmax_maxelem`/`T_softmax_expsum`, `B_rf`). They are kept: the corpus records the
+  lowering, and the npz the values the computation should give.
 * `cuda_argmax_cross_thread` (topi.argmax with the reduction loop bound to threadIdx.x): the
   block-level module is fine, but its lowered text contains
   `T.comm_reducer(lambda x0, x1, y0, y1: (T.Select(x1 > y1 or x1 == y1 and x0 < y0, x0, y0), ...)`
