@@ -1,30 +1,41 @@
 """CPU code quality: the same TIR built by tirc and by TVM 0.27 for ``llvm`` (issue 7,
-deliverable 2).
+deliverable 2; issue 17 and issue 19 item 5 for the scheduled workloads).
 
-Each kernel is one ``@T.prim_func`` in the lowered form TVM 0.27 prints (plain loops,
-no blocks, no schedules), so both tools read the same text:
+Two sets of kernels (``--set plain|scheduled|all``, default all), both given to both
+tools as the same text:
+
+* plain: one ``@T.prim_func`` each in the lowered form TVM 0.27 prints (plain loops, no
+  blocks, no schedules), written by this script;
+* scheduled: block-level TIR printed by TVM 0.27 from hand schedules
+  (``tvm.s_tir.Schedule``) of te / topi operators, checked in as text in
+  bench/scheduled/cpu/ (made by bench/scheduled/gen_scheduled.py, which says how each is
+  scheduled; this script needs no TVM to read them).
 
 * tirc: ``tirc.build.build(text, TARGET, None, DIR, NAME, shared=True)`` -> ``NAME.so``;
 * TVM:  ``tvm.compile(tvm.script.from_source(text), target=TARGET)`` +
-  ``export_library`` -> ``NAME.tvm.so``;
+  ``export_library`` -> ``NAME.tvm.so`` (when TVM is importable; ``--no-tvm``: tirc
+  alone, ``--tvm``: insist);
+* NumPy (OpenBLAS) for the matmuls: ``np.matmul(A, B, out=C)``, as a baseline;
 
-both loaded with ``tvm_ffi.load_module`` into this one process and called with the same
-NumPy arrays. Both results are first checked against NumPy. Then the two are timed
-interleaved (tirc, TVM, TVM, tirc, ... the order alternating per round, with a 0.3 s
-pause before each sample so that the other runtime's idle threads have stopped spinning:
-TVM's pool spins for about 0.2 s after a parallel call, libgomp for about 0.01 s). One
-sample is the wall time of a loop of calls (the count chosen after a warm-up so that a
-sample lasts about ``--sample-ms``), divided by the count. While it runs, the share of
-the machine's CPU time used by *other* processes is read from /proc; a sample is quiet
-when that share is at most ``--max-other-load`` (default 5%). Rounds go on until each
-tool has ``--repeat`` quiet samples (at most 3 x repeat rounds; before each sample the
-script waits for a quiet 0.5 s, up to ``--wait-quiet`` seconds per kernel); the table gives the
-median of the quiet samples (of all samples, marked "(noisy)", when a tool has fewer
-than 3), the ratio TVM / tirc (> 1 means tirc is faster) and the effective GB/s
-(elementwise, reductions: bytes read + written once) or GFLOP/s (matmul: 2*M*N*K).
-On a 2-core machine a second busy process halves what a 2-thread parallel loop gets
-and libgomp's barriers then cost whole scheduler time slices, so unfiltered medians of
-the parallel kernels swing by 2-20x from run to run.
+the libraries loaded with ``tvm_ffi.load_module`` into this one process and called with
+the same 64-byte-aligned copies of the same NumPy arrays. Every result is first checked
+against a float64 NumPy reference. Then the tools are timed interleaved (the order
+rotating per round, with a 0.3 s pause before each sample so that the other runtimes'
+idle threads have stopped spinning: TVM's pool spins for about 0.2 s after a parallel
+call, libgomp for about 0.01 s, OpenBLAS's threads too). One sample is the wall time of
+a loop of calls (the count chosen after a warm-up so that a sample lasts about
+``--sample-ms``), divided by the count. While it runs, the share of the machine's CPU
+time used by *other* processes is read from /proc; a sample is quiet when that share is
+at most ``--max-other-load`` (default 5%). Rounds go on until each tool has ``--repeat``
+quiet samples (at most 3 x repeat rounds; before each sample the script waits for a
+quiet 0.5 s, up to ``--wait-quiet`` seconds per kernel); the table gives the median of
+the quiet samples (of all samples, marked "(noisy)", when a tool has fewer than 3), the
+time ratios tirc / TVM and tirc / NumPy (< 1 means tirc is faster) and the effective
+GB/s (elementwise, reductions, softmax, layernorm: bytes read + written once) or
+GFLOP/s (matmul: 2*M*N*K; conv2d: 2*N*H*W*CO*KH*KW*CI). On a 2-core machine a second
+busy process halves what a 2-thread parallel loop gets and libgomp's barriers then cost
+whole scheduler time slices, so unfiltered medians of the parallel kernels swing by
+2-20x from run to run.
 
 Kernels, each in a plain serial form and a form using the loop kinds:
 
@@ -40,9 +51,22 @@ Kernels, each in a plain serial form and a form using the loop kinds:
   for the generic CPU's 16 SSE registers, 8 x 32 with an AVX-512 ``--mcpu``), T.unroll
   over its rows, T.vectorized over its columns).
 
+Scheduled kernels (bench/scheduled/index.json has the exact schedules):
+
+* ``sch_matmul``: 512^3 float32, 8 x 32 register tile accumulated in a
+  ``cache_write(C, 0, "local")`` buffer, parallel over tiles, rows unrolled, columns
+  vectorized, ``decompose_reduction``;
+* ``sch_matmul_acc``: the same tiling accumulating in C itself (no cache stage);
+* ``sch_conv2d``: topi conv2d_nhwc 1x56x56x64 * 3x3x64x64 (HWIO), stride 1, pad 1:
+  the padding stage parallel + vectorized, the convolution parallel over output rows
+  with an 8-column x 32-channel tile accumulated in the output;
+* ``sch_softmax``: topi softmax over 512 x 2048, all stages under the parallel row
+  loop, exp and normalisation vectorized by 16, reductions serial;
+* ``sch_layernorm``: topi layer_norm over 512 x 2048 with gamma and beta, the same way.
+
 Threads: tirc's T.parallel runs on libgomp (OMP_NUM_THREADS), TVM's on its own thread
-pool (TVM_NUM_THREADS); ``--threads N`` sets both to N before either runtime starts
-(default: the number of cores).
+pool (TVM_NUM_THREADS), NumPy's matmul on OpenBLAS's (OPENBLAS_NUM_THREADS); ``--threads
+N`` sets all three to N before any runtime starts (default: the number of cores).
 
 Target: both get the same target. By default it is plain ``llvm``, for which both
 tools pick LLVM's generic CPU of the host triple (x86-64: SSE2, no AVX, no FMA; TVM's
@@ -50,8 +74,11 @@ IR says ``"target-cpu"="generic"``, tirc's target machine gets an empty CPU name
 ``--mcpu native`` (or a CPU name) gives both ``-mcpu=<host cpu>``.
 
     python bench/cpu_kernels.py [--quick] [--repeat N] [--threads N] [--mcpu CPU]
-                                [--tile RxC] [--only ew,matmul] [--sample-ms MS]
+                                [--tile RxC] [--only ew,matmul] [--set all|plain|scheduled]
+                                [--tvm | --no-tvm] [--sample-ms MS]
                                 [--max-other-load F] [--wait-quiet S] [--keep DIR]
+
+``--quick`` shrinks the plain kernels only (the scheduled texts have fixed sizes).
 
 Not a test: nothing here is collected by pytest.
 """
@@ -433,6 +460,7 @@ class Row:
     kept: dict  # tool -> "quiet samples kept / taken"
     spread: dict  # tool -> (max - min) / median
     noisy: bool  # fewer than 3 quiet samples for a tool: the median is over all samples
+    load: float = 0.0  # median share of the machine used by other processes while sampling
 
 
 def wait_quiet(max_other: float, budget: list[float]) -> None:
@@ -452,7 +480,8 @@ def time_tools(tools: list[tuple[str, Callable, list]], repeat: int, sample_s: f
     round to round) until each has ``repeat`` taken while other processes used at most
     ``max_other`` of the machine (at most 3 * ``repeat`` rounds); before each sample,
     wait for such a quiet moment (``wait_s`` seconds in all per kernel). Returns the
-    calls per sample and, per tool, (median, "kept/taken", spread, noisy)."""
+    calls per sample, per tool (median, "kept/taken", spread, noisy), and the median
+    share of the machine other processes used during the samples."""
     budget = [wait_s]
     calls = min(calibrate(fn, a, sample_s) for _, fn, a in tools)
     taken: dict[str, list] = {who: [] for who, _, _ in tools}
@@ -474,7 +503,8 @@ def time_tools(tools: list[tuple[str, Callable, list]], repeat: int, sample_s: f
         med = statistics.median(use)
         result[who] = (med, f"{len(quiet)}/{len(xs)}", (max(use) - min(use)) / med,
                        len(quiet) < 3)
-    return calls, result
+    loads = [load for xs in taken.values() for _, load in xs]
+    return calls, result, statistics.median(loads)
 
 
 def tvm_available() -> bool:
@@ -601,16 +631,18 @@ def main(argv=None) -> int:
                       f"(max abs err {err:g})", file=sys.stderr)
                 return 1
             runs.append((who, fn, a))
-        calls, r = time_tools(runs, repeat, sample_s, args.max_other_load, args.wait_quiet)
+        calls, r, load = time_tools(runs, repeat, sample_s, args.max_other_load,
+                                    args.wait_quiet)
         rows.append(Row(k, {w: v[0] for w, v in r.items()}, {w: v[1] for w, v in r.items()},
-                        {w: v[2] for w, v in r.items()}, any(v[3] for v in r.values())))
+                        {w: v[2] for w, v in r.items()}, any(v[3] for v in r.values()), load))
         print(f"  {k.name}: " + ", ".join(f"{w} {fmt_time(v[0])}" for w, v in r.items())
               + f" ({calls} calls/sample, quiet samples "
               + " / ".join(v[1] for v in r.values()) + ")", file=sys.stderr, flush=True)
 
     print("| kernel | size | tirc | TVM 0.27 | NumPy | tirc / TVM | tirc / NumPy | tirc rate "
-          "| TVM rate | quiet samples tirc / TVM / NumPy | spread tirc / TVM / NumPy |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+          "| TVM rate | quiet samples tirc / TVM / NumPy | spread tirc / TVM / NumPy "
+          "| other load |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for w in rows:
         k, t = w.kernel, w.times
         mark = " (noisy)" if w.noisy else ""
@@ -622,12 +654,13 @@ def main(argv=None) -> int:
                             for x in ("tirc", "TVM", "NumPy"))
         print(f"| {k.name} | {k.size} | {fmt(tt)} | {fmt(tv)} | {fmt(tn)} | "
               f"{ratio(tt, tv)}{mark} | {ratio(tt, tn)} | {rate(tt)} | {rate(tv)} | "
-              f"{kept} | {spread} |")
+              f"{kept} | {spread} | {w.load:.0%} |")
     print()
     print(f"ratios are of median times per call: tirc / TVM < 1 means tirc is faster. quiet "
           f"sample: other processes used <= {args.max_other_load:.0%} of the machine while it "
           "ran; medians are over the quiet samples (over all samples, marked (noisy), when a "
-          "tool has fewer than 3). spread: (max - min) / median of those.")
+          "tool has fewer than 3). spread: (max - min) / median of those. other load: the "
+          "median share of the machine's CPU time other processes used during the samples.")
     if use_tvm:
         slower = [(w.kernel.name, w.times["tirc"] / w.times["TVM"]) for w in rows
                   if w.times["tirc"] / w.times["TVM"] > 1.05]
