@@ -179,3 +179,32 @@ def main(A: T.Buffer((16,), "int32")):
         A[i] = 1
 """)
     assert remove_no_op(mod) is mod
+
+
+def test_a_value_that_simplifies_to_the_destination_is_not_stored():
+    check("""
+@T.prim_func
+def main(A: T.Buffer((16,), "int32"), B: T.Buffer((16,), "int32")):
+    for i in range(16):
+        A[i] = T.max(A[i], A[i])
+        B[i] = B[i] + A[i] * 0
+""", """
+@T.prim_func
+def main(A: T.Buffer((16,), "int32"), B: T.Buffer((16,), "int32")):
+    T.evaluate(0)
+""")
+
+
+def test_lets_that_double_in_size_are_not_expanded():
+    """Each let uses the previous one twice: substituting them all into a proof would take
+    2**40 nodes; past a size the value is not substituted and the store stays."""
+    lets = "\n".join(f"    a{k}: T.let[T.int32] = a{k - 1} + a{k - 1}" for k in range(1, 41))
+    text = f"""
+@T.prim_func
+def main(A: T.Buffer((16,), "int32"), n: T.int32):
+    a0: T.let[T.int32] = n
+{lets}
+    A[a40] = A[a40 + 1]
+"""
+    mod = verify(parse(HEADER + text, "before.tir"))
+    assert remove_no_op(mod) is mod

@@ -30,6 +30,7 @@ unchanged; functions keep their signatures; the result verifies.
 from __future__ import annotations
 
 from dataclasses import replace
+from itertools import islice
 
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, Not, PrimExpr, Var
@@ -43,7 +44,7 @@ from tirc.passes.simplify_rules import const_int, is_pure
 
 # Calls that are pure values but carry information a later pass reads (TVM's kEmbedInfo).
 _KEEP_CALLS = ("assume",)
-_MAX_FACT_NODES = 64  # a let value larger than this is not substituted into proofs
+_MAX_FACT_NODES = 64  # larger values are not substituted or simplified in proofs
 
 
 def remove_no_op(mod: IRModule, ctx=None, *, ignore_profiler_call: bool = False,
@@ -109,7 +110,8 @@ class _NoOpRemover(Mutator):
         if cond.op == ("eq" if holds else "ne") and cond.a.dtype.is_integer:
             for var, value in ((cond.a, cond.b), (cond.b, cond.a)):
                 if isinstance(var, Var) and _invariant(value) and not _mentions(value, var):
-                    return {id(var): self.substitute(value)}
+                    full = self.substitute(value)
+                    return {id(var): full} if _small(full) else {}
         return {}
 
     # -- statements ------------------------------------------------------------------------
@@ -129,8 +131,10 @@ class _NoOpRemover(Mutator):
         value = self.visit(s.value)
         r = interval(value, self.ranges) if value.dtype.is_integer else None
         known = {}
-        if _invariant(value) and sum(1 for _ in walk(value)) <= _MAX_FACT_NODES:
-            known[id(s.var)] = self.substitute(value)
+        if _invariant(value):
+            full = self.substitute(value)
+            if _small(full):
+                known[id(s.var)] = full
         body = _empty_body(self.scoped({id(s.var): r} if r else {}, known, s.body), s.body)
         if value is s.value and body is s.body:
             return s
@@ -216,10 +220,14 @@ class _NoOpRemover(Mutator):
         """Whether ``s`` writes what its destination holds: its value is (or simplifies
         to) a load of the same buffer at provably equal indices."""
         value = s.value
-        if not any(isinstance(n, BufferLoad) and n.buffer is s.buffer for n in walk(value)):
-            return False
         if not (isinstance(value, BufferLoad) and value.buffer is s.buffer):
-            value = self.canonical(value)
+            # ``A[i] + 0``, ``T.max(A[i], A[i])``: a small value with a load of the
+            # destination's buffer as an operand may simplify to that load
+            operands = [getattr(value, f, None) for f in ("a", "b", "value", "true_value")]
+            if not (any(isinstance(x, BufferLoad) and x.buffer is s.buffer for x in operands)
+                    and _small(value)):
+                return False
+            value = simplify_expr(value, self.ranges)
         if not (isinstance(value, BufferLoad) and value.buffer is s.buffer
                 and len(value.indices) == len(s.indices)):
             return False
@@ -250,6 +258,11 @@ class _Substitute(Mutator):
 
     def visit_Var(self, v: Var) -> PrimExpr:
         return self.values.get(id(v), v)
+
+
+def _small(e: PrimExpr) -> bool:
+    """At most ``_MAX_FACT_NODES`` nodes (what a proof substitutes or simplifies)."""
+    return sum(1 for _ in islice(walk(e), _MAX_FACT_NODES + 1)) <= _MAX_FACT_NODES
 
 
 def _invariant(e: PrimExpr) -> bool:
