@@ -1,178 +1,21 @@
-"""The canonical form of integer index expressions (TVM's ``CanonicalSimplifier``), so
-that what the region analyses simplify prints exactly as TVM prints it.
-
-An index expression is a sum ``base + sum(args)``; each argument is a *split*
-``(index % upper) / lower * scale`` of an atom ``index`` (a variable, a load, a
-non-linear term). Sums are combined term by term; division and modulo by positive
-constants fold into splits. The normal form orders the arguments by decreasing scale
-(ties in order of first appearance), adds the positive ones first, then the constant,
-then subtracts the negative ones: ``i * 8 + j * 4 + 3``, ``n - i * 2 - 1``.
+"""The canonical simplifier of integer index expressions (TVM's ``CanonicalSimplifier``),
+so that what the region analyses simplify prints exactly as TVM prints it. Sums,
+products and divisions by constants are combined in the canonical form of
+:mod:`tirc.passes.arith_canonical_form`; other nodes go to the analyzer's rewrite rules.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Union
+from dataclasses import replace
+from typing import TYPE_CHECKING
 
-from tirc.ir.dtype import DataType
 from tirc.ir.expr import BinOp, IntImm, PrimExpr
+from tirc.passes.arith_canonical_form import (FLOOR, TRUNC, Canon, Split, Sum, convert_mode,
+                                              normalize, separate, to_split, to_sum)
 from tirc.passes.arith_ops import (binop, floordiv_int, floormod_int, imm, index_typed,
                                    is_int, mul, truncdiv_int, truncmod_int)
 
 if TYPE_CHECKING:
     from tirc.passes.arith_analyzer import Analyzer
-
-_FLOOR, _TRUNC = 1, 0  # TVM's DivMode order (kTruncDiv < kFloorDiv)
-
-
-@dataclass(frozen=True)
-class Split:
-    """``(index % upper) / lower * scale``; ``upper`` None is no modulo."""
-
-    index: PrimExpr
-    dtype: DataType
-    lower: int = 1
-    upper: int | None = None
-    scale: int = 1
-    mode: int = _TRUNC
-
-    def compatible(self, mode: int) -> bool:
-        return self.mode == mode or (self.lower == 1 and self.upper is None)
-
-    def normalize(self, sscale: int = 1) -> PrimExpr:
-        if self.scale == 0:
-            return imm(self.dtype, 0)
-        res = self.index
-        div, mod = ("floordiv", "floormod") if self.mode == _FLOOR else ("div", "mod")
-        if self.upper is not None:
-            res = binop(mod, res, imm(self.dtype, self.upper))
-        if self.lower != 1:
-            res = binop(div, res, imm(self.dtype, self.lower))
-        sscale *= self.scale
-        if sscale != 1:
-            res = mul(res, imm(self.dtype, sscale))
-        return res
-
-
-def _upper_lt(a: int | None, b: int | None) -> bool:
-    """``a < b`` with None as +infinity."""
-    if a is None:
-        return False
-    return b is None or a < b
-
-
-@dataclass
-class Sum:
-    """``base + sum(args)``; arguments with the same index stay next to each other,
-    in decreasing order of ``lower``."""
-
-    dtype: DataType
-    args: list[Split] = field(default_factory=list)
-    base: int = 0
-
-    def copy(self) -> "Sum":
-        return Sum(self.dtype, list(self.args), self.base)
-
-    def is_zero(self) -> bool:
-        return self.base == 0 and not self.args
-
-    def divisible_by(self, c: int) -> bool:
-        return self.base % c == 0 and all(a.scale % c == 0 for a in self.args)
-
-    def mul_self(self, c: int) -> None:
-        self.base *= c
-        self.args = [replace(a, scale=a.scale * c) for a in self.args]
-
-    def divide_by(self, c: int) -> None:
-        self.base //= c
-        self.args = [replace(a, scale=a.scale // c) for a in self.args]
-
-    def add_split(self, other: Split, scale: int) -> None:
-        if other.scale == 0:
-            return
-        start = next((i for i, a in enumerate(self.args) if a.index == other.index), len(self.args))
-        for j in range(start, len(self.args)):
-            a = self.args[j]
-            if a.index != other.index or other.lower > a.lower:
-                self.args.insert(j, replace(other, scale=other.scale * scale))
-                return
-            if other.lower == a.lower and other.upper == a.upper and other.compatible(a.mode):
-                self.args[j] = replace(a, scale=a.scale + other.scale * scale)
-                return
-        self.args.append(replace(other, scale=other.scale * scale))
-
-    def add_sum(self, other: "Sum", scale: int) -> None:
-        for a in other.args:
-            self.add_split(a, scale)
-        self.base += other.base * scale
-
-    def normalize(self) -> PrimExpr:
-        if not self.args:
-            return imm(self.dtype, self.base)
-        args = _merge_splits(list(self.args))
-        args.sort(key=lambda a: (-a.scale, -a.lower, _neg_upper(a.upper), -a.mode))
-        res: PrimExpr = imm(self.dtype, 0)
-        for a in args:
-            if a.scale > 0:
-                res = binop("add", res, a.normalize())
-        if self.base > 0:
-            res = binop("add", res, imm(self.dtype, self.base))
-        for a in args:
-            if a.scale < 0:
-                res = binop("sub", res, a.normalize(-1))
-        if self.base < 0:
-            res = binop("sub", res, imm(self.dtype, -self.base))
-        return res
-
-
-def _neg_upper(u: int | None) -> float:
-    return -float("inf") if u is None else -u
-
-
-def _merge_splits(args: list[Split]) -> list[Split]:
-    """TVM's SimplifySplitExprs: fold equal splits and ``x / (c*s) * s + x % (c*s) / c``."""
-    for i in range(len(args)):
-        if args[i].scale == 0:
-            continue
-        for j in range(i + 1, len(args)):
-            lhs, rhs = args[i], args[j]
-            if lhs.index != rhs.index or _upper_lt(lhs.upper, rhs.lower):
-                break
-            if lhs.upper == rhs.upper and lhs.lower == rhs.lower and lhs.compatible(rhs.mode):
-                args[j] = replace(rhs, scale=rhs.scale + lhs.scale)
-                args[i] = lhs = replace(lhs, scale=0)
-            elif (lhs.lower == rhs.upper and rhs.scale != 0 and lhs.scale % rhs.scale == 0
-                  and lhs.lower == (lhs.scale // rhs.scale) * rhs.lower
-                  and lhs.compatible(rhs.mode)):
-                args[j] = replace(rhs, upper=lhs.upper)
-                args[i] = replace(lhs, scale=0)
-                break
-    return [a for a in args if a.scale != 0] or args[:0]
-
-
-Canon = Union[PrimExpr, Sum, Split]
-
-
-def normalize(e: Canon) -> PrimExpr:
-    return e.normalize() if isinstance(e, (Sum, Split)) else e
-
-
-def to_split(e: Canon) -> Split:
-    if isinstance(e, Split):
-        return e
-    if isinstance(e, Sum):
-        if e.base == 0 and len(e.args) == 1:
-            return e.args[0]
-        e = e.normalize()
-    return Split(e, e.dtype)
-
-
-def to_sum(e: Canon) -> Sum:
-    if isinstance(e, Sum):
-        return e.copy()
-    if isinstance(e, IntImm):
-        return Sum(e.dtype, [], e.value)
-    s = to_split(e)
-    return Sum(s.dtype, [s], 0)
 
 
 class Canonical:
@@ -233,38 +76,38 @@ class Canonical:
         if done is not None:
             return done
         if isinstance(a, Sum):
-            lhs, extra = _separate(a, c)
-            return self._div_sum(lhs, extra, c, _FLOOR)
+            lhs, extra = separate(a, c)
+            return self._div_sum(lhs, extra, c, FLOOR)
         lo, hi = self.ana.const_bound(normalize(a))
         if lo >= 0 and hi < c:
             return imm(e.dtype, 0)
         if (isinstance(a, Split) and a.lower == 1 and a.scale == 1 and a.upper is not None
-                and a.upper % c == 0 and a.compatible(_FLOOR)):
+                and a.upper % c == 0 and a.compatible(FLOOR)):
             raw = self.mutate(a.index)
             if isinstance(raw, Sum):
-                lhs, extra = _separate(raw, c)
+                lhs, extra = separate(raw, c)
                 if not lhs.is_zero():
-                    div = normalize(self._div_sum(lhs, extra, c, _FLOOR))
+                    div = normalize(self._div_sum(lhs, extra, c, FLOOR))
                     return self.simplify(binop("floormod", div, imm(e.dtype, a.upper // c)))
-        return _split_div(self, to_split(a), c, _FLOOR)
+        return _split_div(self, to_split(a), c, FLOOR)
 
     def _div(self, e: BinOp) -> Canon:
         a, c, done = self._divisor(e, "div")
         if done is not None:
             return done
         if isinstance(a, Sum):
-            lhs, extra = _separate(a, c)
+            lhs, extra = separate(a, c)
             if extra.is_zero():
                 lhs.divide_by(c)
                 return lhs
             if (self.ana.can_prove_ge(lhs.normalize(), 0)
                     and self.ana.can_prove_ge(extra.normalize(), 0)):
-                return self._div_sum(lhs, extra, c, _TRUNC)
+                return self._div_sum(lhs, extra, c, TRUNC)
         else:
             lo, hi = self.ana.const_bound(normalize(a))
             if lo >= 0 and hi < c:
                 return imm(e.dtype, 0)
-        return _split_div(self, to_split(a), c, _TRUNC)
+        return _split_div(self, to_split(a), c, TRUNC)
 
     def _div_sum(self, lhs: Sum, extra: Sum, c: int, mode: int) -> Sum:
         if extra.is_zero():
@@ -273,9 +116,9 @@ class Canonical:
         lhs.divide_by(c)
         temp = extra.normalize()
         if isinstance(temp, IntImm):
-            lhs.base += (floordiv_int if mode == _FLOOR else truncdiv_int)(temp.value, c)
+            lhs.base += (floordiv_int if mode == FLOOR else truncdiv_int)(temp.value, c)
         elif not (self.ana.const_bound(temp)[1] < c
-                  and (mode == _TRUNC or self.ana.can_prove_ge(temp, 0))):
+                  and (mode == TRUNC or self.ana.can_prove_ge(temp, 0))):
             lhs.add_split(_split_div(self, to_split(temp), c, mode), 1)
         return lhs
 
@@ -284,25 +127,25 @@ class Canonical:
         if done is not None:
             return done
         if isinstance(a, Sum):
-            _, extra = _separate(a, c)
+            _, extra = separate(a, c)
             temp = extra.normalize()
             if isinstance(temp, IntImm):
                 return imm(e.dtype, floormod_int(temp.value, c))
             if self.ana.const_bound(temp)[1] < c and self.ana.can_prove_ge(temp, 0):
                 return temp
             extra.base = floormod_int(extra.base, c)
-            return _split_mod(self, to_split(extra), c, _FLOOR)
+            return _split_mod(self, to_split(extra), c, FLOOR)
         lo, hi = self.ana.const_bound(normalize(a))
         if lo >= 0 and hi < c:
             return a
-        return _split_mod(self, to_split(a), c, _FLOOR)
+        return _split_mod(self, to_split(a), c, FLOOR)
 
     def _mod(self, e: BinOp) -> Canon:
         a, c, done = self._divisor(e, "mod")
         if done is not None:
             return done
         if isinstance(a, Sum):
-            lhs, extra = _separate(a, c)
+            lhs, extra = separate(a, c)
             if extra.is_zero():
                 return imm(e.dtype, 0)
             psum = a
@@ -319,11 +162,11 @@ class Canonical:
             if lo >= 0 and lo - psum.base + new_base >= 0:
                 psum = psum.copy()
                 psum.base = new_base
-            return _split_mod(self, to_split(psum), c, _TRUNC)
+            return _split_mod(self, to_split(psum), c, TRUNC)
         lo, hi = self.ana.const_bound(normalize(a))
         if lo >= 0 and hi < c:
             return a
-        return _split_mod(self, to_split(a), c, _TRUNC)
+        return _split_mod(self, to_split(a), c, TRUNC)
 
     def _divisor(self, e: BinOp, op: str) -> tuple[Canon, int, Canon | None]:
         """The canonical dividend, the constant divisor, or the finished result when the
@@ -377,27 +220,8 @@ def _factors(e: PrimExpr) -> list[PrimExpr]:
     return [e]
 
 
-def _separate(s: Sum, c: int) -> tuple[Sum, Sum]:
-    div, rest = Sum(s.dtype), Sum(s.dtype)
-    if s.base % c == 0:
-        div.base = s.base
-    else:
-        rest.base = s.base
-    for a in s.args:
-        (div if a.scale % c == 0 else rest).args.append(a)
-    return div, rest
-
-
-def _convert_mode(s: Split, mode: int) -> Split:
-    if s.mode == mode:
-        return s
-    if s.compatible(mode):
-        return replace(s, mode=mode)
-    return replace(to_split(s.normalize()), mode=mode)
-
-
 def _split_div(cs: Canonical, lhs: Split, c: int, mode: int) -> Split:
-    lhs = _convert_mode(lhs, mode)
+    lhs = convert_mode(lhs, mode)
     if lhs.scale % c == 0:
         return replace(lhs, scale=lhs.scale // c)
     if c % lhs.scale == 0:
@@ -406,7 +230,7 @@ def _split_div(cs: Canonical, lhs: Split, c: int, mode: int) -> Split:
             return replace(lhs, scale=1, lower=lhs.lower * sc)
         if lhs.upper <= lhs.lower * sc:
             return to_split(imm(lhs.dtype, 0))
-        op = "floormod" if mode == _FLOOR else "mod"
+        op = "floormod" if mode == FLOOR else "mod"
         return replace(lhs, index=binop(op, lhs.index, imm(lhs.dtype, lhs.upper)), upper=None,
                        scale=1, lower=lhs.lower * sc)
     lhs = to_split(lhs.normalize())
@@ -414,7 +238,7 @@ def _split_div(cs: Canonical, lhs: Split, c: int, mode: int) -> Split:
 
 
 def _split_mod(cs: Canonical, lhs: Split, c: int, mode: int) -> Split:
-    lhs = _convert_mode(lhs, mode)
+    lhs = convert_mode(lhs, mode)
     if lhs.scale % c == 0:
         return replace(lhs, scale=0)
     if c % lhs.scale == 0:
@@ -422,7 +246,7 @@ def _split_mod(cs: Canonical, lhs: Split, c: int, mode: int) -> Split:
         new_upper = lhs.lower * sc
         if lhs.upper is None or lhs.upper % new_upper == 0:
             if lhs.upper is not None and new_upper < lhs.upper:
-                op = "floormod" if mode == _FLOOR else "mod"
+                op = "floormod" if mode == FLOOR else "mod"
                 updated = to_split(cs.simplify(
                     binop(op, lhs.index, imm(lhs.dtype, new_upper))))
                 if lhs.lower != 1:

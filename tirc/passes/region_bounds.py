@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from tirc.ir.expr import BinOp, Call, IntImm, PrimExpr, Var
 from tirc.ir.visitor import walk
 from tirc.passes.arith_analyzer import Analyzer
-from tirc.passes.arith_canonical import Sum, to_sum
+from tirc.passes.arith_canonical_form import Sum, to_sum
 from tirc.ir.renew import substitute
 from tirc.passes.arith_ops import add, floordiv_int, imm, index_typed
 from tirc.passes.region_relax import Dom, IntervalSet, NEG_INF, POS_INF, intersect
