@@ -107,3 +107,30 @@ def test_pipeline_up_to_the_pass_matches_tvm(name):
     tvm = parse((CORPUS / "sblock_compact" / f"{name}.tir").read_text(), name)
     for fname, func in tvm.functions.items():
         assert_structural_equal(mine.functions[fname].body, func.body)
+
+
+VECTOR = HEADER + '''
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    for i in range(8):
+        B = T.alloc_buffer((64,))
+        for j in range(2):
+            B[T.Ramp(i * 8 + j * 4, 1, 4)] = A[T.Ramp(i * 8 + j * 4, 1, 4)]
+        for j in range(8):
+            C[i * 8 + j] = B[i * 8 + j]
+'''
+
+VECTOR_TVM = HEADER + '''
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    for i in range(8):
+        B = T.alloc_buffer((8,))
+        for j in range(2):
+            B[T.Ramp(i * 8 + j * 4, 1, 4) - T.Broadcast(i * 8, 4)] = A[T.Ramp(i * 8 + j * 4, 1, 4)]
+        for j in range(8):
+            C[i * 8 + j] = B[i * 8 + j - i * 8]
+'''
+
+
+def test_vector_accesses_cover_their_lanes_and_shift_every_lane():
+    assert_structural_equal(compact_buffer_allocation(parse(VECTOR)), parse(VECTOR_TVM))

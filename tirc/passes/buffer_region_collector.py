@@ -24,12 +24,12 @@ from tirc.diagnostics import Diagnostic
 from tirc.ir.block import BufferRegion, Range, SBlock, SBlockRealize
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL
-from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, Let, Not, PrimExpr, Var
+from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, Let, Not, PrimExpr, Ramp, Var
 from tirc.ir.ops import INTRINSICS
 from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, For, IfThenElse, IterVar, LetStmt
 from tirc.ir.visitor import Visitor, walk
 from tirc.passes.arith_analyzer import Analyzer
-from tirc.passes.arith_ops import binop, imm, index_typed, max_, min_
+from tirc.passes.arith_ops import binop, imm, index_typed, max_, min_, mul
 from tirc.passes.region_bounds import predicate_refiner, solve_condition
 from tirc.passes.region_relax import (IntervalSet, cover_range, eval_range, from_range,
                                       need_relax_thread, union)
@@ -66,7 +66,9 @@ def _aliases(body) -> dict[int, list[Buffer]]:
 
 
 def _point(indices) -> Region:
-    return tuple(Range(i, imm(i.dtype, 1)) for i in indices)
+    """The region of one access; a vector index ``Ramp(b, s, n)`` covers ``[b, b + s * n)``."""
+    return tuple(Range(i.base, mul(i.stride, imm(i.stride.dtype, i.lanes))) if isinstance(i, Ramp)
+                 else Range(i, imm(i.dtype, 1)) for i in indices)
 
 
 def _full(buf: Buffer) -> Region:

@@ -20,11 +20,11 @@ from dataclasses import replace
 
 from tirc.ir.block import BufferRegion, MatchBufferRegion, Range, SBlock, contains_blocks
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BufferLoad, PrimExpr
+from tirc.ir.expr import BinOp, Broadcast, BufferLoad, PrimExpr
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import AllocBuffer, BufferStore
 from tirc.ir.visitor import Mutator, walk
-from tirc.passes.arith_ops import add, floormod, imm, mul, sub
+from tirc.passes.arith_ops import add, floormod, imm, is_int, mul, sub
 from tirc.passes.buffer_region_collector import collect_regions
 
 
@@ -86,6 +86,15 @@ def _strides(aligns, shape: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
     return tuple(strides)
 
 
+def _minus(index: PrimExpr, start: PrimExpr) -> PrimExpr:
+    """``index - start``; a vector index subtracts the start from every lane."""
+    if index.dtype.lanes == 1 or start.dtype.lanes != 1:
+        return sub(index, start)
+    if is_int(start, 0):
+        return index
+    return BinOp("sub", index, Broadcast(start, index.dtype.lanes), index.dtype)
+
+
 class _Compactor(Mutator):
     def __init__(self, info: dict[int, tuple[Buffer, tuple[Range, ...]]]):
         self.info = info
@@ -94,7 +103,7 @@ class _Compactor(Mutator):
         entry = self.info.get(id(buf.data))
         if entry is None or len(indices) != len(entry[1]):
             return None
-        return entry[0], tuple(sub(i, r.min) for i, r in zip(indices, entry[1]))
+        return entry[0], tuple(_minus(i, r.min) for i, r in zip(indices, entry[1]))
 
     def visit_BufferStore(self, s: BufferStore):
         out = self.generic_visit(s)
