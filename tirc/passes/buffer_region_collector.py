@@ -220,11 +220,13 @@ class _Collector(Visitor):
             if tag is not None and need_relax_thread(tag, buf.scope):
                 continue
             fixed[id(var)] = self.dom.pop(id(var))
-        pred = IntImm(BOOL, 1)
-        for c in self.pending:
-            c = c if c.dtype.is_bool else BinOp("ne", c, imm(c.dtype, 0), BOOL)
-            pred = BinOp("and", pred, c, BOOL)
-        refine = predicate_refiner(self.ana.simplify(pred), self.dom) if self.pending else None
+        refine = None
+        if self.pending:
+            pred = IntImm(BOOL, 1)
+            for c in self.pending:
+                c = c if c.dtype.is_bool else BinOp("ne", c, imm(c.dtype, 0), BOOL)
+                pred = BinOp("and", pred, c, BOOL)
+            refine = predicate_refiner(self.ana.simplify(pred), self.dom)
         sets = [eval_range(r.min, r.extent, self.dom, refine) for r in region]
         self.dom.update(fixed)
         old = self.relaxed.get(id(buf))
