@@ -213,3 +213,23 @@ def test_tvm_cases_differ_only_in_the_comparisons_tvm_rewrites(case):
     expected = parse((PAIRS / index[case]["after"]).read_text())
     assert_structural_equal(_LessThan().visit(hoist_if_then_else(before)["main"].body),
                             expected["main"].body)
+
+
+def test_a_condition_that_divides_by_a_variable_stays():
+    """Not TVM's output (TVM 0.27 moves it): with ``n == 0`` the loop never runs and
+    ``m // n`` is never evaluated; above the loop it would divide by zero."""
+    text = """
+@T.prim_func
+def main(A: T.Buffer((16,), "int32"), m: T.int32, n: T.int32):
+    for i in range(n):
+        if m // n < 3:
+            A[i] = 1
+"""
+    check(text, text)
+    check(text.replace("m // n", "m // 4"), """
+@T.prim_func
+def main(A: T.Buffer((16,), "int32"), m: T.int32, n: T.int32):
+    if m // 4 < 3:
+        for i in range(n):
+            A[i] = 1
+""")

@@ -11,7 +11,9 @@ loop (TVM 0.27's ``s_tir.transform.HoistIfThenElse``).
 Which conditions move, and how far (TVM's rules):
 
 * the condition of an ``if`` statement that is pure and reads no memory, and uses no
-  let-bound variable;
+  let-bound variable; not one that divides by a variable (or shifts by one): moved, it
+  is evaluated where it was not (a loop without iterations, another ``if``'s branch), and
+  a division by zero traps (TVM 0.27 moves it);
 * it moves above every enclosing loop whose variable it does not use, up to (not past)
   the first loop whose body is a sequence of several statements (an allocation, a
   declaration, an assert or a let with side effects counts as a statement before its
@@ -44,7 +46,7 @@ from dataclasses import dataclass, field, replace
 
 from tirc.ir.block import SBlock
 from tirc.ir.dtype import INT32
-from tirc.ir.expr import BufferLoad, Call, IntImm, Let, Not, PrimExpr, Var
+from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, Let, Not, PrimExpr, Var
 from tirc.ir.function import IRModule
 from tirc.ir.renew import fresh_definitions
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, DeclBuffer, Evaluate, For,
@@ -112,7 +114,7 @@ class _Hoister(Mutator):
         return self.loops[0] if self.loops else None
 
     def attempt(self, cond: PrimExpr, with_else: bool) -> None:
-        if not is_pure(cond) or any(isinstance(n, BufferLoad) for n in walk(cond)):
+        if not _hoistable(cond):
             return
         used = {id(n) for n in walk(cond) if isinstance(n, Var)}
         loop = self.destination(used)
@@ -254,6 +256,25 @@ class _Fold(Mutator):
             if d is not None:
                 return self.visit(e.args[1] if d else e.args[2])
         return self.generic_visit(e)
+
+
+def _hoistable(cond: PrimExpr) -> bool:
+    """Pure, reading no memory, and safe to evaluate anywhere: an integer division by
+    anything but a positive constant, or a shift by anything but a constant below the
+    width, could trap (or be undefined) where the ``if`` was never reached."""
+    if not is_pure(cond):
+        return False
+    for n in walk(cond):
+        if isinstance(n, BufferLoad):
+            return False
+        if isinstance(n, BinOp) and n.dtype.is_integer:
+            amount = n.b.value if isinstance(n.b, IntImm) else None
+            if n.op in ("div", "mod", "floordiv", "floormod") and not (amount and amount > 0):
+                return False
+            if n.op in ("shift_left", "shift_right") and not (
+                    amount is not None and 0 <= amount < n.dtype.bits):
+                return False
+    return True
 
 
 def _flat_count(s: Stmt) -> int:
