@@ -233,3 +233,32 @@ def main(A: T.Buffer((16,), "int32"), m: T.int32, n: T.int32):
         for i in range(n):
             A[i] = 1
 """)
+
+
+def test_built_code_stores_what_the_nested_ifs_say(tmp_path):
+    """The whole pipeline on the case TVM 0.27 gets wrong, run for every pair of
+    conditions against NumPy."""
+    import shutil
+
+    np = pytest.importorskip("numpy")
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    if shutil.which("cc") is None:
+        pytest.skip("needs a C compiler")
+    from tirc.build import build
+
+    build(HEADER + """
+@T.prim_func
+def main(A: T.Buffer((16,), "int32"), c1: T.int32, c2: T.int32):
+    for i in range(16):
+        if c1 < 3:
+            A[i] = 1
+        else:
+            if c2 < 3:
+                A[i] = 2
+""", "llvm", None, tmp_path, "m", shared=True)
+    main = tvm_ffi.load_module(str(tmp_path / "m.so"))["main"]
+    for c1 in (0, 5):
+        for c2 in (0, 5):
+            a = np.zeros(16, "int32")
+            main(a, c1, c2)
+            assert (a == (1 if c1 < 3 else 2 if c2 < 3 else 0)).all(), (c1, c2)
