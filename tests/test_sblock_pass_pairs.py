@@ -130,17 +130,9 @@ KNOWN = {
 }
 # Inputs tirc does not read yet (a Diagnostic at parse time).
 UNREAD = {
-    "PlanAndUpdateBufferAllocationLocation/dltensor_buffer_is_unlowered":
-        "T.handle().ty as a call_extern dtype",
     "LowerThreadAllreduce/metal_no_mask": "target kind metal (tirc has cuda and llvm)",
     "LowerThreadAllreduce/webgpu_multi_warp_reduce": "target kind webgpu (tirc has cuda and llvm)",
     "LowerThreadAllreduce/webgpu_warp_reduce": "target kind webgpu (tirc has cuda and llvm)",
-    "CompactBufferAllocation/TestNonBoolCondition":
-        "an int32 if-condition 'if i:' (tirc requires a bool condition)",
-    "CompactBufferAllocation/TestNonIndexLetBinding_1": "T.handle().ty as a call_extern dtype",
-    "CompactBufferAllocation/TestNonIndexLetBinding_2": "T.handle().ty as a call_extern dtype",
-    "LowerMatchBuffer/opaque_access_2": "the implicit element offset of a matched buffer "
-        "(sub_A.elem_offset where T.match_buffer gave offset_factor but no elem_offset)",
 }
 
 CASES = [c for c in INDEX if c.get("after") and c["pass"] in IMPLEMENTED]

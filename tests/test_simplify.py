@@ -254,7 +254,7 @@ def main(A: T.Buffer((64,), "int32"), F: T.Buffer((4,), "float32"), B: T.Buffer(
     A[4] = n
     A[5] = n * 6
     A[6] = n + 2
-    F[0] = x + T.float32(0.0)
+    F[0] = T.Add(x, T.float32(0.0))
     F[1] = x
     F[2] = x + T.float32(1.0) + T.float32(2.0)
     B[0] = T.bool(True)

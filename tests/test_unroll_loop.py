@@ -180,7 +180,9 @@ def main(A: T.Buffer((4096,), "float32")):
             A[i * 64 + j] = T.float32(1.0)
 """
     # The inner loop is unrolled; 128 copies of its 64 stores would exceed MAX_STATEMENTS.
-    inner = "".join(f"        A[i * 64 + {j}] = T.float32(1.0)\n" for j in range(64))
+    # (i * 64 + 0 is written T.Add(i * 64, 0): the parser folds x + 0, as TVM's does)
+    inner = "".join(f"        A[{'T.Add(i * 64, 0)' if j == 0 else f'i * 64 + {j}'}] = T.float32(1.0)\n"
+                    for j in range(64))
     expected = f"""
 @T.prim_func
 def main(A: T.Buffer((4096,), "float32")):

@@ -63,7 +63,7 @@ def test_unknown_scope_built_as_ir():
     data = Var("S", HANDLE, PointerType(INT32, "texture"))
     buf = Buffer("S", data, INT32, (IntImm(INT32, 4),))
     body = AllocBuffer(buf, BufferStore(buf, IntImm(INT32, 1), (IntImm(INT32, 0),)))
-    with pytest.raises(Diagnostic, match="unknown storage scope 'texture'"):
+    with pytest.raises(Diagnostic, match="storage scope 'texture' of buffer 'S' is not supported"):
         verify(IRModule({"main": _func(body)}))
 
 

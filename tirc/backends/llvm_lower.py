@@ -295,7 +295,7 @@ class FunctionLowering(ExprLowering):
     def stmt_IfThenElse(self, s: IfThenElse) -> None:
         then_bb, end_bb = self.block("then"), self.block("endif")
         else_bb = self.block("else") if s.else_case is not None else end_bb
-        self.b.cbranch(self.expr(s.condition), then_bb, else_bb)
+        self.b.cbranch(self.condition(s.condition), then_bb, else_bb)
         for bb, body in ((then_bb, s.then_case), (else_bb, s.else_case)):
             if body is None:
                 continue
@@ -305,12 +305,20 @@ class FunctionLowering(ExprLowering):
                 self.b.branch(end_bb)
         self.b.position_at_end(end_bb)
 
+    def condition(self, cond) -> ir.Value:
+        """An ``if``/``while`` condition as an i1: an integer one (TVM keeps ``if n:`` as
+        written) is true when nonzero."""
+        value = self.expr(cond)
+        if cond.dtype.is_bool:
+            return value
+        return self.b.icmp_unsigned("!=", value, ir.Constant(value.type, 0))
+
     def stmt_While(self, s: While) -> None:
         self.module.loop_functions.add(self.llfunc.name)
         head, body, end = self.block("while_cond"), self.block("while_body"), self.block("while_end")
         self.b.branch(head)
         self.b.position_at_end(head)
-        self.b.cbranch(self.expr(s.condition), body, end)
+        self.b.cbranch(self.condition(s.condition), body, end)
         self.b.position_at_end(body)
         self.loops.append(_Loop(head, end, len(self.heap)))
         self.stmt(s.body)

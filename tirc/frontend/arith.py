@@ -6,6 +6,7 @@ import struct
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.values import describe, literal_expr
+from tirc.ir.const_fold import fold_identity
 from tirc.ir.dtype import BOOL, DataType
 from tirc.ir.expr import (COMPARE_OPS, LOGIC_OPS, BinOp, Broadcast, Cast, FloatImm, IntImm,
                           PrimExpr)
@@ -121,6 +122,10 @@ def typed_binary(op: str, a: PrimExpr, b: PrimExpr, span: Span | None, fold: boo
     result = BOOL.with_lanes(dtype.lanes) if op in COMPARE_OPS else dtype
     if fold:
         folded = fold_constants(op, a, b, result, span)
+        if folded is None and op not in LOGIC_OPS:
+            # x + 0, x * 1, T.min(x, x)...: TVM's operators fold these too (its parser
+            # builds 'and'/'or' as nodes, unfolded)
+            folded = fold_identity(op, a, b)
         if folded is not None:
             return folded
     return BinOp(op, a, b, result, span)

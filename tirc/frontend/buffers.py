@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.calls import Construct
 from tirc.frontend.values import describe
-from tirc.ir.buffer import SCOPES, Buffer
+from tirc.ir.buffer import STORAGE_RANKS, Buffer, is_storage_scope
 from tirc.ir.dtype import FLOAT32, HANDLE, INT32, DataType
 from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
 
@@ -32,6 +32,14 @@ _SIGNATURES = {
 _FIXED_SCOPE = {"alloc_shared": "shared", "alloc_local": "local"}
 
 
+def _check_scope(scope: str, span: Span | None) -> None:
+    """A storage scope TVM knows (tirc builds only :data:`SCOPES`; the verifier says so)."""
+    if not is_storage_scope(scope):
+        raise Diagnostic(f"unknown storage scope '{scope}'; a scope is a storage rank ("
+                         + ", ".join(STORAGE_RANKS) + ") with an optional tag, as 'local.L0A'",
+                         span)
+
+
 def bind_arguments(c: Construct, skip: int = 0) -> dict[str, tuple[object, Span | None]]:
     names = _SIGNATURES[c.name]
     args = c.args[skip:]
@@ -52,7 +60,7 @@ def _shape(b: "FunctionBuilder", value: object, span: Span | None) -> tuple[Prim
     out: list[PrimExpr] = []
     for item in items:
         if isinstance(item, str):
-            out.append(b.shape_var(item, span))
+            out.append(shape_string(b, item, span))
             continue
         if isinstance(item, bool) or item is None:
             raise Diagnostic(f"a shape holds integers, not {describe(item)}", span)
@@ -63,6 +71,58 @@ def _shape(b: "FunctionBuilder", value: object, span: Span | None) -> tuple[Prim
             raise Diagnostic(f"negative extent {e.value} in shape", span)
         out.append(e)
     return tuple(out)
+
+
+def shape_string(b: "FunctionBuilder", text: str, span: Span | None) -> PrimExpr:
+    """A shape entry written as a string: a name defines a size variable (``("n",)``); an
+    expression (``("n * 8",)``, what TVM 0.27 prints when a parameter's shape uses a
+    scalar parameter declared after it) defines each of its names not yet defined, then
+    is read as an expression, as TVM's parser does."""
+    import lark
+
+    if text.isidentifier():
+        return b.shape_var(text, span)
+    from tirc.parser import parse_tree
+    prefix = "_ = "
+    try:
+        tree = parse_tree(prefix + text + "\n", span.file if span else "<string>")
+        stmts = [c for c in tree.children if isinstance(c, lark.Tree)]
+        if len(stmts) != 1 or stmts[0].data != "toplevel_assign":
+            raise Diagnostic("not one expression", span)
+    except Diagnostic:
+        raise Diagnostic(f"invalid shape expression {text!r}", span) from None
+    expr = stmts[0].children[1]
+    if span is not None and "\n" not in text:
+        _relocate(expr, span.line, span.col + 1 - len(prefix))  # past the opening quote
+    objects = {id(t.children[0]) for t in expr.iter_subtrees() if t.data in ("getattr", "call")}
+    for t in expr.iter_subtrees_topdown():
+        if t.data == "name" and id(t) not in objects:
+            name = str(t.children[0])
+            if b.scope.lookup(name) is None and name not in ("T", "I"):
+                b.shape_var(name, span)
+    e = b.as_expr(b.value(expr), span)
+    if not (e.dtype.is_integer and e.dtype.lanes == 1):
+        raise Diagnostic(f"a shape holds integers, got {e.dtype}", span)
+    return e
+
+
+def _relocate(tree, line: int, col_offset: int) -> None:
+    """Positions of a tree parsed from one line of a string literal, moved to where the
+    literal stands in the file."""
+    import lark
+
+    for t in tree.iter_subtrees():
+        meta = t.meta
+        if not getattr(meta, "empty", True):
+            meta.line = meta.end_line = line
+            meta.column += col_offset
+            meta.end_column += col_offset
+        for tok in t.children:
+            if isinstance(tok, lark.Token) and tok.line is not None:
+                tok.line = tok.end_line = line
+                tok.column += col_offset
+                if tok.end_column is not None:
+                    tok.end_column += col_offset
 
 
 def _int(value: object, span: Span | None, what: str) -> int:
@@ -86,9 +146,7 @@ def make_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None
         scope, sspan = a["scope"]
         if not isinstance(scope, str):
             raise Diagnostic("scope must be a string", sspan)
-        if scope not in SCOPES:
-            raise Diagnostic(f"unknown storage scope '{scope}'; expected one of: "
-                             + ", ".join(SCOPES), sspan)
+        _check_scope(scope, sspan)
     data_value = a.get("data", (None, None))
     if data_value[0] is not None:
         data = data_value[0]
@@ -115,6 +173,10 @@ def make_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None
         raise Diagnostic("only the default buffer_type is supported", a["buffer_type"][1])
     align = _int(*a["align"], "align") if "align" in a else 0
     offset_factor = _int(*a["offset_factor"], "offset_factor") if "offset_factor" in a else 0
+    if elem_offset is None and offset_factor:
+        # TVM: an offset factor without an offset declares the offset unknown, a variable
+        # of the shape's index type (a tensor's byte_offset binds it; X.elem_offset reads it)
+        elem_offset = Var(f"{name}_elem_offset", shape[0].dtype if shape else INT32, None, span)
     return Buffer(name, data, dtype, shape, strides, elem_offset, max(align, 0), offset_factor, span,
                   layout_none)
 
@@ -134,7 +196,7 @@ def view_buffer(b: "FunctionBuilder", name: str, base: Buffer, args, kwargs, spa
 def scalar_buffer(name: str, dtype: DataType, span: Span | None) -> Buffer:
     """The one-element local buffer behind a mutable scalar."""
     data = Var(name, HANDLE, PointerType(dtype, "local"), span)
-    return Buffer(name, data, dtype, (IntImm(INT32, 1, span),), span=span)
+    return Buffer(name, data, dtype, (IntImm(INT32, 1, span),), span=span, tile_layout=True)
 
 
 def allocate_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None) -> Buffer:
@@ -145,8 +207,9 @@ def allocate_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | 
     shape = _shape(b, *a["extents"])
     dtype = b.dtype_of(*a["dtype"])
     scope, sspan = a.get("scope", ("global", None))
-    if not isinstance(scope, str) or scope not in SCOPES:
-        raise Diagnostic(f"unknown storage scope '{scope}'; expected one of: " + ", ".join(SCOPES), sspan)
+    if not isinstance(scope, str):
+        raise Diagnostic("scope must be a string", sspan)
+    _check_scope(scope, sspan)
     data = Var(name, HANDLE, PointerType(dtype, scope), span)
     return Buffer(name, data, dtype, shape, span=span)
 

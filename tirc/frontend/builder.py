@@ -475,8 +475,16 @@ class FunctionBuilder(ExprBuilder):
     def _s_for_stmt(self, tree, span, top):
         return build_for(self, tree, span)
 
+    def _branch_cond(self, v: object, span: Span | None) -> PrimExpr:
+        """The condition of ``if``/``elif``/``while``: a bool, or an integer, which TVM
+        keeps as written (``if n:``) and which holds when nonzero."""
+        e = self.as_expr(v, span)
+        if e.dtype.is_bool or (e.dtype.is_integer and e.dtype.lanes == 1):
+            return e
+        raise Diagnostic(f"expected a bool or integer condition, got {e.dtype}", span)
+
     def _s_while_stmt(self, tree, span, top):
-        cond = self._as_bool(self.value(tree.children[0]), self.span(tree.children[0]))
+        cond = self._branch_cond(self.value(tree.children[0]), self.span(tree.children[0]))
         return While(cond, self.suite(tree.children[1]), span)
 
     def _s_if_stmt(self, tree, span, top):
@@ -485,9 +493,9 @@ class FunctionBuilder(ExprBuilder):
         else_t = rest[-1] if rest and isinstance(rest[-1], lark.Tree) and rest[-1].data == "else_clause" else None
         else_stmt = self.suite(else_t.children[0]) if else_t is not None else None
         for clause in reversed(elifs):
-            c = self._as_bool(self.value(clause.children[0]), self.span(clause.children[0]))
+            c = self._branch_cond(self.value(clause.children[0]), self.span(clause.children[0]))
             else_stmt = IfThenElse(c, self.suite(clause.children[1]), else_stmt, self.span(clause))
-        cond = self._as_bool(self.value(cond_t), self.span(cond_t))
+        cond = self._branch_cond(self.value(cond_t), self.span(cond_t))
         return IfThenElse(cond, self.suite(then_t), else_stmt, span)
 
     def _s_with_stmt(self, tree, span, top):

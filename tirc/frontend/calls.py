@@ -135,10 +135,11 @@ def make_call(b: "ExprBuilder", name: str, args: list, kwargs: dict[str, Arg], s
         rest = [b.as_expr(v, s) for v, s in args[1:]]
         if name in ("call_extern", "call_pure_extern") and not isinstance(rest[0], StringImm):
             raise Diagnostic(f"T.{name} needs the function name as a string", args[1][1])
-        return Call(dtype, name, tuple(rest), span)
+        return Call(dtype, name, tuple(rest), span, ptr=_pointer_type(args[0][0]))
     if intr.result == "dtype_last":
         dtype = b.dtype_of(args[-1][0], args[-1][1])
-        return Call(dtype, name, tuple(b.as_expr(v, s) for v, s in args[:-1]), span)
+        return Call(dtype, name, tuple(b.as_expr(v, s) for v, s in args[:-1]), span,
+                    ptr=_pointer_type(args[-1][0]))
     exprs: list[PrimExpr] = list(args)
     if name == "if_then_else":
         cond = exprs[0]
@@ -152,6 +153,12 @@ def make_call(b: "ExprBuilder", name: str, args: list, kwargs: dict[str, Arg], s
                            for e in exprs[1:]]
     dtype = result_dtype(intr, [e.dtype for e in exprs])
     return Call(dtype, name, tuple(exprs), span)
+
+
+def _pointer_type(v: object):
+    """The pointer type of a call's dtype written ``T.handle("int64", "global").ty``."""
+    from tirc.frontend.values import HandleType
+    return v.ptr if isinstance(v, HandleType) else None
 
 
 def _ffi_kernel_call(b, args, kwargs, span) -> Call:

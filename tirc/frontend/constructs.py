@@ -122,10 +122,11 @@ def named(b: "FunctionBuilder", name: str, v: "Construct | VarDecl", nspan: Span
     if c.name in ("Buffer", "decl_buffer", "alloc_buffer", "alloc_shared", "alloc_local"):
         ann = _annotations(b, c)
         buf = make_buffer(b, name, c, nspan)
-        b.scope.define(name, buf)
         aliases = "data" in c.kwargs or (c.name in ("Buffer", "decl_buffer") and len(c.args) > 2)
+        source = _data_source(b, c, buf) if aliases else None
+        b.scope.define(name, buf)
         if aliases:
-            return _binder(lambda body: DeclBuffer(buf, body, c.span))
+            return _binder(lambda body: DeclBuffer(buf, body, c.span, data_from=source))
         return _binder(lambda body: AllocBuffer(buf, body, c.span, ann))
     if c.name == "view":
         base = c.args[0][0]
@@ -156,6 +157,32 @@ def named(b: "FunctionBuilder", name: str, v: "Construct | VarDecl", nspan: Span
         b.scope.define(name, var)
         return _binder(lambda body: LetStmt(var, value, body, c.span, "let"))
     raise Diagnostic(f"T.{c.name} cannot be assigned to a name", c.span)
+
+
+def _data_source(b: "FunctionBuilder", c: Construct, buf: Buffer) -> Buffer | None:
+    """The buffer ``X`` when the declaration's data is written ``X.data``."""
+    tree = c.node
+    if not (isinstance(tree, lark.Tree) and tree.data == "call" and tree.children[1] is not None):
+        return None
+    positional = 0
+    for arg in tree.children[1].children:
+        if isinstance(arg, lark.Tree) and arg.data == "kwarg":
+            if str(arg.children[0]) != "data":
+                continue
+            expr = arg.children[1]
+        else:
+            positional += 1
+            if positional != 3:
+                continue
+            expr = arg
+        if (isinstance(expr, lark.Tree) and expr.data == "getattr"
+                and str(expr.children[1]) == "data" and isinstance(expr.children[0], lark.Tree)
+                and expr.children[0].data == "name"):
+            found = b.scope.lookup(str(expr.children[0].children[0]))
+            if isinstance(found, Buffer) and found.data is buf.data:
+                return found
+        return None
+    return None
 
 
 def _annotations(b: "FunctionBuilder", c: Construct) -> tuple:

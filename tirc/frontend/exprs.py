@@ -9,8 +9,8 @@ from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend import calls
 from tirc.frontend.arith import binary, cast_to, difference, typed_binary
 from tirc.frontend.scope import Scope
-from tirc.frontend.values import (Lambda, LetType, ModuleRef, Namespace, Slot, TName, ThreadDecl,
-                                  describe, literal_expr)
+from tirc.frontend.values import (HandleType, Lambda, LetType, ModuleRef, Namespace, Slot, TName,
+                                  ThreadDecl, describe, literal_expr)
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
 from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp, Var)
@@ -306,6 +306,8 @@ class ExprBuilder:
             if attr not in self.signatures:
                 raise Diagnostic(f"module '{obj.name}' has no function '{attr}'", self.span(node.children[1]))
             return ("function", attr)
+        if isinstance(obj, calls.Construct) and obj.name == "handle" and attr == "ty":
+            return HandleType(self.pointer_var("", obj, span).ptr)
         if isinstance(obj, Buffer):
             if attr == "data":
                 return obj.data
@@ -315,8 +317,11 @@ class ExprBuilder:
                 return tuple(obj.shape)
             if attr == "strides":
                 return tuple(obj.strides)
-            if attr == "elem_offset" and obj.elem_offset is not None:
-                return obj.elem_offset
+            if attr == "elem_offset":
+                # a buffer declared without an offset starts at element 0 (TVM's IntImm 0)
+                if obj.elem_offset is not None:
+                    return obj.elem_offset
+                return IntImm(obj.shape[0].dtype if obj.shape else INT32, 0, span)
             if attr == "view":
                 return ("view", obj)
         raise Diagnostic(f"{describe(obj)} has no attribute '{attr}'", self.span(node.children[1]))
@@ -459,6 +464,8 @@ class ExprBuilder:
             name = v
         elif isinstance(v, TName):
             name = v.name
+        elif isinstance(v, HandleType):
+            name = "handle"
         else:
             raise Diagnostic(f"expected a dtype, got {describe(v)}", span)
         if name == "bool" or is_dtype_name(name):

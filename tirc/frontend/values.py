@@ -48,6 +48,14 @@ class LetType:
 
 
 @dataclass(frozen=True)
+class HandleType:
+    """``T.handle("int64", "global").ty``: a pointer type, the result dtype of a call
+    (``ptr`` is None for ``T.handle().ty``, an untyped handle)."""
+
+    ptr: Any = None
+
+
+@dataclass(frozen=True)
 class Lambda:
     """``lambda x, y: body``, unevaluated: its parameters get types only where it is used
     (``T.comm_reducer`` types them from the identity elements)."""
@@ -128,4 +136,6 @@ def describe(value: object) -> str:
         return "a string"
     if isinstance(value, PrimExpr):
         return "an expression"
+    if isinstance(value, HandleType):
+        return "a pointer type"
     return type(value).__name__

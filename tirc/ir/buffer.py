@@ -7,7 +7,20 @@ from tirc.diagnostics import Span
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr, Var
 
-SCOPES = ("global", "shared", "shared.dyn", "local", "warp")
+SCOPES = ("global", "shared", "shared.dyn", "local", "warp")  # the scopes tirc builds
+
+# TVM 0.27's storage ranks (runtime::StorageScope::Create): a scope is a rank followed by
+# an optional tag naming special memory of that rank ("local.L0A", "global.texture").
+STORAGE_RANKS = ("global", "shared", "warp", "local", "wmma.matrix_a", "wmma.matrix_b",
+                 "wmma.accumulator", "texture", "amx.tmm", "m16n8k8.matrixA",
+                 "m16n8k8.matrixB", "m16n8k8.matrixC", "metal.simdgroup",
+                 "metal.cooperative_tensor", "trn.sbuf", "trn.psum")
+
+
+def is_storage_scope(scope: str) -> bool:
+    """Is ``scope`` a storage scope TVM 0.27 knows (a rank, then any tag)? tirc reads and
+    prints every such scope; it builds those in :data:`SCOPES`."""
+    return scope.startswith(STORAGE_RANKS)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -26,6 +39,10 @@ class Buffer:
     span: Span | None = field(default=None, compare=False, repr=False)
     # TVM 0.27 buffers carry a tile layout; after flattening TVM writes ``layout=None``.
     layout_none: bool = False
+    # In an s_tir function TVM's buffers have no layout, except one declared in the scalar
+    # form ``x: T.int32``, which gets the default tile layout there too: the printer keeps
+    # the scalar form for such a buffer, and for no other, in an s_tir function.
+    tile_layout: bool = False
 
     @property
     def scope(self) -> str:

@@ -190,6 +190,8 @@ class Call(PrimExpr):
     args: tuple[PrimExpr, ...]
     span: Span | None = field(**_SPAN)
     kwargs: tuple[tuple[str, Any], ...] = ()  # keyword options (T.call_ffi_kernel's launch_params)
+    # a handle result typed as a pointer (``T.call_extern(T.handle("int64", "global").ty, ...)``)
+    ptr: PointerType | None = None
 
 
 def const(value: int | float | bool, dtype: DataType | None = None) -> PrimExpr:

@@ -10,6 +10,7 @@ import math
 from typing import Any
 
 from tirc.ir.buffer import Buffer
+from tirc.ir.const_fold import fold_identity, folds_away
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar,
                           IntImm, Let, Not, PrimExpr, Ramp, Select, Shuffle, StringImm,
                           Var)
@@ -167,8 +168,9 @@ class ExprPrinter:
         return text
 
     def _binop(self, e: BinOp) -> tuple[str, int]:
-        if isinstance(e.a, (IntImm, FloatImm)) and isinstance(e.b, (IntImm, FloatImm)):
-            # TVM folds operators on two constants while parsing; the node form keeps them.
+        if e.op in _NODE_FORM and folds_away(e.op, e.a, e.b):
+            # TVM's operators fold two constants, and x + 0, x * 1, x and True..., while
+            # its parser reads them; the node form keeps the node (as TVM's printer).
             return f"T.{_NODE_FORM[e.op]}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
         if e.op in _FUNCTION_FORM:
             return f"{_FUNCTION_FORM[e.op]}({self.expr(e.a)}, {self.expr(e.b)})", _ATOM
@@ -178,6 +180,14 @@ class ExprPrinter:
         a = self._operand(e.a, prec, False)
         b = self._operand(e.b, prec, True)
         return f"{a} {_SYMBOL[e.op]} {b}", prec
+
+    @staticmethod
+    def _call_dtype(e: Call) -> str:
+        """A call's result dtype; a typed pointer as TVM writes it, ``T.handle("int64",
+        "global").ty``."""
+        if e.ptr is not None and e.ptr.dtype is not None:
+            return f"T.handle({quote(str(e.ptr.dtype))}, {quote(e.ptr.scope)}).ty"
+        return quote(str(e.dtype))
 
     def _call(self, e: Call) -> str:
         args = [self.expr(a) for a in e.args]
@@ -189,9 +199,9 @@ class ExprPrinter:
                 return f"T.BitwiseNot({args[0]})"
             return f"~{self._operand(e.args[0], _UNARY, False)}"
         if e.op in _DTYPE_FIRST:
-            args.insert(0, quote(str(e.dtype)))
+            args.insert(0, self._call_dtype(e))
         elif e.op == "tvm_struct_get":
-            args.append(quote(str(e.dtype)))
+            args.append(self._call_dtype(e))
         for key, value in e.kwargs:
             args.append(f"{key}={py_value(value, self)}")
         if e.op == "call_ffi_kernel":
@@ -201,7 +211,12 @@ class ExprPrinter:
 
 
 def _plus(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    """``a + b`` as the text of a bound, folded when both are constants."""
+    """``a + b`` as the text of a bound, folded as TVM's ``+`` folds it (two constants,
+    or one of them 0)."""
     if isinstance(a, IntImm) and isinstance(b, IntImm):
         return IntImm(a.dtype, a.value + b.value)
+    if a.dtype == b.dtype:
+        folded = fold_identity("add", a, b)
+        if folded is not None:
+            return folded
     return BinOp("add", a, b, a.dtype)

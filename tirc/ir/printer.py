@@ -66,7 +66,7 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
         self.frames: list[list[str]] = []
         self.data_owner: dict[int, Buffer] = {}
         self.data_latest: dict[int, Buffer] = {}
-        self.scalars = scalar_buffers(func.body)
+        self.scalars = scalar_buffers(func.body, func.s_tir)
         self.lines: list[str] = []
         self.introduced: set[int] = set()
         self.free_ids: set[int] = set()
@@ -74,6 +74,10 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
         self.typevars: set[int] = set()
         self.typevar_names: list[str] = []
         self.loops: dict[int, For] = {}
+        # thread variables launched more than once (or used outside their launch): declared
+        # with T.env_thread before the innermost statement holding all their uses
+        self.env_sites = _env_thread_sites(func.body)
+        self.env_defined: set[int] = set()
 
     # -- naming ------------------------------------------------------------------------
     def define(self, obj: object, base: str) -> str:
@@ -129,7 +133,7 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             self.define(p, p.name)
         params = []
         body_decls: list[str] = []
-        free = free_vars(f)
+        free = free_vars(f) + _pragma_nodes(f)
         self.free_ids = {id(v) for v in free}
         self.pending_params = {id(p) for p in f.params if f.buffer_of(p) is None}
         self.typevars = {id(v) for v in free if str(v.dtype) == "int64" and v.ptr is None
@@ -151,8 +155,9 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
         ret = f" -> {self.dtype_ann(f.ret_type)}" if f.ret_type is not None and not f.ret_type.is_void else ""
         out.append(f"{ind}def {self.name}({', '.join(params)}){ret}:")
         inner = ind + "    "
+        matched = _match_offsets(f.body)
         for v in free:
-            if id(v) in self.typevars:
+            if id(v) in self.typevars or id(v) in matched:
                 continue
             if id(v) not in self.introduced and id(v) not in self.names:
                 body_decls.append(f"{inner}{self.define(v, v.name)} = {self.annotation(v)}()"
@@ -197,15 +202,30 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
         name in quotes, which defines it (TVM's form)."""
         if isinstance(e, Var):
             if id(e) in self.pending_params:
+                self.pending_params.discard(id(e))  # the quoted name defines it
                 return quote(self.names[id(e)])
             if id(e) in self.free_ids and id(e) not in self.names:
                 self.introduced.add(id(e))
                 self.define(e, e.name)
                 return quote(self.names[id(e)])
-        return self.expr(e)
+            return self.expr(e)
+        # An expression over such variables is written whole in quotes (``("n * 8",)``),
+        # which defines them, as TVM prints it.
+        from tirc.ir.visitor import walk
+        undefined = [v for v in walk(e) if isinstance(v, Var) and (
+            id(v) in self.pending_params or (id(v) in self.free_ids and id(v) not in self.names))]
+        if not undefined:
+            return self.expr(e)
+        for v in undefined:
+            if id(v) in self.pending_params:
+                self.pending_params.discard(id(v))
+            else:
+                self.introduced.add(id(v))
+                self.define(v, v.name)
+        return quote(self.expr(e))
 
     def buffer_args(self, b: Buffer, free: list[Var], scope_kw: bool = True, data: bool = False,
-                    omit_float32: bool = False) -> str:
+                    omit_float32: bool = False, data_from: Buffer | None = None) -> str:
         """The arguments of a buffer declaration; allocations leave out the default
         dtype float32 as TVM does (``T.alloc_buffer((16,))``)."""
         shape = ", ".join(self.shape_item(s, free) for s in b.shape)
@@ -216,22 +236,41 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             args.append(quote(str(b.dtype)))
         if data:
             owner = self.data_owner.get(id(b.data))
+            if data_from is not None and data_from.data is b.data and id(data_from) in self.names:
+                owner = data_from  # the text named this buffer's pointer (TVM keeps which)
             args.append(f"data={self.buffer_name(owner)}.data" if owner is not None and owner is not b
                         else f"data={self.var(b.data)}")
         if b.strides:
             strides = ", ".join(self.shape_item(s, free) for s in b.strides)
             args.append(f"strides=({strides}{',' if len(b.strides) == 1 else ''})")
-        if b.elem_offset is not None:
+        offset_factor = b.offset_factor
+        if self.implicit_offset(b):
+            # the offset factor alone declares the offset a fresh variable: later uses
+            # read it as X.elem_offset (TVM prints it so)
+            self.names[id(b.elem_offset)] = f"{self.names[id(b)]}.elem_offset"
+            offset_factor = max(offset_factor, 1)
+        elif b.elem_offset is not None:
             args.append(f"elem_offset={self.shape_item(b.elem_offset, free)}")
         if scope_kw and b.scope != "global":
             args.append(f"scope={quote(b.scope)}")
         if b.align:
             args.append(f"align={b.align}")
-        if b.offset_factor:
-            args.append(f"offset_factor={b.offset_factor}")
+        if offset_factor:
+            args.append(f"offset_factor={offset_factor}")
         if b.layout_none:
             args.append("layout=None")
         return ", ".join(args)
+
+    def implicit_offset(self, b: Buffer) -> bool:
+        """Is ``b``'s offset a variable this declaration defines and nothing else of it
+        mentions (its shape, strides), which the text leaves implicit?"""
+        eo = b.elem_offset
+        if not isinstance(eo, Var) or id(eo) in self.names or id(b) not in self.names:
+            return False
+        if id(eo) in self.pending_params or eo.ptr is not None:
+            return False
+        from tirc.ir.visitor import walk
+        return not any(v is eo for e in (*b.shape, *b.strides) for v in walk(e))
 
     def annotations_kw(self, annotations: tuple) -> str:
         return f", annotations={py_value(dict(annotations), self)}" if annotations else ""
@@ -249,6 +288,7 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
         by its body, as TVM's printer does (its ConciseScoping); elsewhere ``with``."""
         # Flat scoped statements continue at the same level: iterate, don't recurse.
         while True:
+            self.env_threads(s, level)
             if isinstance(s, SeqStmt):
                 if not s.stmts:
                     return
@@ -271,6 +311,7 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
     def scoped_not_last(self, s: Stmt, level: int) -> None:
         """A statement followed by siblings. Scoped statements take their ``with`` form
         here, so their scope does not swallow the siblings when the text is read back."""
+        self.env_threads(s, level)
         if isinstance(s, SeqStmt):
             self.stmt(s, level, concise=False)
         elif isinstance(s, LetStmt):
@@ -278,6 +319,10 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             decl = self.annotation(s.var) if s.var.ptr is not None else f"{self.dtype_ann(s.var.dtype)}()"
             self.emit(level, f"{name} = {decl}")
             self.emit(level, f"with T.LetStmt({self.expr(s.value)}, var={name}):")
+            self.block(s.body, level + 1)
+        elif (isinstance(s, AttrStmt) and s.key == "thread_extent" and isinstance(s.node, IterVar)
+              and id(s.node.var) in self.env_defined):
+            self.emit(level, f"with T.launch_thread({self.var(s.node.var)}, {self.expr(s.value)}):")
             self.block(s.body, level + 1)
         elif isinstance(s, AttrStmt) and s.key == "thread_extent" and isinstance(s.node, IterVar):
             header = len(self.lines)
@@ -291,7 +336,8 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
         elif isinstance(s, (AllocBuffer, DeclBuffer)) and id(s.buffer) not in self.scalars:
             b = s.buffer
             ctor = "T.alloc_buffer" if isinstance(s, AllocBuffer) else "T.decl_buffer"
-            args = self.buffer_args(b, [], data=isinstance(s, DeclBuffer))
+            args = self.buffer_args(b, [], data=isinstance(s, DeclBuffer),
+                                    data_from=getattr(s, "data_from", None))
             if isinstance(s, AllocBuffer):
                 args += self.annotations_kw(s.annotations)
             self.frames.append([])
@@ -336,12 +382,16 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
                 dims = ", ".join(self.expr(d) for d in b.shape)
                 self.emit(level, f"{self.buffer_name(b)} = {self.buffer_name(base)}.view({dims})")
             else:
-                self.emit(level, f"{self.buffer_name(b)} = T.decl_buffer({self.buffer_args(b, [], data=True)})")
+                self.emit(level, f"{self.buffer_name(b)} = T.decl_buffer({self.buffer_args(b, [], data=True, data_from=s.data_from)})")
                 # Later uses of the pointer name the newest declaration, as TVM prints them.
                 self.data_owner.setdefault(id(b.data), b)
                 self.data_latest[id(b.data)] = b
             return s.body
         if isinstance(s, AttrStmt):
+            if (s.key == "thread_extent" and isinstance(s.node, IterVar)
+                    and id(s.node.var) in self.env_defined):
+                self.emit(level, f"T.launch_thread({self.var(s.node.var)}, {self.expr(s.value)})")
+                return s.body
             if s.key == "thread_extent" and isinstance(s.node, IterVar):
                 name = self.define(s.node.var, s.node.var.name)
                 self.emit(level, f"{name} = T.launch_thread({quote(s.node.thread_tag)}, {self.expr(s.value)})")
@@ -355,6 +405,14 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             return s.body
         self.simple(s, level)
         return None
+
+    def env_threads(self, s: Stmt, level: int) -> None:
+        """``bx = T.env_thread("blockIdx.x")`` for the thread variables whose uses all lie
+        in ``s`` but not in one launch of theirs (TVM's printer does the same); their
+        launches print as ``T.launch_thread(bx, n)``."""
+        for iv in self.env_sites.pop(id(s), ()):
+            self.emit(level, f"{self.define(iv.var, iv.var.name)} = T.env_thread({quote(iv.thread_tag)})")
+            self.env_defined.add(id(iv.var))
 
     def attr_call(self, s: AttrStmt) -> str:
         if s.node is None:
@@ -474,6 +532,109 @@ def _grid(loop: For) -> list[For]:
         out.append(node)
         node = node.body
     return out
+
+
+def _env_thread_sites(body: Stmt) -> dict[int, list[IterVar]]:
+    """For each thread variable not used within a single launch of its own (launched
+    twice, or used outside), the innermost statement holding its launches and uses:
+    ``id(statement) -> [IterVar, ...]``."""
+    from tirc.ir.visitor import Visitor
+
+    class Uses(Visitor):
+        def __init__(self) -> None:
+            self.path: list[Stmt] = []
+            self.launches: dict[int, list[tuple]] = {}
+            self.axes: dict[int, IterVar] = {}
+            self.uses: dict[int, list[tuple]] = {}
+
+        def visit(self, node) -> None:
+            is_stmt = isinstance(node, Stmt)
+            if is_stmt:
+                self.path.append(node)
+            try:
+                if (isinstance(node, AttrStmt) and node.key == "thread_extent"
+                        and isinstance(node.node, IterVar)):
+                    key = id(node.node.var)
+                    self.launches.setdefault(key, []).append(tuple(self.path))
+                    self.axes.setdefault(key, node.node)
+                elif isinstance(node, Var):
+                    self.uses.setdefault(id(node), []).append(tuple(self.path))
+                super().visit(node)
+            finally:
+                if is_stmt:
+                    self.path.pop()
+
+    u = Uses()
+    u.visit(body)
+    sites: dict[int, list[IterVar]] = {}
+    for key, launches in u.launches.items():
+        paths = launches + u.uses.get(key, [])
+        if len(launches) == 1 and all(_under(p, launches[0]) for p in paths):
+            continue
+        common = paths[0]
+        for p in paths[1:]:
+            n = 0
+            while n < min(len(common), len(p)) and common[n] is p[n]:
+                n += 1
+            common = common[:n]
+        if common:
+            sites.setdefault(id(common[-1]), []).append(u.axes[key])
+    return sites
+
+
+def _pragma_nodes(f: PrimFunc) -> list[Var]:
+    """Variables named as the node of a loop pragma (``T.attr(i, "pragma_*", v)``) and not
+    defined where it stands: declared first (``i = T.int32()``), as TVM prints them. The
+    loop a pragma wraps defines its variable only inside, so a node that is that loop's
+    variable is declared too (TVM reads it back as a variable of its own, as it does
+    its own text)."""
+    from tirc.ir.stmt import is_loop_pragma
+    from tirc.ir.visitor import walk
+    params = {id(p) for p in f.params}
+    bound: set[int] = set()
+    own: dict[int, int] = {}
+    for node in walk(f.body):
+        if isinstance(node, For):
+            bound.add(id(node.loop_var))
+        elif isinstance(node, (LetStmt, Let)):
+            bound.add(id(node.var))
+        elif isinstance(node, AttrStmt) and isinstance(node.node, IterVar):
+            bound.add(id(node.node.var))
+    out: dict[int, Var] = {}
+    for node in walk(f.body):
+        if isinstance(node, AttrStmt) and is_loop_pragma(node) and id(node.node) not in params:
+            inner = node.body
+            while isinstance(inner, AttrStmt) and is_loop_pragma(inner):
+                inner = inner.body
+            wraps_own = isinstance(inner, For) and inner.loop_var is node.node
+            if id(node.node) not in bound or wraps_own:
+                out.setdefault(id(node.node), node.node)
+    return list(out.values())
+
+
+def _match_offsets(body: Stmt) -> set[int]:
+    """Offset variables that a block's T.match_buffer declares by its offset factor alone
+    (printed implicit there, read as ``sub.elem_offset``), not named by another buffer."""
+    from tirc.ir.block import SBlock
+    from tirc.ir.visitor import walk
+    offsets: dict[int, int] = {}
+    other: set[int] = set()
+    for node in walk(body):
+        if not isinstance(node, SBlock):
+            continue
+        for m in node.match_buffers:
+            b = m.buffer
+            if isinstance(b.elem_offset, Var):
+                offsets[id(b.elem_offset)] = offsets.get(id(b.elem_offset), 0) + 1
+            other.update(id(v) for e in (*b.shape, *b.strides) for v in walk(e))
+        for b in node.alloc_buffers:
+            other.update(id(v) for e in (*b.shape, *b.strides, *([b.elem_offset] if b.elem_offset is not None else []))
+                         for v in walk(e))
+    return {k for k, n in offsets.items() if n == 1 and k not in other}
+
+
+def _under(path: tuple, prefix: tuple) -> bool:
+    return len(path) >= len(prefix) and all(a is b for a, b in zip(path, prefix))
 
 
 def _let_vars(body: Stmt) -> list[Var]:

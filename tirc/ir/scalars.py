@@ -8,13 +8,16 @@ from tirc.ir.stmt import AllocBuffer, BufferStore, DeclBuffer, SeqStmt, Stmt
 from tirc.ir.visitor import walk
 
 
-def is_scalar_shape(b: Buffer) -> bool:
-    return (b.scope == "local" and not b.layout_none and len(b.shape) == 1 and isinstance(b.shape[0], IntImm)
+def is_scalar_shape(b: Buffer, s_tir: bool = False) -> bool:
+    """A one-element local buffer with TVM's default tile layout, which TVM 0.27 prints
+    in the scalar form: in an s_tir function only one declared in that form has it."""
+    return (b.scope == "local" and not b.layout_none and (b.tile_layout or not s_tir)
+            and len(b.shape) == 1 and isinstance(b.shape[0], IntImm)
             and b.shape[0].value == 1 and not b.strides and b.elem_offset is None
             and b.dtype.lanes == 1)
 
 
-def scalar_buffers(body: Stmt) -> set[int]:
+def scalar_buffers(body: Stmt, s_tir: bool = False) -> set[int]:
     """Ids of buffers printed as scalars: allocated one-element local buffers, only ever
     indexed at 0, whose body either does not start with a store to them (printed
     ``x: T.int32``) or starts with one and stores again later (``x: T.int32 = v`` ...
@@ -31,7 +34,7 @@ def scalar_buffers(body: Stmt) -> set[int]:
             pointer_uses.add(id(node.buffer.data))
         elif isinstance(node, Var):
             pointer_uses.add(id(node))
-        if isinstance(node, AllocBuffer) and is_scalar_shape(node.buffer):
+        if isinstance(node, AllocBuffer) and is_scalar_shape(node.buffer, s_tir):
             first = node.body.stmts[0] if isinstance(node.body, SeqStmt) and node.body.stmts else node.body
             allocs[id(node.buffer)] = node.buffer
             if not (isinstance(first, BufferStore) and first.buffer is node.buffer):

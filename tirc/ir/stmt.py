@@ -134,12 +134,14 @@ class AllocBuffer(Stmt):
 @dataclass(frozen=True, slots=True)
 class DeclBuffer(Stmt):
     """Declares ``buffer`` as a view of memory allocated elsewhere, for ``body``.
-    ``view_of`` records that the text wrote ``X.view(...)`` (printing keeps it)."""
+    ``view_of`` records that the text wrote ``X.view(...)``, ``data_from`` that it wrote
+    ``data=X.data`` (TVM 0.27 keeps which buffer's pointer was named); printing keeps both."""
 
     buffer: Buffer
     body: Stmt
     span: Span | None = field(**_SPAN)
     view_of: Buffer | None = field(default=None, compare=False)
+    data_from: Buffer | None = field(default=None, compare=False)
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ stands only in functions that return a value; storage scopes are known."""
 from __future__ import annotations
 
 from tirc.diagnostics import Diagnostic, Span
-from tirc.ir.buffer import SCOPES, Buffer
+from tirc.ir.buffer import SCOPES, Buffer, is_storage_scope
 from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, Let, PrimExpr, Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, For,
@@ -14,8 +14,10 @@ from tirc.ir.visitor import Visitor, walk
 from tirc.ir.block import BufferRegion, SBlock, SBlockRealize
 
 
-def verify(mod: IRModule) -> IRModule:
-    """Raise a :class:`Diagnostic` for the first problem found; return ``mod`` unchanged."""
+def verify(mod: IRModule, buildable_scopes: bool = True) -> IRModule:
+    """Raise a :class:`Diagnostic` for the first problem found; return ``mod`` unchanged.
+    Storage scopes must be TVM's; with ``buildable_scopes`` (the pipeline), also ones tirc
+    builds (``tirc check`` and ``tirc print`` accept TVM's others, as ``local.L0A``)."""
     symbols: dict[str, str] = {}
     for name, func in mod.functions.items():
         if not func.private:
@@ -24,7 +26,7 @@ def verify(mod: IRModule) -> IRModule:
                 raise Diagnostic(f"functions '{symbols[symbol]}' and '{name}' both export the "
                                  f"symbol '{symbol}'", func.span)
             symbols[symbol] = name
-        _FunctionVerifier(mod, name, func).run()
+        _FunctionVerifier(mod, name, func, buildable_scopes).run()
     return mod
 
 
@@ -46,7 +48,8 @@ def _bound_vars(body) -> set[int]:
 
 
 class _FunctionVerifier(Visitor):
-    def __init__(self, mod: IRModule, name: str, func: PrimFunc):
+    def __init__(self, mod: IRModule, name: str, func: PrimFunc, buildable_scopes: bool = True):
+        self.buildable_scopes = buildable_scopes
         self.mod = mod
         self.name = name
         self.func = func
@@ -88,9 +91,12 @@ class _FunctionVerifier(Visitor):
             self.buffers.difference_update(id(b) for b in added_b)
 
     def check_buffer_decl(self, b: Buffer) -> None:
-        if b.scope not in SCOPES:
+        if not is_storage_scope(b.scope):
             self.error(f"unknown storage scope '{b.scope}' of buffer '{b.name}'; expected one "
                        "of: " + ", ".join(SCOPES), b.span)
+        if self.buildable_scopes and b.scope not in SCOPES:
+            self.error(f"storage scope '{b.scope}' of buffer '{b.name}' is not supported: "
+                       "tirc builds " + ", ".join(SCOPES), b.span)
         for e in (*b.shape, *b.strides, *([b.elem_offset] if b.elem_offset is not None else [])):
             self.visit(e)
 
@@ -238,18 +244,21 @@ class _FunctionVerifier(Visitor):
                        f"{want}", s.span)
 
     def visit_IfThenElse(self, s: IfThenElse) -> None:
-        self.check_condition(s.condition, "if")
+        self.check_condition(s.condition, "if", integer=True)
         self.generic_visit(s)
 
     def visit_While(self, s: While) -> None:
-        self.check_condition(s.condition, "while")
+        self.check_condition(s.condition, "while", integer=True)
         self.generic_visit(s)
 
     def visit_AssertStmt(self, s: AssertStmt) -> None:
         self.check_condition(s.condition, "assert")
         self.generic_visit(s)
 
-    def check_condition(self, cond: PrimExpr, what: str) -> None:
+    def check_condition(self, cond: PrimExpr, what: str, integer: bool = False) -> None:
+        """A bool; an ``if``/``while`` also takes a scalar integer (true when nonzero)."""
+        if integer and cond.dtype.is_integer and cond.dtype.lanes == 1:
+            return
         if not cond.dtype.is_bool:
             self.error(f"the condition of '{what}' must be bool, got {cond.dtype}",
                        getattr(cond, "span", None))
