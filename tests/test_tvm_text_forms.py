@@ -373,3 +373,27 @@ def test_tvm_printed_corpora_round_trip(path):
     again = parse(printed, "printed.tir")
     assert_structural_equal(mod, again)
     assert print_module(again) == printed
+
+
+def test_unknown_offset_is_bound_from_the_tensor_and_checked_against_its_factor():
+    from tirc.ir.stmt import AssertStmt, LetStmt
+    from tirc.passes.make_packed_api import make_packed_api
+    from tirc.passes.pipeline import PassContext
+    from tirc.target import parse_target
+    mod = verify(read("""
+        @I.ir_module
+        class Module:
+            @T.prim_func
+            def f(X: T.Buffer((8,), "float32", offset_factor=4), Y: T.Buffer((8,), "float32")):
+                T.func_attr({"target": T.target({"kind": "llvm"})})
+                Y[0] = X[0]
+        """))
+    after = make_packed_api(mod, PassContext(parse_target("llvm")))
+    body = list(walk(after["f"].body))
+    eo = mod["f"].buffer_map[0][1].elem_offset
+    assert any(isinstance(s, LetStmt) and s.var is eo for s in body)
+    messages = ["".join(s.message) for s in body if isinstance(s, AssertStmt)]
+    assert any(m.startswith("Misaligned X.elem_offset on argument #0")
+               and m.endswith("a multiple of offset_factor=4 (16 bytes)") for m in messages)
+    # Y has no offset factor: its byte offset must be 0, as before
+    assert any(m.startswith("Invalid Y.byte_offset on argument #1") for m in messages)

@@ -269,6 +269,14 @@ class _Packer:
                 aligned = binop("eq", BinOp("mod", offset, usize, abi.UINT64), IntImm(abi.UINT64, 0))
                 self.check(aligned, "ValueError", self.msg(f"Misaligned {name}.byte_offset{arg}",
                                                            f"a multiple of {size}"), late=True)
+            if buf.offset_factor > 1:
+                # the declared offset factor: the offset is a multiple of it (TVM's binder)
+                factor = IntImm(eo.dtype, buf.offset_factor)
+                multiple = binop("eq", BinOp("mod", eo, factor, eo.dtype), IntImm(eo.dtype, 0))
+                self.check(multiple, "ValueError", self.msg(
+                    f"Misaligned {name}.elem_offset{arg}",
+                    f"a multiple of offset_factor={buf.offset_factor} "
+                    f"({buf.offset_factor * size} bytes)"), late=True)
         elif eo is None or isinstance(eo, IntImm):
             want = (eo.value if eo is not None else 0) * size
             self.check(binop("eq", IntImm(abi.UINT64, want), offset), "ValueError",
