@@ -20,6 +20,9 @@ element. Two differences, both because SIMT code computes on values it then disc
   errors, raised by the interpreter;
 * float math functions are computed in float64 and rounded once to the dtype (within
   an ulp of the C library's and of CUDA's libdevice; compare with a tolerance).
+
+Overflow is the point of wrapping integer arithmetic: callers silence NumPy's warnings
+about it (the interpreter runs under ``np.errstate(all="ignore")``).
 """
 from __future__ import annotations
 
@@ -66,8 +69,42 @@ def as_value(x, t):
     return a[()] if a.ndim == 0 else a
 
 
+_FAST: dict = {}
+
+
+def _fast(op: str, d: DataType):
+    """A direct ufunc call for ``op`` on ``d`` where NumPy's result is the semantics
+    (comparisons; wrapping integer arithmetic; float + - * /), else None."""
+    key = (op, d)
+    if key not in _FAST:
+        f = None
+        if op in _CMP:
+            u = _CMP[op]
+            f = lambda a, b: u(a, b)  # noqa: E731
+        elif d.is_integer and op in ("add", "sub", "mul", "bitwise_and", "bitwise_or",
+                                     "bitwise_xor", "min", "max"):
+            u, t = _INT_ARITH[op], np_type(d)
+            f = lambda a, b: u(a, b, dtype=t)  # noqa: E731
+        elif d.is_float and op in ("add", "sub", "mul", "div"):
+            u, t = _FLOAT_ARITH[op], np_type(d)
+            f = lambda a, b: u(a, b, dtype=t)  # noqa: E731
+        _FAST[key] = f
+    return _FAST[key]
+
+
+def binop_fn(op: str, d: DataType, out: DataType):
+    """:func:`binop` for one operation and dtype, as a function of the two operands."""
+    f = _fast(op, d)
+    return f if f is not None else (lambda a, b: binop(op, a, b, d, out))
+
+
 def binop(op: str, a, b, d: DataType, out: DataType):
     """``a op b`` over threads: operands of dtype ``d``, result of dtype ``out``."""
+    f = _FAST.get((op, d), _fast)
+    if f is _fast:
+        f = _fast(op, d)
+    if f is not None:
+        return f(a, b)
     with np.errstate(all="ignore"):
         if op in _CMP:
             return as_value(_CMP[op](a, b), np.bool_)
@@ -181,5 +218,5 @@ def per_element(fn, args: list, d: DataType):
     return out[()] if out.ndim == 0 else out
 
 
-__all__ = ["NP", "as_value", "binop", "convert", "garbage", "is_uniform", "math", "np_type",
+__all__ = ["NP", "as_value", "binop", "binop_fn", "convert", "garbage", "is_uniform", "math", "np_type",
            "per_element", "scalar_binop", "scalar_convert"]

@@ -67,7 +67,7 @@ from tirc.ir.visitor import walk
 from tirc.testing import lanes
 from tirc.testing.evaluate import Evaluator, Undefined, Unsupported, _scalar, wrap
 from tirc.testing.simt_memory import (DataRace, KernelFault, Memory, OutOfBounds, SparseMemory,
-                                      Sync, View, check_load, check_store)
+                                      Sync, Threads, View, check_load, check_store)
 
 __all__ = ["DataRace", "DivergentBarrier", "KernelFault", "Launch", "LaunchConfig",
            "LaunchMismatch", "Options", "OutOfBounds", "ShuffleFault", "SimtRun", "launch",
@@ -214,6 +214,11 @@ class _Host(Evaluator):
             return super().e_Call(e, env, views)
         name = e.args[0].value
         kernel = self.mod[name]
+        target = kernel.attrs.get("target")
+        if kernel.attrs.get("calling_conv") != 2 or target is None or target.host is not None:
+            raise LaunchMismatch(f"the host launches '{name}', which is not a device kernel "
+                                 f"(calling_conv {kernel.attrs.get('calling_conv')}, target "
+                                 f"{target.describe() if target is not None else None})")
         n = len(kernel.params)
         kargs = [self.expr(a, env, views) for a in e.args[1:1 + n]]
         sizes = [int(self.expr(a, env, views)) for a in e.args[1 + n:]]
@@ -262,15 +267,14 @@ class _Kernel:
         self.T = cfg.threads_per_block
         self.sync = Sync(cfg.n_blocks, self.T)
         self.steps = 0
-        self.consts: dict[int, object] = {}
+        self.compiled: dict[int, object] = {}
         self.stmt_fn = {SeqStmt: self.s_seq, BufferStore: self.s_store, LetStmt: self.s_let,
                         AttrStmt: self.s_attr, For: self.s_for, While: self.s_while,
                         IfThenElse: self.s_if, Evaluate: self.s_evaluate, AllocBuffer: self.s_alloc,
                         DeclBuffer: self.s_decl, AssertStmt: self.s_assert, Return: self.s_return,
                         Break: self.s_break, Continue: self.s_continue}
-        self.expr_fn = {IntImm: self.e_const, FloatImm: self.e_const, StringImm: lambda e: e.value,
-                        Var: self.e_var, BinOp: self.e_binop, Not: self.e_not, Select: self.e_select,
-                        Cast: self.e_cast, BufferLoad: self.e_load, Ramp: self.e_ramp,
+        self.expr_fn = {StringImm: lambda e: e.value, Not: self.e_not, Select: self.e_select,
+                        BufferLoad: self.e_load, Ramp: self.e_ramp,
                         Broadcast: self.e_broadcast, Shuffle: self.e_shuffle, Let: self.e_let,
                         Call: self.e_call}
         self.env: dict[int, object] = {}
@@ -323,6 +327,7 @@ class _Kernel:
         self.warp_size = np.minimum(32, T - (linear // 32) * 32)
         self.gtid = first * T + self.lin
         gb = first + self.block_local
+        self.threads = Threads(self.gtid, gb, first * W + self.warp_local)
         (gx, gy, _), (dx, dy, _) = self.cfg.grid, self.cfg.block
         self.axis = {"blockIdx.x": gb % gx, "blockIdx.y": (gb // gx) % gy, "blockIdx.z": gb // (gx * gy),
                      "threadIdx.x": linear % dx, "threadIdx.y": (linear // dx) % dy,
@@ -557,13 +562,16 @@ class _Kernel:
     # -- memory ----------------------------------------------------------------------------
     def address(self, view: View, indices, node, what: str):
         """The elements of ``view`` the active threads access, in elements of the view's
-        dtype from the start of each thread's copy of the memory."""
+        dtype from the start of each thread's copy of the memory. An index of a flat buffer
+        is checked against the memory, not the buffer's declared extent: TVM's
+        MergeSharedMemoryAllocations declares each merged buffer with its own extent and
+        adds its offset to the index."""
         idx = [self.expr(i) for i in indices]
         if len(idx) != len(view.shape):
             raise Unsupported(f"{len(idx)} indices into {view.name}")
         if len(idx) == 1:
             elem = np.asarray(idx[0], np.int64)
-            bad = (elem < 0) | (elem >= view.shape[0])
+            bad = False
         else:
             elem, bad = np.int64(0), False
             for i, n, st in zip(idx, view.shape, view.strides):
@@ -575,7 +583,7 @@ class _Kernel:
             bad = np.broadcast_to(np.asarray(bad)[..., None], elem.shape)
         pos = view.base + elem
         limit = view.mem.count if isinstance(view.mem, SparseMemory) else view.mem.row_len(view.itemsize)
-        bad = bad | (pos >= limit)
+        bad = bad | (pos < 0) | (pos >= limit)
         if np.any(bad):
             per_lane = np.ndim(bad) > 0 and np.shape(bad)[0] == self.n
             rows = np.broadcast_to(bad, (self.n,) + np.shape(bad)[1:]) if not per_lane else bad
@@ -585,7 +593,8 @@ class _Kernel:
                 els = np.broadcast_to(elem, rows.shape)[lane]
                 e = int(els[np.flatnonzero(rows[lane])[0]] // view.vec) if rows.ndim == 2 else int(els)
                 raise OutOfBounds(f"{self.name}: out-of-bounds {what} of {view.mem.scope} buffer "
-                                  f"'{view.name}'{_where(node)}: element {e} of {view.size} by "
+                                  f"'{view.name}'{_where(node)}: element {e} (the buffer has "
+                                  f"{view.size}, its memory {(limit - view.base) // view.vec}) by "
                                   f"{self.who(int(self.gtid[lane]))}")
         return pos
 
@@ -612,7 +621,7 @@ class _Kernel:
                 act = self._lanes_of(shape)
                 byte = np.broadcast_to(flat, shape)[self.mask].reshape(-1) * view.itemsize
                 self._ctx(view, e)
-                check_load(mem, self.sync, byte, self.gtid[act], self)
+                check_load(mem, self.sync, byte, self.threads[act], self)
             return typed[flat][()] if pos.ndim == 0 else typed[flat]
         flat = (base[:, None] if np.ndim(base) and pos.ndim == 2 else base) + pos
         if flat.shape[0] != self.n:
@@ -623,7 +632,8 @@ class _Kernel:
         if self.opts.check_races and mem.scope != "local" and (mem.scope == "shared" or mem.shadow is not None):
             self._ctx(view, e)
             act = self._lanes_of(flat.shape)
-            check_load(mem, self.sync, flat[self.mask].reshape(-1) * view.itemsize, self.gtid[act], self)
+            check_load(mem, self.sync, flat[self.mask].reshape(-1) * view.itemsize, self.threads[act],
+                       self)
         return typed[flat]
 
     def s_store(self, s: BufferStore) -> None:
@@ -647,7 +657,7 @@ class _Kernel:
         typed = mem.typed(view.t)
         if self.opts.check_races and mem.scope != "local":
             self._ctx(view, s)
-            check_store(mem, self.sync, flat * view.itemsize, self.gtid[self._lanes_of(shape)],
+            check_store(mem, self.sync, flat * view.itemsize, self.threads[self._lanes_of(shape)],
                         typed[flat], new, self)
         typed[flat] = new
 
@@ -738,26 +748,40 @@ class _Kernel:
 
     # -- expressions ------------------------------------------------------------------------
     def expr(self, e: PrimExpr):
-        fn = self.expr_fn.get(type(e))
-        if fn is None:
-            raise Unsupported(type(e).__name__)
-        return fn(e)
-
-    def e_const(self, e):
-        v = self.consts.get(id(e))
-        if v is None:
-            v = self.consts[id(e)] = (wrap(e.value, e.dtype) if isinstance(e, IntImm)
-                                      else lanes.np_type(e.dtype)(e.value))
-        return v
-
-    def e_var(self, e: Var):
+        f = self.compiled.get(id(e))
+        if f is None:
+            f = self.compile(e)
         try:
-            return self.env[id(e)]
-        except KeyError:
-            raise Unsupported(f"unbound variable {e.name}") from None
+            return f()
+        except KeyError as err:
+            raise Unsupported(f"unbound variable (node {err})") from None
 
-    def e_binop(self, e: BinOp):
-        return lanes.binop(e.op, self.expr(e.a), self.expr(e.b), e.a.dtype, e.dtype)
+    def compile(self, e: PrimExpr):
+        """``e`` as a function of no arguments (reading the current threads' variables),
+        once per node: constants are computed once, arithmetic calls NumPy directly."""
+        if isinstance(e, (IntImm, FloatImm)):
+            c = wrap(e.value, e.dtype) if isinstance(e, IntImm) else lanes.np_type(e.dtype)(e.value)
+            f = lambda: c  # noqa: E731
+        elif isinstance(e, Var):
+            key = id(e)
+            f = lambda: self.env[key]  # noqa: E731
+        elif isinstance(e, BinOp):
+            fa, fb = self._compiled(e.a), self._compiled(e.b)
+            op = lanes.binop_fn(e.op, e.a.dtype, e.dtype)
+            f = lambda: op(fa(), fb())  # noqa: E731
+        elif isinstance(e, Cast):
+            fv, src, dst = self._compiled(e.value), e.value.dtype, e.dtype
+            f = lambda: lanes.convert(fv(), src, dst)  # noqa: E731
+        else:
+            method = self.expr_fn.get(type(e))
+            if method is None:
+                raise Unsupported(type(e).__name__)
+            f = lambda: method(e)  # noqa: E731
+        self.compiled[id(e)] = f
+        return f
+
+    def _compiled(self, e: PrimExpr):
+        return self.compiled.get(id(e)) or self.compile(e)
 
     def e_not(self, e: Not):
         return lanes.as_value(np.logical_not(self.expr(e.a)), np.bool_)
@@ -767,9 +791,6 @@ class _Kernel:
         if np.ndim(c) == 0:
             return a if c else b
         return np.where(c, a, b).astype(lanes.np_type(e.dtype))
-
-    def e_cast(self, e: Cast):
-        return lanes.convert(self.expr(e.value), e.value.dtype, e.dtype)
 
     def e_let(self, e: Let):
         self.env[id(e.var)] = self.expr(e.value)

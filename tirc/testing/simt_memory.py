@@ -154,20 +154,30 @@ class Sync:
     def warp_of(self, t):
         return (t // self.T) * self.W + (t % self.T) // 32
 
-    def ordered(self, other, rec_bar, rec_wbar, me):
-        """Whether an access by thread ``other`` (barrier counts ``rec_*`` then) happened
-        before one by ``me`` now, by a barrier."""
-        blk = me // self.T
-        same_block = (other // self.T) == blk
-        warp = self.warp_of(me)
-        return same_block & ((self.bar[blk] > rec_bar)
-                             | ((self.warp_of(other) == warp) & (self.wbar[warp] > rec_wbar)))
+    def ordered(self, other, rec_bar, rec_wbar, me: "Threads"):
+        """Whether accesses by threads ``other`` (barrier counts ``rec_*`` then) happened
+        before the accesses of threads ``me`` now, by a barrier."""
+        same_block = (other // self.T) == me.block
+        return same_block & ((self.bar[me.block] > rec_bar)
+                             | ((self.warp_of(other) == me.warp) & (self.wbar[me.warp] > rec_wbar)))
+
+
+class Threads:
+    """Global thread ids of the threads making some accesses, with their blocks and warps."""
+
+    __slots__ = ("id", "block", "warp")
+
+    def __init__(self, id, block, warp):
+        self.id, self.block, self.warp = id, block, warp
+
+    def __getitem__(self, i) -> "Threads":
+        return Threads(self.id[i], self.block[i], self.warp[i])
 
 
 class Shadow:
     """Last writer and (shared memory) last reader of every byte, with barrier counts."""
 
-    __slots__ = ("writer", "w_bar", "w_wbar", "reader", "r_bar", "r_wbar")
+    __slots__ = ("writer", "w_bar", "w_wbar", "reader", "r_bar", "r_wbar", "r_warp")
 
     def __init__(self, nbytes: int, reads: bool):
         self.writer = np.full(nbytes, NONE, np.int32)
@@ -176,6 +186,8 @@ class Shadow:
         self.reader = np.full(nbytes, NONE, np.int32) if reads else None
         self.r_bar = np.zeros(nbytes, np.int32) if reads else None
         self.r_wbar = np.zeros(nbytes, np.int32) if reads else None
+        # the warp of all the readers when there are several ("MANY") in one warp, else -1
+        self.r_warp = np.full(nbytes, NONE, np.int32) if reads else None
 
 
 def shadow_of(mem: Memory) -> Shadow:
@@ -190,58 +202,76 @@ def _bits(values: np.ndarray) -> np.ndarray:
     return v.view({1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}[v.dtype.itemsize])
 
 
-def check_load(mem: Memory, sync: Sync, byte: np.ndarray, me: np.ndarray, rep) -> None:
+def check_load(mem: Memory, sync: Sync, byte: np.ndarray, me: Threads, rep) -> None:
     """A read of bytes ``byte`` by threads ``me`` (flat, active lanes only)."""
     sh = mem.shadow
     if sh is None and mem.scope == "global":
         return
     sh = shadow_of(mem)
     w = sh.writer[byte]
-    other = (w >= 0) & (w != me)
-    if other.any():
-        bad = other & ~sync.ordered(w, sh.w_bar[byte], sh.w_wbar[byte], me)
+    other = np.flatnonzero((w >= 0) & (w != me.id))
+    if len(other):
+        b = byte[other]
+        bad = ~sync.ordered(w[other], sh.w_bar[b], sh.w_wbar[b], me[other])
         if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise DataRace(rep.message(int(me[i]), int(byte[i]), f"reads a value {rep.who(int(w[i]))} wrote "
-                                    "with no barrier in between"))
+            i = int(other[np.flatnonzero(bad)[0]])
+            raise DataRace(rep.message(int(me.id[i]), int(byte[i]), f"reads a value "
+                                       f"{rep.who(int(w[i]))} wrote with no barrier in between"))
     if sh.reader is None:
         return
-    blk = me // sync.T
-    r = sh.reader[byte]
-    carry = (((r >= 0) & (r != me)) & ~sync.ordered(r, sh.r_bar[byte], sh.r_wbar[byte], me)) \
-        | ((r == MANY) & (sync.bar[blk] == sh.r_bar[byte]))
-    sh.reader[byte] = me
-    many = (sh.reader[byte] != me) | carry
-    sh.r_bar[byte] = sync.bar[blk]
-    sh.r_wbar[byte] = sync.wbar[sync.warp_of(me)]
+    # the readers since the last barrier that orders them before now: this one, and the
+    # earlier ones unless a barrier came in between
+    r, r_warp = sh.reader[byte], sh.r_warp[byte]
+    keep = _unordered_reads(sh, sync, byte, r, me)
+    warp = np.where(keep & (r >= 0), sync.warp_of(np.maximum(r, 0)), np.where(keep, r_warp, me.warp))
+    sh.reader[byte] = me.id
+    sh.r_warp[byte] = me.warp
+    many = (sh.reader[byte] != me.id) | (keep & (r != me.id))
+    mixed = (sh.r_warp[byte] != me.warp) | (warp != me.warp)
+    sh.r_bar[byte] = sync.bar[me.block]
+    sh.r_wbar[byte] = sync.wbar[me.warp]
     if many.any():
         sh.reader[byte[many]] = MANY
+    if mixed.any():
+        sh.r_warp[byte[mixed]] = NONE
 
 
-def check_store(mem: Memory, sync: Sync, byte: np.ndarray, me: np.ndarray, old: np.ndarray,
+def _unordered_reads(sh: Shadow, sync: Sync, byte, r, me: Threads):
+    """Whether the reads recorded at ``byte`` (reader ``r``) are not ordered before an
+    access by ``me`` now."""
+    out = (r == MANY) & (sync.bar[me.block] == sh.r_bar[byte]) \
+        & ~((sh.r_warp[byte] == me.warp) & (sync.wbar[me.warp] > sh.r_wbar[byte]))
+    other = np.flatnonzero(r >= 0)
+    if len(other):
+        b = byte[other]
+        out[other] = ~sync.ordered(r[other], sh.r_bar[b], sh.r_wbar[b], me[other])
+    return out
+
+
+def check_store(mem: Memory, sync: Sync, byte: np.ndarray, me: Threads, old: np.ndarray,
                 new: np.ndarray, rep) -> None:
     """A write of ``new`` over ``old`` at bytes ``byte`` by threads ``me`` (flat, active
     lanes only); records the writers."""
     sh = shadow_of(mem)
     w = sh.writer[byte]
-    other = (w >= 0) & (w != me)
-    if other.any():
-        bad = other & ~sync.ordered(w, sh.w_bar[byte], sh.w_wbar[byte], me) \
-            & (_bits(old) != _bits(new))
+    other = np.flatnonzero((w >= 0) & (w != me.id))
+    if len(other):
+        b = byte[other]
+        bad = ~sync.ordered(w[other], sh.w_bar[b], sh.w_wbar[b], me[other]) \
+            & (_bits(old[other]) != _bits(new[other]))
         if bad.any():
-            i = int(np.flatnonzero(bad)[0])
-            raise DataRace(rep.message(int(me[i]), int(byte[i]), f"overwrites with a different value what "
-                                    f"{rep.who(int(w[i]))} wrote, with no barrier in between"))
+            i = int(other[np.flatnonzero(bad)[0]])
+            raise DataRace(rep.message(int(me.id[i]), int(byte[i]), "overwrites with a different "
+                                       f"value what {rep.who(int(w[i]))} wrote, with no barrier "
+                                       "in between"))
     if sh.reader is not None:
         r = sh.reader[byte]
-        blk = me // sync.T
-        bad = (((r >= 0) & (r != me)) & ~sync.ordered(r, sh.r_bar[byte], sh.r_wbar[byte], me)) \
-            | ((r == MANY) & (sync.bar[blk] == sh.r_bar[byte]))
+        bad = _unordered_reads(sh, sync, byte, r, me) & (r != me.id)
         if bad.any():
             i = int(np.flatnonzero(bad)[0])
             whom = "other threads" if r[i] == MANY else rep.who(int(r[i]))
-            raise DataRace(rep.message(int(me[i]), int(byte[i]), f"writes what {whom} read, with no "
-                                    "barrier in between"))
+            raise DataRace(rep.message(int(me.id[i]), int(byte[i]), f"writes what {whom} read, "
+                                       "with no barrier in between"))
     # several threads writing one element in this statement: the same value is benign
     k = np.arange(len(byte), dtype=np.int32)
     sh.writer[byte] = k
@@ -252,12 +282,12 @@ def check_store(mem: Memory, sync: Sync, byte: np.ndarray, me: np.ndarray, old: 
         differ = dup & (_bits(new[got]) != _bits(new))
         if differ.any():
             i = int(np.flatnonzero(differ)[0])
-            raise DataRace(rep.message(int(me[i]), int(byte[i]), f"and {rep.who(int(me[got[i]]))} "
-                                    "write different values in the same step"))
+            raise DataRace(rep.message(int(me.id[i]), int(byte[i]), f"and "
+                                       f"{rep.who(int(me.id[got[i]]))} write different values "
+                                       "in the same step"))
         many = byte[dup]
-    sh.writer[byte] = me
+    sh.writer[byte] = me.id
     if many is not None:
         sh.writer[many] = MANY
-        sh.writer[byte[got[dup]]] = MANY
-    sh.w_bar[byte] = sync.bar[me // sync.T]
-    sh.w_wbar[byte] = sync.wbar[sync.warp_of(me)]
+    sh.w_bar[byte] = sync.bar[me.block]
+    sh.w_wbar[byte] = sync.wbar[me.warp]
