@@ -35,6 +35,7 @@ def _passes():
     from tirc.passes.lower_opaque_block import lower_opaque_block
     from tirc.passes.lower_thread_allreduce import lower_thread_allreduce
     from tirc.passes.remove_no_op import remove_no_op
+    from tirc.passes.storage_rewrite import storage_rewrite
     from tirc.passes.plan_and_update_buffer_allocation_location import (
         plan_and_update_buffer_allocation_location)
     from tirc.passes.lower_thread_bindings import lower_thread_bindings
@@ -60,6 +61,7 @@ def _passes():
         "CompactBufferAllocation": compact_buffer_allocation,
         "LowerMatchBuffer": lower_match_buffer,
         "LoopPartition": loop_partition,
+        "StorageRewrite": storage_rewrite,
     }
 
 

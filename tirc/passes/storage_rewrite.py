@@ -1,0 +1,607 @@
+"""StorageRewrite (TVM's ``tirx.transform.StorageRewrite``): plan the memory of a
+function's allocations by liveness.
+
+* Every allocation moves to its *attach scope*, the start of the outermost kernel launch
+  scope (``thread_extent``) or the outermost ``T.parallel`` loop around it, else the
+  start of the function: a buffer allocated inside a serial loop is allocated once.
+* The statements at an allocation's level are put in one linear order; a buffer lives
+  from the first statement that touches it to the last. A buffer whose life begins where
+  another one's ends may take over its memory (same scope and attach scope, a size within
+  16x, an element type that divides the offset): the later one becomes
+  ``T.decl_buffer(..., data=<first>.data)``. A statement ``dst[i] = f(src[i])`` that
+  reads each element of ``src`` only at the index it writes lets ``dst`` reuse ``src``
+  in place. Allocations of different shapes sharing memory become one allocation of the
+  largest size in bits, in the element type with the most lanes.
+* Not reused, as TVM: ``local`` and ``warp`` memory and arrays of at most 32 bits (LLVM
+  keeps those in registers), buffers whose size is not constant except with another of
+  the same element type, and buffers of more than one dimension.
+* An allocation that nothing touches is removed (and any declaration over its memory).
+
+tirc keeps in place what TVM would move out of its scope wrongly: an allocation whose
+size uses a variable defined between the attach scope and the allocation. A function
+whose accesses do not fit the analysis (an access outside any statement) is left as is.
+TVM also retypes allocations accessed only as vectors (``PointerValueTypeRewrite``);
+tirc does not, its backends index vectors of scalars directly.
+
+Preconditions: FlattenBuffer (flat buffers), VectorizeLoop and InjectVirtualThread ran.
+Guarantees: every access reads the same bytes it read before; no two buffers live at the
+same time share memory; allocations keep their annotations.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field, replace
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import BufferLoad, Call, IntImm, Let, PointerType, PrimExpr, Var
+from tirc.ir.function import IRModule
+from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate,
+                          For, IfThenElse, IterVar, LetStmt, Return, SeqStmt, Stmt, While, seq)
+from tirc.ir.visitor import Mutator, Visitor, walk
+from tirc.passes.arith_analyzer import Analyzer
+from tirc.passes.arith_ops import binop
+
+_RANKS = {"global": 0, "shared": 1, "warp": 2, "local": 3}
+_MATCH_RANGE = 16
+
+
+class _Unsupported(Exception):
+    """The function does not fit the analysis; it is left as it is."""
+
+
+def storage_rewrite(mod: IRModule, ctx=None) -> IRModule:
+    def run(body: Stmt) -> Stmt:
+        try:
+            return _plan(body)
+        except _Unsupported:
+            return body
+    return mod.map_bodies(run)
+
+
+def _rank(scope: str) -> int:
+    return _RANKS.get(scope.split(".")[0], 3)
+
+
+def _tag(scope: str) -> str:
+    return scope[len(scope.split(".")[0]):]
+
+
+def _special(scope: str) -> bool:
+    """Memory with its own tag (``local.L0A``): all of one attach scope is merged."""
+    return _tag(scope) not in ("", ".dyn", ".workspace", ".vtcm")
+
+
+def _const_bits(buf: Buffer) -> int:
+    """The allocation's size in bits, 0 when not constant."""
+    n = 1
+    for d in buf.shape:
+        if not isinstance(d, IntImm):
+            return 0
+        n *= d.value
+    return n * buf.dtype.bits * buf.dtype.lanes
+
+
+# -- the linear access pattern --------------------------------------------------------------
+
+@dataclass
+class _Entry:
+    stmt: object = None
+    offset: int = 0  # > 0: a scope's begin (its end is offset further); < 0: its end
+    touched: list[int] = field(default_factory=list)
+
+
+class _Finder(Visitor):
+    """TVM's ``LinearAccessPatternFinder``: statements in order, each scope (loop, branch,
+    launch) a begin and an end entry, and which allocations each touches, counted at the
+    allocation's own level."""
+
+    def __init__(self) -> None:
+        self.seq: list[_Entry] = []
+        self.scope: list[_Entry] = []
+        self.allocs: dict[int, tuple[int, AllocBuffer]] = {}  # id(data) -> (level, node)
+        self.pinned: set[int] = set()  # allocations that stay where they are
+        self.in_thread = False
+        self.inner: set[int] = set()  # variables defined since the attach scope's start
+        self.attached = False  # inside an attach scope other than the function
+
+    def touch(self, var: Var) -> None:
+        info = self.allocs.get(id(var))
+        if info is None:
+            return
+        if info[0] >= len(self.scope):
+            raise _Unsupported
+        self.scope[info[0]].touched.append(id(var))
+
+    def _leaf(self, s, visit_children) -> None:
+        self.scope.append(_Entry())
+        visit_children()
+        e = self.scope.pop()
+        if e.touched:
+            e.stmt = s
+            self.seq.append(e)
+
+    def _new_scope(self, s) -> None:
+        self.scope.append(_Entry())
+        begin = len(self.seq)
+        self.seq.append(_Entry(s))
+        self.generic_visit(s)
+        inner = self.scope.pop()
+        end = len(self.seq)
+        self.seq.append(_Entry(s, begin - end, inner.touched))
+        self.seq[begin].offset = end - begin
+
+    def _define(self, var: Var) -> None:
+        self.inner.add(id(var))
+
+    def _attach(self, s, visit) -> None:
+        """``s`` may become the attach scope: the first one entered."""
+        if self.attached:
+            visit()
+            return
+        saved, self.inner, self.attached = self.inner, set(), True
+        try:
+            visit()
+        finally:
+            self.inner, self.attached = saved, False
+
+    # statements touching memory
+    def visit_BufferStore(self, s: BufferStore) -> None:
+        def children():
+            self.generic_visit(s)
+            self.touch(s.buffer.data)
+        self._leaf(s, children)
+
+    def visit_Evaluate(self, s: Evaluate) -> None:
+        self._leaf(s, lambda: self.generic_visit(s))
+
+    def visit_Return(self, s: Return) -> None:
+        self._leaf(s, lambda: self.generic_visit(s))
+
+    def visit_LetStmt(self, s: LetStmt) -> None:
+        self._leaf(s, lambda: self.visit(s.value))
+        self._define(s.var)
+        self.visit(s.body)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> None:
+        self.generic_visit(e)
+        self.touch(e.buffer.data)
+
+    def visit_Var(self, v: Var) -> None:
+        self.touch(v)
+
+    def visit_Call(self, e: Call) -> None:
+        for a in e.args:
+            if isinstance(a, Buffer):
+                self.touch(a.data)
+        self.generic_visit(e)
+
+    def visit_Let(self, e: Let) -> None:
+        self._define(e.var)
+        self.generic_visit(e)
+
+    # scopes
+    def visit_For(self, s: For) -> None:
+        self._define(s.loop_var)
+        if s.kind == "parallel":
+            self._attach(s, lambda: self._new_scope(s))
+        else:
+            self._new_scope(s)
+
+    def visit_IfThenElse(self, s: IfThenElse) -> None:
+        self._new_scope(s)
+
+    def visit_While(self, s: While) -> None:
+        self._new_scope(s)
+
+    def visit_AssertStmt(self, s: AssertStmt) -> None:
+        self._new_scope(s)
+
+    def visit_AttrStmt(self, s: AttrStmt) -> None:
+        if s.key == "thread_extent" and not self.in_thread:
+            self.in_thread = True
+            if isinstance(s.node, IterVar):
+                self._define(s.node.var)
+            self._attach(s, lambda: self._new_scope(s))
+            self.in_thread = False
+        elif s.key in ("virtual_thread", "extern_scope"):
+            self._new_scope(s)
+        elif s.key == "target":
+            raise _Unsupported  # a region of another target: its memory is not ours to move
+        else:
+            if isinstance(s.node, IterVar):
+                self._define(s.node.var)
+            self.visit(s.value)
+            self.visit(s.body)
+
+    # definitions
+    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
+        b = s.buffer
+        uses = [n for d in b.shape for n in walk(d)]
+        if (len(b.shape) != 1 or any(isinstance(n, BufferLoad) for n in uses)
+                or any(isinstance(n, Var) and id(n) in self.inner for n in uses)):
+            self.pinned.add(id(b.data))
+        else:
+            self.allocs[id(b.data)] = (len(self.scope), s)
+        self._define(b.data)
+        self.visit(s.body)
+
+    def visit_DeclBuffer(self, s: DeclBuffer) -> None:
+        self.visit(s.body)
+
+
+# -- in-place detection ---------------------------------------------------------------------
+
+class _Inplace(Visitor):
+    """TVM's ``InplaceOpVerifier``: ``stmt`` only does ``dst[idx] = f(src[idx])``."""
+
+    def __init__(self, dst: int, src: int):
+        self.dst, self.src = dst, src
+        self.ok = True
+        self.nest = 0
+        self.store: BufferStore | None = None
+
+    def check(self, s) -> bool:
+        if not isinstance(s, (AttrStmt, For, IfThenElse, While, BufferStore)):
+            return False
+        self.visit(s)
+        return self.ok
+
+    def visit(self, node) -> None:
+        if self.ok:
+            super().visit(node)
+
+    def visit_Var(self, v: Var) -> None:
+        if id(v) in (self.dst, self.src):
+            self.ok = False
+
+    def visit_BufferStore(self, s: BufferStore) -> None:
+        self.nest += 1
+        for i in s.indices:
+            self.visit(i)
+        self.nest -= 1
+        if id(s.buffer.data) == self.dst:
+            self.store = s
+            self.visit(s.value)
+            self.store = None
+        else:
+            self.visit(s.value)
+
+    def visit_AttrStmt(self, s: AttrStmt) -> None:
+        if s.key == "extern_scope":
+            self.ok = False
+            return
+        self.generic_visit(s)
+
+    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
+        if any(k == "volatile" for k, _ in s.annotations):
+            self.ok = False
+            return
+        self.generic_visit(s)
+
+    def visit_Call(self, e: Call) -> None:
+        if any(isinstance(a, Buffer) and id(a.data) in (self.dst, self.src) for a in e.args):
+            self.ok = False
+            return
+        self.generic_visit(e)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> None:
+        buf = id(e.buffer.data)
+        if buf == self.dst or self.nest:
+            self.ok = False  # a reduction, or an indirect access
+            return
+        if buf == self.src:
+            st = self.store
+            if st is None or st.value.dtype != e.dtype or st.indices != e.indices:
+                self.ok = False
+                return
+        self.nest += 1
+        self.generic_visit(e)
+        self.nest -= 1
+
+
+# -- planning -------------------------------------------------------------------------------
+
+@dataclass(eq=False)
+class _Storage:
+    attach: object  # the attach scope's statement, None for the function
+    scope: str
+    elem: object  # element dtype (lanes 1)
+    const_bits: int
+    allocs: list[AllocBuffer] = field(default_factory=list)
+    buffer: Buffer | None = None  # the allocation that backs it
+    nest: AllocBuffer | None = None
+    children: list["_Storage"] = field(default_factory=list)  # merged into this one
+    bits_offset: int = 0  # where this one starts in the backing allocation
+
+
+class _Planner:
+    def __init__(self, finder: _Finder):
+        self.finder = finder
+        self.thread_scope = None
+        self.free_const: list[tuple[int, int, _Storage]] = []  # sorted (bits, order, storage)
+        self.free_sym: list[_Storage] = []
+        self.order = 0
+        self.alloc_map: dict[int, _Storage] = {}
+        self.storages: list[_Storage] = []
+
+    def plan(self) -> None:
+        seq = self.finder.seq
+        kill: dict[int, list[int]] = {}
+        gen: dict[int, list[int]] = {}
+        seen: set[int] = set()
+        for e in reversed(seq):
+            for v in e.touched:
+                if v not in seen:
+                    seen.add(v)
+                    kill.setdefault(id(e.stmt), []).append(v)
+        seen.clear()
+        for i, e in enumerate(seq):
+            if e.offset < 0:
+                continue
+            end = seq[i + e.offset]
+            for v in end.touched:
+                if v not in seen:
+                    seen.add(v)
+                    gen.setdefault(id(end.stmt), []).append(v)
+        inplaced: set[int] = set()
+        for e in seq:
+            key = id(e.stmt)
+            if e.offset >= 0 and key in gen:
+                detect = len(gen[key]) <= 2
+                for var in gen[key]:
+                    alloc = self.finder.allocs[var][1]
+                    dst = None
+                    if detect:
+                        for src in kill.get(key, []):
+                            s = self.alloc_map.get(src)
+                            if (src in inplaced or s is None or s.scope != alloc.buffer.scope
+                                    or s.attach is not self.thread_scope
+                                    or s.elem != alloc.buffer.dtype.element()
+                                    or not _Inplace(var, src).check(e.stmt)):
+                                continue
+                            if s.const_bits == _const_bits(alloc.buffer):
+                                dst = s
+                                inplaced.add(src)
+                                break
+                    if dst is None:
+                        dst = self.find(alloc)
+                    dst.allocs.append(alloc)
+                    self.alloc_map[var] = dst
+            s = e.stmt
+            if isinstance(s, AttrStmt) and s.key in ("thread_extent", "virtual_thread"):
+                self.new_scope(s)
+            elif isinstance(s, For) and s.kind == "parallel" and self.thread_scope in (None, s):
+                self.new_scope(s)
+            if e.offset <= 0 and key in kill:
+                for var in kill[key]:
+                    if var not in inplaced:
+                        self.free(var)
+
+    def new_scope(self, s) -> None:
+        if self.thread_scope is None:
+            self.thread_scope = s
+            return
+        if self.thread_scope is not s:
+            raise _Unsupported  # a launch inside a parallel loop, or the like
+        self.free_const = [x for x in self.free_const if x[2].attach is not s]
+        self.free_sym = [x for x in self.free_sym if x.attach is not s]
+        self.thread_scope = None
+
+    def new(self, alloc: AllocBuffer, bits: int) -> _Storage:
+        st = _Storage(self.thread_scope, alloc.buffer.scope, alloc.buffer.dtype.element(), bits)
+        self.storages.append(st)
+        return st
+
+    def find(self, alloc: AllocBuffer) -> _Storage:
+        buf = alloc.buffer
+        bits = _const_bits(buf)
+        rank = _rank(buf.scope)
+        if not _tag(buf.scope) and (rank >= 2 or (bits and bits <= 32)):
+            return self.new(alloc, bits)  # registers are LLVM's business
+        if bits:
+            keys = [x[0] for x in self.free_const]
+            lo = bisect.bisect_left(keys, bits // _MATCH_RANGE)
+            mid = bisect.bisect_left(keys, bits)
+            hi = bisect.bisect_right(keys, bits * _MATCH_RANGE)
+            for k in range(mid, hi):  # a bigger one first
+                st = self.free_const[k][2]
+                if st.attach is self.thread_scope and st.scope == buf.scope:
+                    st.const_bits = max(bits, st.const_bits)
+                    del self.free_const[k]
+                    return st
+            for k in range(mid - 1, lo - 1, -1):
+                st = self.free_const[k][2]
+                if (st.attach is self.thread_scope and st.scope == buf.scope
+                        and st.elem == buf.dtype.element()):
+                    st.const_bits = max(bits, st.const_bits)
+                    del self.free_const[k]
+                    return st
+        else:
+            for k, st in enumerate(self.free_sym):
+                if (st.attach is self.thread_scope and st.scope == buf.scope
+                        and st.elem == buf.dtype.element()):
+                    del self.free_sym[k]
+                    return st
+        return self.new(alloc, bits)
+
+    def free(self, var: int) -> None:
+        st = self.alloc_map[var]
+        if not _tag(st.scope) and (_rank(st.scope) >= 2 or 0 < st.const_bits <= 32):
+            return
+        if st.const_bits:
+            self.order += 1
+            bisect.insort(self.free_const, (st.const_bits, self.order, st),
+                          key=lambda x: (x[0], x[1]))
+        else:
+            self.free_sym.append(st)
+
+    def prepare(self) -> dict[int, list[_Storage]]:
+        """The allocation that backs each storage, by attach scope."""
+        attach: dict[int, list[_Storage]] = {}
+        for st in self.storages:
+            attach.setdefault(id(st.attach), []).append(st)
+        for vec in attach.values():
+            for i, st in enumerate(vec):
+                if _special(st.scope):
+                    if not st.const_bits:
+                        raise _Unsupported
+                    for other in vec[:i]:
+                        if other.scope == st.scope:
+                            other.children.append(st)
+                            break
+        for st in self.storages:
+            if st.bits_offset:
+                continue
+            if st.children:
+                self._merge_tagged(st)
+                continue
+            first = st.allocs[0]
+            wide = first.buffer.dtype
+            for a in st.allocs:
+                if a.buffer.dtype.lanes > wide.lanes:
+                    wide = a.buffer.dtype
+            same = all(a.buffer.dtype == first.buffer.dtype and a.buffer.shape == first.buffer.shape
+                       for a in st.allocs[1:])
+            if same:
+                st.buffer = first.buffer
+                st.nest = first
+                continue
+            size = None
+            for a in st.allocs:
+                nbits = a.buffer.dtype.bits * a.buffer.dtype.lanes
+                d = a.buffer.shape[0]
+                sz = binop("mul", d, IntImm(d.dtype, nbits))
+                size = sz if size is None else binop("max", size, sz)
+            type_bits = wide.bits * wide.lanes
+            ana = Analyzer()
+            tb = IntImm(size.dtype, type_bits)
+            divided = ana.can_prove(binop("eq", binop("floormod", size, tb), IntImm(size.dtype, 0)))
+            size = binop("floordiv", size, tb)
+            if not divided:
+                size = binop("add", size, IntImm(size.dtype, 1))
+            size = ana.simplify(size)
+            old = first.buffer
+            data = Var(old.data.name, old.data.dtype, PointerType(wide, old.scope), old.data.span)
+            st.buffer = Buffer(old.name, data, wide, (size,), span=old.span,
+                               layout_none=old.layout_none)
+            st.nest = replace(first, buffer=st.buffer)
+        return {k: [x for x in vec if not x.bits_offset] for k, vec in attach.items()}
+
+    def _merge_tagged(self, st: _Storage) -> None:
+        """One allocation for all storages of one tagged scope, each 32-bit aligned."""
+        def align(bits: int) -> int:
+            return -(-bits // 32) * 32
+        total = align(st.const_bits)
+        for child in st.children:
+            child.bits_offset = total
+            total = align(total + child.const_bits)
+        type_bits = st.elem.bits * st.elem.lanes
+        old = st.allocs[0].buffer
+        size = IntImm(old.shape[0].dtype, -(-total // type_bits))
+        data = Var(old.data.name, old.data.dtype, PointerType(st.elem, old.scope), old.data.span)
+        st.buffer = Buffer(old.name, data, st.elem, (size,), span=old.span,
+                           layout_none=old.layout_none)
+        st.nest = replace(st.allocs[0], buffer=st.buffer)
+        for child in st.children:
+            child.buffer = st.buffer
+
+
+# -- rewriting ------------------------------------------------------------------------------
+
+class _Rewriter(Mutator):
+    def __init__(self, planner: _Planner, attach: dict[int, list[_Storage]]):
+        self.map = planner.alloc_map
+        self.pinned = planner.finder.pinned
+        self.attach = attach
+        self.remapped: dict[int, Buffer] = {}
+        self.stripped = {id(a.buffer.data) for _, a in planner.finder.allocs.values()
+                         if id(a.buffer.data) not in self.map}
+
+    def remap(self, b: Buffer) -> Buffer:
+        st = self.map[id(b.data)]
+        if b is st.buffer:
+            return b
+        new = self.remapped.get(id(b))
+        if new is None:
+            new = replace(b, data=st.buffer.data, name=st.buffer.name)
+            self.remapped[id(b)] = new
+        return new
+
+    def wrap(self, s, body: Stmt) -> Stmt:
+        for st in reversed(self.attach.get(id(s), [])):
+            body = replace(st.nest, body=body)
+        return body
+
+    def visit_buffer(self, b: Buffer) -> Buffer:
+        return self.remap(b) if id(b.data) in self.map else b
+
+    def visit_Var(self, v: Var) -> Var:
+        st = self.map.get(id(v))
+        if st is not None and st.bits_offset:
+            raise _Unsupported  # the address of a buffer merged at an offset
+        return v if st is None else st.buffer.data
+
+    def _shift(self, node, old: Buffer):
+        """An access of a buffer merged at an offset: the offset added to its last index."""
+        st = self.map.get(id(old.data))
+        if st is None or not st.bits_offset:
+            return node
+        bits = old.dtype.bits
+        if st.bits_offset % bits:
+            raise _Unsupported
+        last = node.indices[-1]
+        shifted = binop("add", IntImm(last.dtype.element(), st.bits_offset // bits), last)
+        return replace(node, indices=node.indices[:-1] + (shifted,))
+
+    def visit_BufferStore(self, s: BufferStore) -> Stmt:
+        return self._shift(self.generic_visit(s), s.buffer)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
+        return self._shift(self.generic_visit(e), e.buffer)
+
+    def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
+        new = self.generic_visit(s)
+        if new is not s and any(isinstance(x, SeqStmt) for x in new.stmts):
+            return seq(new.stmts, s.span)  # a removed allocation's body is spliced in
+        return new
+
+    def visit_AllocBuffer(self, s: AllocBuffer) -> Stmt:
+        key = id(s.buffer.data)
+        if key in self.pinned:
+            return self.generic_visit(s)
+        body = self.visit(s.body)
+        st = self.map.get(key)
+        if st is None or st.buffer is s.buffer:
+            return body  # unused, or re-created at its attach scope
+        return DeclBuffer(self.remap(s.buffer), body, s.span)
+
+    def visit_DeclBuffer(self, s: DeclBuffer) -> Stmt:
+        if id(s.buffer.data) in self.stripped:
+            return self.visit(s.body)  # a view of memory nothing uses
+        return self.generic_visit(s)
+
+    def visit_For(self, s: For) -> Stmt:
+        out = self.generic_visit(s)
+        if id(s) in self.attach:
+            out = replace(out, body=self.wrap(s, out.body))
+        return out
+
+    def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
+        out = self.generic_visit(s)
+        if id(s) in self.attach:
+            out = replace(out, body=self.wrap(s, out.body))
+        return out
+
+
+def _plan(body: Stmt) -> Stmt:
+    finder = _Finder()
+    finder.visit(body)
+    if not finder.allocs:
+        return body
+    planner = _Planner(finder)
+    planner.plan()
+    attach = planner.prepare()
+    out = _Rewriter(planner, attach).visit(body)
+    for st in reversed(attach.get(id(None), [])):
+        out = replace(st.nest, body=out)
+    return out
