@@ -472,6 +472,43 @@ class Module:
     np.testing.assert_allclose(b, a.sum(1), rtol=1e-5)
 
 
+def test_barriers_the_pipeline_inserts_are_needed():
+    """Dropping barriers from a kernel tirc generates makes races the oracle reports: all of
+    them (a read of another thread's write), or only the one closing the k loop (the next
+    iteration overwrites tiles other threads still read)."""
+    from dataclasses import replace
+
+    from tirc.ir.expr import Call
+    from tirc.ir.function import IRModule
+    from tirc.ir.stmt import Evaluate, For, SeqStmt
+    from tirc.ir.visitor import Mutator
+
+    def is_sync(s):
+        return isinstance(s, Evaluate) and isinstance(s.value, Call) and s.value.op == "tvm_storage_sync"
+
+    class DropAll(Mutator):
+        def visit_SeqStmt(self, s):
+            s = self.generic_visit(s)
+            return SeqStmt(tuple(x for x in s.stmts if not is_sync(x)))
+
+    class DropLoopEnd(Mutator):
+        def visit_For(self, s: For):
+            s = self.generic_visit(s)
+            if s.loop_var.name == "k_0" and isinstance(s.body, SeqStmt) and is_sync(s.body.stmts[-1]):
+                return replace(s, body=SeqStmt(s.body.stmts[:-1]))
+            return s
+
+    entry = next(e for e in CUDA if e["name"] == "cuda_matmul_shared")
+    mod = simt.lower((ROOT / "cuda_matmul_shared.tir").read_text(), entry["target"])
+    expected = np.load(ROOT / entry["npz"])
+    for mutator, match in ((DropAll, "reads a value thread"), (DropLoopEnd, "writes what other threads read")):
+        funcs = {n: f.with_body(mutator().visit(f.body)) if f.attrs.get("calling_conv") == 2 else f
+                 for n, f in mod.functions.items()}
+        args = [expected[f"arg{i}"].copy() for i in range(3)]
+        with pytest.raises(simt.DataRace, match=f"shared buffer 'A_shared' .*{match}"):
+            simt.run(IRModule(funcs, mod.name), "main", args, target=None)
+
+
 # tirc compiles these, but the result is not the computation's (see the message)
 KNOWN_WRONG = {
     "cuda_softmax_cross_thread":
