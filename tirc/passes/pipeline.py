@@ -30,15 +30,6 @@ class Pass:
     run: Callable[[IRModule, PassContext], IRModule]
     doc: str
     requires: tuple[str, ...] = ()
-    # a block-lowering pass: the identity on a module without schedulable (block-level)
-    # functions, so the pipeline does not run (or even import) it there
-    blocks_only: bool = False
-
-
-def has_blocks(mod: IRModule) -> bool:
-    """Whether some function of ``mod`` is schedulable TIR (``s_tir`` or with blocks)."""
-    from tirc.ir.block import contains_blocks
-    return any(f.s_tir or contains_blocks(f.body) for f in mod.functions.values())
 
 
 class Instrument:
@@ -106,13 +97,8 @@ def _lazy(module: str, function: str) -> Callable[[IRModule, PassContext], IRMod
     return run
 
 
-def _pass(name: str, module: str, doc: str, requires: tuple[str, ...] = (),
-          blocks_only: bool = False) -> Pass:
-    return Pass(name, _lazy(module, module), doc, requires, blocks_only)
-
-
-def _block_pass(name: str, module: str, doc: str, requires: tuple[str, ...] = ()) -> Pass:
-    return _pass(name, module, doc, requires, blocks_only=True)
+def _pass(name: str, module: str, doc: str, requires: tuple[str, ...] = ()) -> Pass:
+    return Pass(name, _lazy(module, module), doc, requires)
 
 
 PIPELINE: list[Pass] = [
@@ -122,34 +108,35 @@ PIPELINE: list[Pass] = [
     # Block lowering (TVM 0.27's S-TIR order); a module without blocks passes unchanged.
     _pass("CanonicalizeLoop", "canonicalize_loop",
           "loops start at 0 with step 1", ("BindTarget",)),
-    _block_pass("LowerCrossThreadReduction", "lower_cross_thread_reduction",
+    _pass("LowerCrossThreadReduction", "lower_cross_thread_reduction",
           "reductions across threads become T.tvm_thread_allreduce between per-thread "
           "partial results and a write-back",
           ("BindTarget",)),
-    _block_pass("LowerInitBlock", "lower_init_block",
+    _pass("LowerInitBlock", "lower_init_block",
           "a block's T.init() runs at the first step of its reduction",
           ("LowerCrossThreadReduction",)),
-    _block_pass("PlanAndUpdateBufferAllocationLocation", "plan_and_update_buffer_allocation_location",
-                "block allocations move to the lowest common ancestor of their accesses",
-                ("LowerInitBlock",)),
-    _block_pass("ConvertBlocksToOpaque", "convert_blocks_to_opaque",
+    Pass("PlanAndUpdateBufferAllocationLocation",
+         _lazy("plan_and_update_buffer_allocation_location", "plan_and_update_buffer_allocation_location"),
+         "block allocations move to the lowest common ancestor of their accesses",
+         ("LowerInitBlock",)),
+    _pass("ConvertBlocksToOpaque", "convert_blocks_to_opaque",
           "block iterators replaced by their bindings", ("LowerInitBlock",)),
-    _block_pass("LiftThreadBinding", "lift_thread_binding",
+    _pass("LiftThreadBinding", "lift_thread_binding",
           "in a kernel, the loops of one thread tag become one loop at their common ancestor",
           ("ConvertBlocksToOpaque",)),
-    _block_pass("CompactBufferAllocation", "compact_buffer_allocation",
+    _pass("CompactBufferAllocation", "compact_buffer_allocation",
           "allocated buffers shrink to the region their code touches", ("ConvertBlocksToOpaque",)),
-    _block_pass("UnifyThreadBinding", "unify_thread_binding",
+    _pass("UnifyThreadBinding", "unify_thread_binding",
           "each kernel binds every thread tag once, in a loop at its top",
           ("LiftThreadBinding",)),
-    _block_pass("LowerMatchBuffer", "lower_match_buffer",
+    _pass("LowerMatchBuffer", "lower_match_buffer",
           "accesses of a block's matched buffers become accesses of their sources",
           ("CompactBufferAllocation",)),
     _pass("InjectSoftwarePipeline", "inject_software_pipeline",
           "loops annotated for software pipelining are refused (not ported)", ("BindTarget",)),
     _pass("InjectDoubleBuffer", "inject_double_buffer",
           "buffers marked for double buffering are refused (not ported)", ("BindTarget",)),
-    _block_pass("LowerOpaqueBlock", "lower_opaque_block",
+    _pass("LowerOpaqueBlock", "lower_opaque_block",
           "blocks become allocations and ifs; loop pragmas become attributes",
           ("ConvertBlocksToOpaque",)),
     _pass("LowerThreadBindings", "lower_thread_bindings",
@@ -240,14 +227,7 @@ def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
     passes = pipeline(ctx.abi)
     if stop_after is not None and stop_after not in [p.name for p in passes]:
         raise ValueError(f"unknown pass '{stop_after}'")
-    blocks = None  # decided at the first block pass (no later pass makes blocks)
     for p in passes:
-        if p.blocks_only:
-            blocks = has_blocks(mod) if blocks is None else blocks
-            if not blocks:
-                if p.name == stop_after:
-                    break
-                continue
         for inst in instruments:
             inst.before(p, mod)
         mod = p.run(mod, ctx)
