@@ -116,11 +116,13 @@ def build(source: str | IRModule, target: Target | str | None = None,
           name: str | None = None, shared: bool = False, emit: tuple[str, ...] = (),
           filename: str = "<input>", cc: str = "cc", device_format: str = "ptx",
           device_only: bool = False, abi: str = "packed",
-          depfile: str | os.PathLike | None = None, also_ptx: bool = False) -> BuildResult:
+          depfile: str | os.PathLike | None = None, also_ptx: bool = False,
+          depfile_targets: tuple[str, ...] = ()) -> BuildResult:
     """Compile ``source`` and write ``OUT/NAME.o`` (+ ``.so``, ``.ll``) and the device
     images (``device_only``: those alone). ``depfile``: also write there a Make rule
-    with every output as a target and ``filename`` as its prerequisite (atomically, with
-    the other outputs). Diagnostics for every user error; TargetError for a bad target."""
+    with every output as a target (``depfile_targets``: those instead, as ``cc -MT``)
+    and ``filename`` as its prerequisite (atomically, with the other outputs).
+    Diagnostics for every user error; TargetError for a bad target."""
     from tirc.backends.registry import get_backend
     from tirc.passes.pipeline import PassContext, run_pipeline
 
@@ -165,7 +167,8 @@ def build(source: str | IRModule, target: Target | str | None = None,
     if depfile is not None:
         from tirc.jobs import depfile_text
         depfile = Path(depfile)
-        outputs.append((depfile, depfile_text([str(p) for p in files], [filename]).encode()))
+        targets = list(depfile_targets) or [str(p) for p in files]
+        outputs.append((depfile, depfile_text(targets, [filename]).encode()))
         files.append(depfile)
         depfile.parent.mkdir(parents=True, exist_ok=True)
     out.mkdir(parents=True, exist_ok=True)

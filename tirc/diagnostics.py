@@ -1,7 +1,9 @@
 """Source spans and user-facing diagnostics.
 
 Every user mistake becomes a :class:`Diagnostic` carrying a :class:`Span`; rendering
-(``FILE:LINE:COL: error: message``, the source line and a caret) lives here only.
+(``FILE:LINE:COL: error: message``, the source line and a caret) lives here only. The
+Python API (``tirc.compile``, ``tirc.lower``) raises the public :class:`CompileError`,
+which carries the diagnostics and renders them the same way.
 """
 from __future__ import annotations
 
@@ -50,6 +52,44 @@ class SourceFile:
         if 1 <= number <= len(self._lines):
             return self._lines[number - 1]
         return None
+
+
+def read_source(path) -> SourceFile:
+    """The text of the file ``path``: OSError as ``open`` raises it for a file that
+    cannot be read, a Diagnostic at the first bad byte for text that is not UTF-8."""
+    with open(path, "rb") as f:
+        data = f.read()
+    name = str(path)
+    try:
+        return SourceFile(name, data.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        line = data[: e.start].count(b"\n") + 1
+        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
+        raise Diagnostic("the file is not valid UTF-8 text", Span(name, line, col)) from None
+
+
+class CompileError(Exception):
+    """The public error of ``tirc.compile`` and ``tirc.lower``: the input does not
+    compile. ``diagnostics`` lists what is wrong, each a :class:`Diagnostic` with its
+    ``message`` and ``span`` (``file``, ``line``, ``col``; None where no place in the
+    source is to blame); ``str(e)`` renders them as the command line does
+    (``FILE:LINE:COL: error: message``, the source line and a caret)."""
+
+    __module__ = "tirc"  # public as tirc.CompileError
+
+    def __init__(self, diagnostics: list[Diagnostic], text: str | None = None):
+        self.diagnostics = list(diagnostics)
+        super().__init__(text if text is not None else "\n".join(map(str, self.diagnostics)))
+
+    @classmethod
+    def of(cls, diag: Diagnostic, source: SourceFile | None = None) -> CompileError:
+        """The error for ``diag``, rendered against ``source``; the diagnostic keeps no
+        traceback of tirc's internals."""
+        diag.__traceback__ = diag.__context__ = diag.__cause__ = None
+        return cls([diag], render(diag, source))
+
+    def __reduce__(self):
+        return (CompileError, (self.diagnostics, str(self)))
 
 
 def render(diag: Diagnostic, source: SourceFile | None = None) -> str:

@@ -9,25 +9,19 @@ import sys
 import click
 
 from tirc import __version__
-from tirc.diagnostics import Diagnostic, SourceFile, render
+from tirc.diagnostics import CompileError, Diagnostic, SourceFile, read_source, render
 
 EXIT_ERROR = 1
 
 
 def _read(path: str) -> SourceFile:
+    """The text of ``path``; a file that cannot be read is a usage error."""
     try:
-        with open(path, "rb") as f:
-            data = f.read()
+        return read_source(path)
     except OSError as e:
         raise click.UsageError(f"cannot read '{path}': {e.strerror}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as e:
-        line = data[: e.start].count(b"\n") + 1
-        col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-        from tirc.diagnostics import Span
-        _fail(Diagnostic("the file is not valid UTF-8 text", Span(path, line, col)), None)
-    return SourceFile(path, text)
+    except Diagnostic as d:  # not UTF-8
+        _fail(d, None)
 
 
 def _fail(diag: Diagnostic, source: SourceFile | None) -> None:
@@ -52,8 +46,17 @@ def load_checked(path: str):
     return mod
 
 
+def _print_cmake_dir(ctx, param, value) -> None:
+    if value and not ctx.resilient_parsing:
+        click.echo(os.path.join(os.path.dirname(os.path.abspath(__file__)), "cmake"))
+        ctx.exit()
+
+
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(__version__, "--version", prog_name="tirc")
+@click.option("--cmake-dir", is_flag=True, expose_value=False, is_eager=True,
+              callback=_print_cmake_dir,
+              help="print the directory of tirc's CMake package (tirc-config.cmake) and exit")
 def cli() -> None:
     """tirc: a compiler driver for TIR (TVMScript) modules."""
 
@@ -148,17 +151,9 @@ def _comma_pass_list(ctx, param, value):
 def lower(file, target, host, stop_after, print_after, passes, verify_each, time_passes,
           abi) -> None:
     """Run the pass pipeline on FILE and print the module (TVMScript) at the end."""
-    from tirc.ir.printer import print_module
-    from tirc.parser import parse
-    from tirc.passes.pipeline import (
-        PassContext,
-        PrintAfter,
-        TimePasses,
-        VerifyEach,
-        pass_names,
-        run_passes,
-        run_pipeline,
-    )
+    from tirc.api import lower_source
+    from tirc.passes.pipeline import PrintAfter, TimePasses, pass_names
+
     if passes and stop_after is not None:
         raise click.BadParameter("--passes runs exactly the passes named; it does not take "
                                  "--stop-after", param_hint="'--passes'")
@@ -172,22 +167,18 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
         names = (set(passes or pass_names(abi)) if "all" in print_after
                  else set(print_after))
         instruments.append(PrintAfter(names, lambda text: click.echo(text, nl=False)))
-    if verify_each:
-        instruments.append(VerifyEach())
     timer = TimePasses()
     if time_passes:
         instruments.append(timer)
     try:
-        mod = parse(source.text, source.name)
-        if passes:
-            mod = run_passes(mod, PassContext(bind, abi), passes, tuple(instruments))
-        else:
-            mod = run_pipeline(mod, PassContext(bind, abi), stop_after, tuple(instruments))
-    except Diagnostic as d:
-        _fail(d, source)
+        text = lower_source(source, bind, None, abi, stop_after=stop_after, passes=passes,
+                            verify_each=verify_each, instruments=tuple(instruments))
+    except CompileError as e:
+        click.echo(str(e), err=True)
+        sys.exit(EXIT_ERROR)
     if time_passes:
         click.echo(timer.report(), err=True)
-    click.echo(print_module(mod), nl=False)
+    click.echo(text, nl=False)
 
 
 @cli.command(context_settings={"max_content_width": 100})
@@ -214,11 +205,15 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               help="also write OUTDIR/NAME.d, a Make rule: every output depends on FILE")
 @click.option("-MF", "depfile_path", type=click.Path(dir_okay=False), metavar="DEPFILE",
               help="write the Make rule to DEPFILE instead (one FILE only; implies -MD)")
+@click.option("-MT", "depfile_targets", multiple=True, metavar="TARGET",
+              help="the target of the Make rule instead of every output (repeatable; one "
+                   "FILE only; implies -MD), as cc -MT: what Ninja needs when the other "
+                   "outputs are not declared")
 @click.option("-v", "--verbose", is_flag=True,
               help="say what is built and where: targets, files written, timings")
 @click.option("-q", "--quiet", is_flag=True, help="print nothing but diagnostics")
 def build(files, target, host, out_dir, shared, emit, device_format, device_only, abi,
-          jobs, depfile, depfile_path, verbose, quiet) -> None:
+          jobs, depfile, depfile_path, depfile_targets, verbose, quiet) -> None:
     """Compile each FILE (NAME.tir): write OUTDIR/NAME.o, the host object with the
     device images embedded, NAME.h (its declarations), NAME.json (a manifest of
     functions and kernels), one device image per device target (NAME.ptx, or
@@ -259,6 +254,9 @@ def build(files, target, host, out_dir, shared, emit, device_format, device_only
     if depfile_path is not None and len(files) > 1:
         raise click.UsageError("-MF names the dependency file of one input; with several "
                                "inputs use -MD (OUTDIR/NAME.d for each)")
+    if depfile_targets and len(files) > 1:
+        raise click.UsageError("-MT names the target of one input's Make rule; with several "
+                               "inputs the rules list every output")
     stems: dict[str, str] = {}
     for path in files:
         if not os.path.isfile(path) or not os.access(path, os.R_OK):
@@ -274,7 +272,8 @@ def build(files, target, host, out_dir, shared, emit, device_format, device_only
     opts = BuildOptions(target=target, host=host, out_dir=out_dir, shared=shared,
                         emit=tuple(emit), device_format="cubin" if "cubin" in formats else "ptx",
                         also_ptx=formats == {"ptx", "cubin"}, device_only=device_only, abi=abi,
-                        depfile=depfile or depfile_path is not None, depfile_path=depfile_path,
+                        depfile=depfile or depfile_path is not None or bool(depfile_targets),
+                        depfile_path=depfile_path, depfile_targets=tuple(depfile_targets),
                         verbose=verbose)
     status = build_many(files, opts, jobs, quiet, lambda line: click.echo(line, err=True))
     if status:

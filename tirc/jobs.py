@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tirc.diagnostics import Diagnostic, SourceFile, Span, render
+from tirc.diagnostics import Diagnostic, Span, render
 from tirc.target import Target
 
 OK, FAILED, INTERNAL = 0, 1, 3
@@ -41,6 +41,7 @@ class BuildOptions:
     abi: str = "packed"
     depfile: bool = False  # -MD: OUTDIR/NAME.d
     depfile_path: str | None = None  # -MF FILE (one input only)
+    depfile_targets: tuple[str, ...] = ()  # -MT TARGET: the rule's targets (one input only)
     verbose: bool = False
 
 
@@ -92,20 +93,12 @@ def build_one(path: str, opts: BuildOptions) -> Outcome:
 
 def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
     """Build ``path`` and record the files or the diagnostics in ``outcome``."""
+    from tirc.api import source_file
+
     source = None
     try:
-        try:
-            with open(path, "rb") as f:
-                data = f.read()
-        except OSError as e:
-            raise Diagnostic(f"cannot read the file: {e.strerror}", Span(path, 1, 1)) from None
-        try:
-            text = data.decode("utf-8")
-        except UnicodeDecodeError as e:
-            line = data[: e.start].count(b"\n") + 1
-            col = e.start - (data.rfind(b"\n", 0, e.start) + 1) + 1
-            raise Diagnostic("the file is not valid UTF-8 text", Span(path, line, col)) from None
-        source = SourceFile(path, text)
+        source = source_file(path)
+        text = source.text
         name = Path(path).stem
         depfile = opts.depfile_path or (str(Path(opts.out_dir) / f"{name}.d")
                                         if opts.depfile else None)
@@ -114,7 +107,7 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
                            shared=opts.shared, emit=opts.emit, filename=path,
                            device_format=opts.device_format, device_only=opts.device_only,
                            also_ptx=opts.also_ptx,
-                           abi=opts.abi, depfile=depfile)
+                           abi=opts.abi, depfile=depfile, depfile_targets=opts.depfile_targets)
         except RecursionError:
             raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
         outcome.files = [str(p) for p in result.files]

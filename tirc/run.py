@@ -319,13 +319,12 @@ def _written(f: PrimFunc | None) -> set[str]:
 
 
 def _build_and_load(mod: IRModule, target, host, out_dir: str, name: str, filename: str):
-    from tirc import runtime as rt
-    from tirc.build import build
+    """The loaded library and manifest of ``mod`` built into ``out_dir`` (``tirc.compile``'s
+    core, keeping the files)."""
+    from tirc.api import build_and_load
 
-    build(mod, target, host, out_dir, name=name, shared=True, filename=filename)
-    with open(os.path.join(out_dir, f"{name}.json"), encoding="utf-8") as fh:
-        manifest = json.load(fh)
-    return rt.load(os.path.join(out_dir, f"{name}.so")), manifest
+    built = build_and_load(mod, target, host, name=name, out_dir=out_dir)
+    return built.module, built.manifest
 
 
 def _device_args(params, values, dev):

@@ -1,0 +1,279 @@
+"""The Python API: ``tirc.compile`` and ``tirc.lower`` (issue 16, item 4).
+
+    import numpy as np, tirc
+    k = tirc.compile("samples/cpu_matmul.tir")       # or TVMScript text, or mod (.script())
+    k["matmul"](A, B, C)                              # NumPy arrays, through DLPack
+    k.manifest["kernels"], k.ptx, k.cubin             # what the build decided and made
+
+``compile`` builds with :func:`tirc.build.build` (the core ``tirc build`` runs) into a
+private temporary directory, loads the library with tvm-ffi, reads every output into
+memory and removes the directory: nothing is left behind (the loaded library stays
+mapped). ``lower`` runs the pass pipeline as ``tirc lower`` does and returns the module
+as text. A source is TVMScript text (a ``str`` holding a newline), a path (``os.PathLike``
+or a ``str`` without a newline), or any object with a ``.script()`` method that returns
+the text (a ``tvm.IRModule`` or ``PrimFunc``; TVM itself is never imported).
+
+Every error in the input, the target strings included, raises :class:`CompileError`
+with the diagnostics (``FILE:LINE:COL``); misuse of the API itself (an unknown ``abi``,
+``device_format`` or pass name) raises ValueError or TypeError. Importing this module
+imports nothing of the compiler: that happens on the first call.
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from tirc.diagnostics import CompileError, Diagnostic, SourceFile, Span, read_source
+
+if TYPE_CHECKING:
+    from tirc.ir.function import IRModule
+
+__all__ = ["CompileError", "Compiled", "compile", "lower"]
+
+
+@dataclass(frozen=True, eq=False)
+class Compiled:
+    """What :func:`compile` gives: the loaded module and the facts of its build.
+
+    ``module``: the ``tvm_ffi.Module`` (None with ``load=False``); ``compiled["f"]`` is
+    its function ``f``. ``manifest``: ``NAME.json`` as a dict (public functions with
+    their parameters, kernels with grid, block, dynamic shared memory and images).
+    ``ptx`` (text) and ``cubin`` (bytes): the device images by arch (``"sm_80"``; a
+    second target of the same arch is ``"sm_80.2"``, as the file names go); with
+    ``device_format="cubin"`` the PTX each cubin came from is in ``ptx`` too.
+    ``files``: every output by file name (``NAME.o``, ``NAME.h``, ``NAME.json``, the
+    images, ``NAME.so``, what ``emit`` asked for), as bytes."""
+
+    __module__ = "tirc"  # public as tirc.Compiled
+
+    name: str
+    module: Any
+    manifest: dict
+    files: dict[str, bytes] = field(repr=False)
+    ptx: dict[str, str] = field(default_factory=dict, repr=False)
+    cubin: dict[str, bytes] = field(default_factory=dict, repr=False)
+
+    def __getitem__(self, function: str):
+        if self.module is None:
+            raise TypeError(f"'{self.name}' was compiled with load=False: it has no module "
+                            "to call")
+        return self.module[function]
+
+    @property
+    def functions(self) -> list[str]:
+        """The public functions, in manifest order."""
+        return [f["name"] for f in self.manifest.get("functions", [])]
+
+    @property
+    def kernels(self) -> list[dict]:
+        """The manifest's kernels (name, grid, block, dynamic shared memory, images)."""
+        return list(self.manifest.get("kernels", []))
+
+    @property
+    def header(self) -> str:
+        """``NAME.h``: the declarations of the host object's functions."""
+        return self.files[f"{self.name}.h"].decode()
+
+    def __repr__(self) -> str:
+        images = sorted(self.ptx) + [f"{a} (cubin)" for a in sorted(self.cubin)]
+        return (f"Compiled({self.name!r}, functions={self.functions}"
+                + (f", images={images}" if images else "") + ")")
+
+
+def compile(source, target=None, host=None, abi: str = "packed", *,  # noqa: A001
+            name: str | None = None, filename: str | None = None,
+            device_format: str = "ptx", emit=(), load: bool = True) -> Compiled:
+    """Compile ``source`` and load it: a :class:`Compiled` with the ``tvm_ffi.Module``
+    and the build's facts.
+
+    ``target``/``host``: as ``tirc build --target/--host`` (strings or
+    ``tirc.target.Target``); functions without a target get ``target``, default
+    ``llvm``. ``abi``: ``"packed"`` (tvm-ffi functions, callable from Python) or
+    ``"c"`` (plain C functions: nothing to call from Python, but the object, header
+    and manifest are made). ``device_format``: ``"ptx"`` or ``"cubin"`` (nvJitLink).
+    ``emit``: also keep intermediates in ``files`` (``"tir"``, ``"llvm"``, ``"ptx"``).
+    ``load=False``: build the object and images only (no C compiler needed, any
+    ``host`` triple), ``module`` is None. ``name``: the outputs' NAME (default: the
+    file's stem, else the module's name, else its one function's); ``filename``: what diagnostics call a
+    source given as text (default ``<string>``).
+
+    Raises :class:`CompileError` for every error in the input or the targets."""
+    src, name = _resolve(source, filename, name)
+    try:
+        return build_and_load(src, target, host, abi=abi, name=name,
+                              device_format=device_format, emit=emit, load=load)
+    except Diagnostic as d:
+        raise CompileError.of(d, src if isinstance(src, SourceFile) else None) from None
+
+
+def lower(source, target=None, host=None, abi: str = "packed", *,
+          stop_after: str | None = None, passes=None, verify_each: bool = False,
+          instruments=(), filename: str | None = None) -> str:
+    """Run the pass pipeline on ``source`` and return the module as TVMScript text, as
+    ``tirc lower`` prints it. ``stop_after``: the last pass to run; ``passes``: run
+    exactly these passes (names, in order) on the module as written, nothing before
+    them; ``verify_each``: verify the module after every pass; ``instruments``: more
+    ``tirc.passes.pipeline.Instrument`` hooks (``PrintAfter``, ``TimePasses``).
+
+    Raises :class:`CompileError` for an error in the input or the targets, ValueError
+    for an unknown pass name or ``abi``."""
+    src, _ = _resolve(source, filename, None)
+    return lower_source(src, target, host, abi, stop_after=stop_after, passes=passes,
+                        verify_each=verify_each, instruments=instruments)
+
+
+# -- shared with the command line (tirc.driver, tirc.jobs, tirc.run) -----------------------
+def source_file(path) -> SourceFile:
+    """The text of ``path``; a Diagnostic when it cannot be read or is not UTF-8."""
+    try:
+        return read_source(path)
+    except OSError as e:
+        raise Diagnostic(f"cannot read the file: {e.strerror}", Span(str(path), 1, 1)) from None
+
+
+def lower_source(src: SourceFile | IRModule, target=None, host=None, abi: str = "packed", *,
+                 stop_after: str | None = None, passes=None, verify_each: bool = False,
+                 instruments=()) -> str:
+    """:func:`lower` of a read source (the command line's ``tirc lower``)."""
+    from tirc.passes.pipeline import PassContext, VerifyEach, pass_names, run_passes, run_pipeline
+
+    names = pass_names(abi)  # ValueError for an unknown ABI
+    if passes is not None and stop_after is not None:
+        raise ValueError("passes= runs exactly the passes named; it does not take stop_after=")
+    if stop_after is not None and stop_after not in names:
+        raise ValueError(f"pass '{stop_after}' does not run with abi='{abi}'; valid: "
+                         f"{', '.join(names)}")
+    instruments = tuple(instruments) + ((VerifyEach(),) if verify_each else ())
+    try:
+        ctx = PassContext(_bind_target(target, host), abi)
+        mod = _parse(src)
+        if passes is not None:
+            mod = run_passes(mod, ctx, [passes] if isinstance(passes, str) else list(passes),
+                             instruments)
+        else:
+            mod = run_pipeline(mod, ctx, stop_after, instruments)
+        from tirc.ir.printer import print_module
+        return print_module(mod)
+    except Diagnostic as d:
+        raise CompileError.of(d, src if isinstance(src, SourceFile) else None) from None
+    except RecursionError:
+        raise CompileError.of(_too_deep(src), src if isinstance(src, SourceFile) else None) from None
+
+
+def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: str = "packed",
+                   name: str | None = None, device_format: str = "ptx", emit=(),
+                   load: bool = True, out_dir: str | os.PathLike | None = None) -> Compiled:
+    """Build ``src`` into ``out_dir`` (None: a private temporary directory, removed
+    before returning) and load the library; raises Diagnostic for errors in the input.
+    ``tirc run`` calls it with its ``-o`` directory."""
+    import contextlib
+    import json
+    import tempfile
+
+    from tirc.build import build
+
+    try:
+        bind = _bind_target(target, host)
+        mod = _parse(src)
+        name = name or mod.name or (next(iter(mod.functions)) if len(mod.functions) == 1
+                                    else "module")
+        with (tempfile.TemporaryDirectory(prefix="tirc-") if out_dir is None
+              else contextlib.nullcontext(out_dir)) as where:
+            out = Path(where)
+            result = build(mod, bind, None, out, name, shared=load, emit=emit,
+                           filename=_filename(src, mod), device_format=device_format, abi=abi,
+                           also_ptx=device_format == "cubin")
+            files = {p.name: p.read_bytes() for p in result.files}
+            module = None
+            if load:
+                from tirc.runtime import load as load_library
+                module = load_library(out / f"{name}.so")
+    except RecursionError:
+        raise _too_deep(src) from None
+    manifest = json.loads(files[f"{name}.json"])
+    return Compiled(name, module, manifest, files, *_images(name, files, result.images))
+
+
+# -- helpers -------------------------------------------------------------------------------
+def _resolve(source, filename: str | None, name: str | None) -> tuple[SourceFile | IRModule, str | None]:
+    """The source as text (SourceFile) or a tirc IRModule, and the outputs' NAME."""
+    from tirc.ir.function import IRModule
+
+    if isinstance(source, (SourceFile, IRModule)):
+        return source, name
+    if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source):
+        path = os.fspath(source)
+        try:
+            src = source_file(path)
+        except Diagnostic as d:
+            if not isinstance(source, os.PathLike) and not path.endswith(".tir") \
+                    and not os.path.exists(path):
+                d = Diagnostic(f"{d.message} (a string without a newline is read as a path; "
+                               "TVMScript text has several lines)", d.span)
+            raise CompileError.of(d) from None
+        return src, name or Path(path).stem
+    if isinstance(source, str):
+        return SourceFile(filename or "<string>", source), name
+    script = getattr(source, "script", None)
+    if callable(script):
+        text = script()
+        if not isinstance(text, str):
+            raise TypeError(f"{type(source).__name__}.script() returned "
+                            f"{type(text).__name__}, not TVMScript text")
+        return SourceFile(filename or f"<{type(source).__name__}>", text), name
+    raise TypeError("source must be TVMScript text, a path, or an object with a .script() "
+                    f"method (a tvm.IRModule), not {type(source).__name__}")
+
+
+def _parse(src: SourceFile | IRModule) -> IRModule:
+    if not isinstance(src, SourceFile):
+        return src
+    from tirc.parser import parse
+    return parse(src.text, src.name)
+
+
+def _filename(src: SourceFile | IRModule, mod: IRModule) -> str:
+    if isinstance(src, SourceFile):
+        return src.name
+    return mod.span.file if mod.span is not None else "<input>"
+
+
+def _bind_target(target, host):
+    """The bind target; a bad target string is a Diagnostic (no place in the source)."""
+    from tirc.build import bind_target_from
+    from tirc.target import TargetError
+    try:
+        return bind_target_from(target, host)
+    except TargetError as e:
+        raise Diagnostic(str(e)) from None
+
+
+def _too_deep(src: SourceFile | IRModule) -> Diagnostic:
+    where = src.name if isinstance(src, SourceFile) else "<input>"
+    return Diagnostic("input nested too deeply", Span(where, 1, 1))
+
+
+def _images(name: str, files: dict[str, bytes], images: dict[str, Path]
+            ) -> tuple[dict[str, str], dict[str, bytes]]:
+    """PTX and cubins by arch: the part of ``NAME.<arch>[.n].ext`` between NAME and the
+    extension, or, for the one image of ``NAME.ext``, its target's arch."""
+    import json
+
+    only = None
+    if len(images) == 1:
+        arch = json.loads(next(iter(images))).get("arch")
+        only = arch[0] if isinstance(arch, list) else arch
+    ptx: dict[str, str] = {}
+    cubin: dict[str, bytes] = {}
+    for file, data in files.items():
+        stem, dot, ext = file.rpartition(".")
+        if not dot or ext not in ("ptx", "cubin") or not (stem == name or stem.startswith(name + ".")):
+            continue
+        key = stem[len(name) + 1:] or only or "image"
+        if ext == "ptx":
+            ptx[key] = data.decode()
+        else:
+            cubin[key] = data
+    return ptx, cubin
