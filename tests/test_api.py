@@ -302,3 +302,12 @@ def test_cli_cmake_dir():
     r = CliRunner().invoke(cli, ["--cmake-dir"])
     assert r.exit_code == 0
     assert os.path.isfile(os.path.join(r.output.strip(), "tirc-config.cmake"))
+
+
+def test_readme_numpy_example(private_tmp):
+    """The README's NumPy example, as written there."""
+    text = (ROOT / "README.md").read_text()
+    start = text.index("    import numpy as np\n    import tirc\n")
+    end = text.index("\n", text.index("    assert (y == 2 * x + 1).all()", start))
+    code = textwrap.dedent(text[start:end])
+    exec(compile(code, "README.md", "exec"), {})  # noqa: S102

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tirc.diagnostics import CompileError, Diagnostic, SourceFile, Span, read_source
+from tirc.diagnostics import CompileError, Diagnostic, SourceFile, Span, load_source
 
 if TYPE_CHECKING:
     from tirc.ir.function import IRModule
@@ -124,15 +124,7 @@ def lower(source, target=None, host=None, abi: str = "packed", *,
                         verify_each=verify_each, instruments=instruments)
 
 
-# -- shared with the command line (tirc.driver, tirc.jobs, tirc.run) -----------------------
-def source_file(path) -> SourceFile:
-    """The text of ``path``; a Diagnostic when it cannot be read or is not UTF-8."""
-    try:
-        return read_source(path)
-    except OSError as e:
-        raise Diagnostic(f"cannot read the file: {e.strerror}", Span(str(path), 1, 1)) from None
-
-
+# -- shared with the command line (tirc.driver, tirc.run) ----------------------------------
 def lower_source(src: SourceFile | IRModule, target=None, host=None, abi: str = "packed", *,
                  stop_after: str | None = None, passes=None, verify_each: bool = False,
                  instruments=()) -> str:
@@ -206,7 +198,7 @@ def _resolve(source, filename: str | None, name: str | None) -> tuple[SourceFile
     if isinstance(source, os.PathLike) or (isinstance(source, str) and "\n" not in source):
         path = os.fspath(source)
         try:
-            src = source_file(path)
+            src = load_source(path)
         except Diagnostic as d:
             if not isinstance(source, os.PathLike) and not path.endswith(".tir") \
                     and not os.path.exists(path):

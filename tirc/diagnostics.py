@@ -68,6 +68,14 @@ def read_source(path) -> SourceFile:
         raise Diagnostic("the file is not valid UTF-8 text", Span(name, line, col)) from None
 
 
+def load_source(path) -> SourceFile:
+    """:func:`read_source`, with a file that cannot be read as a Diagnostic too."""
+    try:
+        return read_source(path)
+    except OSError as e:
+        raise Diagnostic(f"cannot read the file: {e.strerror}", Span(str(path), 1, 1)) from None
+
+
 class CompileError(Exception):
     """The public error of ``tirc.compile`` and ``tirc.lower``: the input does not
     compile. ``diagnostics`` lists what is wrong, each a :class:`Diagnostic` with its

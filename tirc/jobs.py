@@ -20,7 +20,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tirc.diagnostics import Diagnostic, Span, render
+from tirc.diagnostics import Diagnostic, Span, load_source, render
 from tirc.target import Target
 
 OK, FAILED, INTERNAL = 0, 1, 3
@@ -93,11 +93,9 @@ def build_one(path: str, opts: BuildOptions) -> Outcome:
 
 def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
     """Build ``path`` and record the files or the diagnostics in ``outcome``."""
-    from tirc.api import source_file
-
     source = None
     try:
-        source = source_file(path)
+        source = load_source(path)
         text = source.text
         name = Path(path).stem
         depfile = opts.depfile_path or (str(Path(opts.out_dir) / f"{name}.d")
