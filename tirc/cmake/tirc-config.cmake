@@ -43,8 +43,8 @@ find_program(TIRC_EXECUTABLE tirc
              DOC "the tirc compiler driver")
 if(NOT TIRC_EXECUTABLE)
   set(tirc_FOUND FALSE)
-  set(tirc_NOT_FOUND_MESSAGE "the tirc program was not found: put it on the PATH or set "
-                             "TIRC_EXECUTABLE")
+  set(tirc_NOT_FOUND_MESSAGE
+      "the tirc program was not found: put it on the PATH or set TIRC_EXECUTABLE")
   return()
 endif()
 find_package(Threads REQUIRED)
