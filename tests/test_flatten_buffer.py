@@ -145,10 +145,40 @@ def main(X: T.Buffer(("n", "m"), "float32"), S: T.Buffer((n, m), "float32", stri
     m = T.int32()
     s0 = T.int32()
     s1 = T.int32()
-    X_1 = T.decl_buffer((n * m,), data=X.data, layout=None)
-    S_1 = T.decl_buffer(((n - 1) * s0 + (m - 1) * s1 + 1,), data=S.data, layout=None)
+    X_1 = T.decl_buffer((T.Cast("int64", n) * T.Cast("int64", m),), data=X.data, layout=None)
+    S_1 = T.decl_buffer(((T.Cast("int64", n) - T.int64(1)) * T.Cast("int64", s0) + (T.Cast("int64", m) - T.int64(1)) * T.Cast("int64", s1) + T.int64(1),), data=S.data, layout=None)
     for i, j in T.grid(n, m):
-        X_1[i * m + j] = X_1[j * m + i] + S_1[i * s0 + j * s1]
+        X_1[T.Cast("int64", i) * T.Cast("int64", m) + T.Cast("int64", j)] = X_1[T.Cast("int64", j) * T.Cast("int64", m) + T.Cast("int64", i)] + S_1[T.Cast("int64", i) * T.Cast("int64", s0) + T.Cast("int64", j) * T.Cast("int64", s1)]
+"""
+    check(before, expected)
+
+
+def test_index_that_may_pass_2_31_is_int64():
+    """Int32 sizes (n, m) may hold more than 2**31 elements: the flat index and extent
+    are computed in int64 (int32 wrapped and stored before the array). Constant shapes
+    whose reach fits keep int32; one that does not (65536 x 65536) gets int64."""
+    before = """
+@T.prim_func
+def main(a: T.handle, B: T.Buffer((16, 16), "int8"), C: T.Buffer((65536, 65536), "int8")):
+    n = T.int32()
+    m = T.int32()
+    A = T.match_buffer(a, (n, m), "int8")
+    V = T.decl_buffer((4,), "int8", data=B.data, elem_offset=n * m)
+    A[n - 1, m - 1] = B[15, 15]
+    C[65535, 65535] = V[1]
+"""
+    expected = """
+@T.prim_func
+def main(a: T.handle, B: T.Buffer((16, 16), "int8"), C: T.Buffer((65536, 65536), "int8")):
+    n = T.int32()
+    m = T.int32()
+    A = T.match_buffer(a, (n, m), "int8")
+    B_1 = T.decl_buffer((256,), "int8", data=B.data, layout=None)
+    C_1 = T.decl_buffer((T.int64(4294967296),), "int8", data=C.data, layout=None)
+    A_1 = T.decl_buffer((T.Cast("int64", n) * T.Cast("int64", m),), "int8", data=A.data, layout=None)
+    V = T.decl_buffer((T.int64(4) + T.Cast("int64", n) * T.Cast("int64", m),), "int8", data=B.data, layout=None)
+    A_1[T.Cast("int64", n - 1) * T.Cast("int64", m) + T.Cast("int64", m - 1)] = B_1[255]
+    C_1[T.int64(4294967295)] = V[T.int64(1) + T.Cast("int64", n) * T.Cast("int64", m)]
 """
     check(before, expected)
 

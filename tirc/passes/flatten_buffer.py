@@ -18,6 +18,12 @@ stride_j)`` (the extent reachable through the strides) for strided ones, plus th
 offset in both cases, so that the flat buffer covers every index the function can form.
 (TVM 0.27 leaves the offset out of N and uses ``shape_0 * stride_0``; the indices agree.)
 
+The flat index and N are computed in int64 unless every in-bounds flat index provably
+fits the indices' own type: a buffer of int32 sizes ``(n, m)`` may hold more than 2**31
+elements, and ``i * m + j`` in int32 would wrap and address memory outside the array
+(TVM computes it in int32; its NarrowDataType narrows to int32 only what it proves fits).
+Constant shapes, strides and offsets whose reach fits keep the narrower type.
+
 Buffers passed as arguments of module calls (``Module.f(A)``) keep referring to the
 original buffer, whose shape the callee's parameter describes; an allocation passed this
 way stays declared with its original shape as a view of the flat allocation. 1-D compact
@@ -34,7 +40,7 @@ from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import DataType
+from tirc.ir.dtype import INT64, DataType
 from tirc.ir.expr import BinOp, Broadcast, BufferLoad, Call, Cast, IntImm, PrimExpr, Ramp
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Stmt
@@ -153,6 +159,26 @@ def broadcast(e: PrimExpr, lanes: int) -> PrimExpr:
     return e if e.dtype.lanes == lanes else Broadcast(e, lanes)
 
 
+_WIDE_OPS = ("floordiv", "floormod", "div", "mod", "min", "max")
+
+
+def widen(e: PrimExpr) -> PrimExpr:
+    """The scalar integer ``e`` as int64. Signed arithmetic is redone in int64 from
+    widened constants and variables, so ``n * m`` of two int32 sizes does not wrap where
+    it would in int32. An explicit cast and unsigned arithmetic (which wraps by
+    definition) keep their meaning: they are widened after."""
+    d = e.dtype
+    if d == INT64 or not d.is_integer or d.lanes != 1:
+        return e
+    if isinstance(e, IntImm) and d.is_int:
+        return IntImm(INT64, e.value, e.span)
+    if isinstance(e, BinOp) and d.is_int and e.op in ("add", "sub", "mul"):
+        return arith(e.op, widen(e.a), widen(e.b))
+    if isinstance(e, BinOp) and d.is_int and e.op in _WIDE_OPS:
+        return BinOp(e.op, widen(e.a), widen(e.b), INT64, e.span)
+    return Cast(INT64, e, getattr(e, "span", None))
+
+
 # -- the pass ------------------------------------------------------------------------------
 
 
@@ -162,33 +188,64 @@ def needs_flattening(b: Buffer) -> bool:
     return not (b.ndim == 1 and compact_strides and no_offset)
 
 
-def _row_major(b: Buffer) -> list[PrimExpr]:
+def _row_major(b: Buffer, wide: bool = False) -> list[PrimExpr]:
     if b.strides:
-        return list(b.strides)
+        return [widen(s) for s in b.strides] if wide else list(b.strides)
     strides: list[PrimExpr] = []
-    acc: PrimExpr = IntImm(b.shape[-1].dtype if b.shape else DataType("int32"), 1)
+    acc: PrimExpr = IntImm(INT64 if wide else b.shape[-1].dtype if b.shape else DataType("int32"), 1)
     for extent in reversed(b.shape):
         strides.append(acc)
-        acc = arith("mul", acc, extent)
+        acc = arith("mul", acc, widen(extent) if wide else extent)
     return list(reversed(strides))
+
+
+def _reach(b: Buffer) -> int | None:
+    """The largest magnitude of an in-bounds flat index of ``b`` plus one, when its
+    shape, strides and offset are constants; None otherwise."""
+    shape = [_const(e) for e in b.shape]
+    strides = [_const(e) for e in b.strides] if b.strides else None
+    offset = _const(b.elem_offset) if b.elem_offset is not None else 0
+    if None in shape or offset is None or (strides is not None and None in strides):
+        return None
+    if strides is None:
+        strides, acc = [], 1
+        for n in reversed(shape):
+            strides.insert(0, acc)
+            acc *= n
+    if 0 in shape:
+        return abs(offset) + 1
+    return abs(offset) + sum((n - 1) * abs(s) for n, s in zip(shape, strides)) + 1
+
+
+def _wide_index(b: Buffer, dtype: DataType) -> bool:
+    """Whether ``b``'s flat index needs int64 rather than ``dtype`` (module docstring)."""
+    if not dtype.is_int or dtype.bits >= 64:
+        return False
+    reach = _reach(b)
+    return reach is None or reach > 1 << (dtype.bits - 1)
 
 
 def flat_extent(b: Buffer) -> PrimExpr:
     """The number of elements the flat view of ``b`` spans (offset included)."""
     one = IntImm(b.shape[0].dtype if b.shape else DataType("int32"), 1)
+    wide = _wide_index(b, one.dtype)
+    w = widen if wide else (lambda e: e)
+    if wide:
+        one = IntImm(INT64, 1)
     if not b.strides:
         n: PrimExpr = one
         for extent in b.shape:
-            n = arith("mul", n, extent)
+            n = arith("mul", n, w(extent))
     elif any(_const(e) == 0 for e in b.shape):
         n = IntImm(one.dtype, 0)
     else:
         n = IntImm(one.dtype, 0)
         for extent, stride in zip(b.shape, b.strides):
-            n = arith("add", n, arith("mul", arith("sub", extent, IntImm(extent.dtype, 1)), stride))
+            extent = w(extent)
+            n = arith("add", n, arith("mul", arith("sub", extent, IntImm(extent.dtype, 1)), w(stride)))
         n = arith("add", n, one)
     if b.elem_offset is not None:
-        n = arith("add", n, b.elem_offset)
+        n = arith("add", n, w(b.elem_offset))
     return n
 
 
@@ -203,12 +260,14 @@ def flat_index(b: Buffer, indices: tuple[PrimExpr, ...], span) -> PrimExpr:
             raise Diagnostic(f"only the last index of an access to buffer '{b.name}' may be a "
                              f"vector, got {i.dtype}", getattr(i, "span", None) or span)
     elem = indices[-1].dtype.element() if indices else DataType("int32")
-    zero = IntImm(elem, 0)
-    total: PrimExpr = zero
-    for index, stride in zip(indices, _row_major(b)):
+    wide = _wide_index(b, elem)
+    if wide:
+        elem, indices = INT64, tuple(cast(i, INT64) for i in indices)
+    total: PrimExpr = IntImm(elem, 0)
+    for index, stride in zip(indices, _row_major(b, wide)):
         total = arith("add", total, arith("mul", index, stride))
     if b.elem_offset is not None:
-        total = arith("add", total, b.elem_offset)
+        total = arith("add", total, widen(b.elem_offset) if wide else b.elem_offset)
     return total
 
 

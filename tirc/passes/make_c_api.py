@@ -14,11 +14,13 @@ attribute, else its name (``main`` is refused: it would clash with a program's):
 - a symbolic size in a buffer shape is taken from the scalar parameter of that name
   when there is one (``f(A: T.Buffer((n,)), n: T.int32)`` keeps its signature);
   otherwise it becomes an extra ``int64`` parameter after the original ones, in order
-  of first appearance in the shapes, and is checked to be non-negative;
+  of first appearance in the shapes, and is checked to be non-negative and to fit the
+  variable's type (an ``int32`` size given 2**32 + 4 is an error, never 4); a stride
+  variable is bound to the compact stride, computed in 64 bits and checked the same way;
 - a function that returns a value gets a trailing out-pointer ``out`` (``R*``): each
   ``return v`` stores ``v`` through it and returns 0;
 - the function returns 0 on success; a failed check (a NULL buffer pointer when the
-  buffer is not empty, a NULL ``out``, a negative size) or any other assertion of the
+  buffer is not empty, a NULL ``out``, a size out of range) or any other assertion of the
   body returns nonzero (-1), and the host backend records ``"Kind: message"`` where
   ``<module>_last_error()`` returns it (a thread-local buffer; see ``tirc.backends.cpu``).
 
@@ -47,7 +49,8 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.make_packed_api import _needs_packing
-from tirc.passes.packed_abi import binop, cast, i32, mul, not_null, num_elements
+from tirc.passes.packed_abi import (binop, cast, dtype_range, empty_condition, fits, i32,
+                                    mul, not_null, wide)
 from tirc.passes.pipeline import PassContext
 
 C_API = "tirc.c_api"  # the attribute marking a function exported with a C signature
@@ -103,20 +106,24 @@ class _CFunction:
                         extra.append(self.size_param(v))
             for k, s in enumerate(buf.strides):
                 if isinstance(s, Var) and id(s) not in self.bound:
-                    compact: PrimExpr = IntImm(s.dtype, 1)
+                    compact: PrimExpr = IntImm(INT64, 1)
                     for t in buf.shape[k + 1:]:
-                        compact = mul(compact, t)
+                        compact = mul(compact, wide(t))
+                    ok = fits(compact, s.dtype)
+                    if ok is not None:
+                        self.checks.append((ok, "ValueError", f"stride '{s.name}' of '{buf.name}' "
+                                            f"of {self.symbol} does not fit {s.dtype}"))
                     self.bind(s, cast(s.dtype, compact))
             eo = buf.elem_offset
             if isinstance(eo, Var) and id(eo) not in self.bound:
                 self.bind(eo, IntImm(eo.dtype, 0))
         for _, buf, ptr in buffers:
             ok = not_null(ptr)
-            size = num_elements(buf)
-            if isinstance(size, IntImm) and size.value == 0:
+            empty = empty_condition(buf)
+            if isinstance(empty, IntImm):
                 continue
-            if not isinstance(size, IntImm):
-                ok = binop("or", binop("eq", size, IntImm(size.dtype, 0)), ok)
+            if empty is not None:
+                ok = binop("or", empty, ok)
             self.checks.append((ok, "ValueError",
                                 f"argument '{buf.name}' of {self.symbol} is a NULL pointer"))
         for _, buf, _ in buffers:
@@ -148,7 +155,8 @@ class _CFunction:
         self.bound.add(id(var))
 
     def size_param(self, v: Var) -> Var:
-        """An extra int64 parameter for the size variable ``v``, checked non-negative."""
+        """An extra int64 parameter for the size variable ``v``, checked non-negative and
+        within ``v``'s type before it is narrowed to it."""
         self.bound.add(id(v))
         if v.dtype == INT64:
             param = v
@@ -157,6 +165,11 @@ class _CFunction:
             self.lets.append((v, cast(v.dtype, param)))
         self.checks.append((binop("ge", param, IntImm(INT64, 0)), "ValueError",
                             f"size '{v.name}' of {self.symbol} is negative"))
+        hi = dtype_range(v.dtype)[1]
+        if hi < dtype_range(INT64)[1]:
+            self.checks.append((binop("le", param, IntImm(INT64, hi)), "ValueError",
+                                f"size '{v.name}' of {self.symbol} is larger than {hi}, the "
+                                f"largest {v.dtype}"))
         return param
 
     def body(self, params: list[Var]) -> tuple[Stmt, Var | None]:

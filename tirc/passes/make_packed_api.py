@@ -13,7 +13,12 @@ each argument's type index (int/bool params take ints and bools, float params al
 ints); for tensors ndim, dtype, device type (1 CPU; 2 CUDA for a cuda target with a
 host), one device id, each shape dimension (a size variable is bound by a LetStmt where
 it first occurs and checked where it recurs), strides (compact unless declared), byte
-offset and non-NULL data. Every parameter is bound by a LetStmt (a buffer's data
+offset and non-NULL data. Shape, stride and offset fields are compared in 64 bits; one
+that binds a variable must fit its dtype first (a size is also non-negative), as must an
+integer scalar: a ValueError naming the argument, never a truncation (an ``int32`` ``n``
+bound from 2**31 + 8 elements would wrap negative and index outside the array). An empty
+tensor (some dimension 0) may have any strides and a NULL data pointer: the call runs
+and touches nothing. Every parameter is bound by a LetStmt (a buffer's data
 variable from the tensor's data pointer, then its DeclBuffer); the tensors' device id
 ``dev_id`` is recorded as TVM does, ``T.attr("default", "device_id", dev_id)`` and
 ``T.attr("default", "device_type", t)`` around the body; kernel launches stay as they
@@ -23,7 +28,9 @@ are. ``return v`` stores ``v`` into ``result`` (type index, padding, value) and 
 Differs from TVM: tensors must have type index 7 (DLTensor*) or 70 (Tensor object),
 where TVM also admits None, opaque pointers and any object; the target is kept (TVM
 swaps in the host); no ``__tvm_set_device`` call or ``compute_scope`` attribute; a
-misaligned byte offset for a symbolic ``elem_offset`` is a ValueError.
+misaligned byte offset for a symbolic ``elem_offset`` is a ValueError; TVM casts each
+field and scalar to its variable's type unchecked and compares the narrowed values; the
+strides of an empty tensor are not checked (NumPy gives a (4, 0) array strides (0, 0)).
 
 Intrinsics introduced, documented with their struct fields in ``packed_abi`` (the host
 code generator implements them): ``T.tvm_struct_get``, ``T.tvm_struct_set``,
@@ -58,14 +65,17 @@ from tirc.passes.packed_abi import (
     cast,
     compact_condition,
     dl_dtype,
+    empty_condition,
+    fits,
     fold,
     i32,
     mul,
     not_null,
-    num_elements,
+    range_text,
     struct_get,
     struct_set,
     text,
+    wide,
 )
 from tirc.passes.pipeline import PassContext
 from tirc.target import KINDS, Target
@@ -202,6 +212,11 @@ class _Packer:
             value = Cast(BOOL, as_int)
         elif d.is_integer:
             self.type_index(i, p.name, (abi.INT, abi.BOOL_T), "int")
+            ok = fits(as_int, d)
+            if ok is not None:  # never truncated: 2**40 is no int32
+                self.check(ok, "ValueError", self.msg(
+                    f"Out-of-range value on argument #{i} ({p.name}: {d})",
+                    f"a value from {range_text(d)}"))
             value = cast(d, as_int)
         elif d.is_float:
             idx = self.type_index(i, p.name, (abi.FLOAT, abi.INT, abi.BOOL_T), "float")
@@ -236,8 +251,8 @@ class _Packer:
             self.check(binop("eq", dev_id, device_id), "ValueError", self.msg(
                 f"Mismatched {name}.device_id{arg}", f"to match {self.first_tensor}.device_id"))
         for k, s in enumerate(buf.shape):
-            value = cast(s.dtype, struct_get(shape, k, abi.INT64_ELEM, INT64))
-            self.bind_or_check(s, value, f"{name}.shape[{k}]", arg)
+            value = struct_get(shape, k, abi.INT64_ELEM, INT64)
+            self.bind_or_check(s, value, f"{name}.shape[{k}]", arg, size=True)
         if buf.strides:
             for k, s in enumerate(buf.strides):
                 compact: PrimExpr = IntImm(INT64, 1)
@@ -246,7 +261,7 @@ class _Packer:
                 given = struct_get(strides, k, abi.INT64_ELEM, INT64)
                 value = Call(INT64, "if_then_else",
                              (Call(BOOL, "isnullptr", (strides,)), compact, given))
-                self.bind_or_check(s, cast(s.dtype, value), f"{name}.strides[{k}]", arg)
+                self.bind_or_check(s, value, f"{name}.strides[{k}]", arg)
         else:
             self.compact_check(buf, strides, arg)
         self.offset_check(buf, h, arg)
@@ -264,6 +279,11 @@ class _Packer:
         offset, usize = struct_get(h, 0, abi.ARR_BYTE_OFFSET, abi.UINT64), IntImm(abi.UINT64, size)
         if isinstance(eo, Var) and id(eo) not in self.bound:
             value = BinOp("div", offset, usize, abi.UINT64)
+            ok = fits(value, eo.dtype)
+            if ok is not None:
+                self.check(ok, "ValueError", self.msg(
+                    f"Out-of-range {name}.byte_offset{arg}",
+                    f"{name}.elem_offset ({eo.name}: {eo.dtype}) from {range_text(eo.dtype, True)}"))
             self.let(eo, cast(eo.dtype, value), origin=f"{name}.elem_offset")
             if size > 1:
                 aligned = binop("eq", BinOp("mod", offset, usize, abi.UINT64), IntImm(abi.UINT64, 0))
@@ -283,21 +303,30 @@ class _Packer:
                        self.msg(f"Invalid {name}.byte_offset{arg}", str(want)), late=True)
         else:
             self.pending.append((eo, f"{name}.elem_offset"))
-            self.check(binop("eq", binop("mul", cast(abi.UINT64, eo), usize), offset), "ValueError",
+            self.check(binop("eq", binop("mul", cast(abi.UINT64, wide(eo)), usize), offset), "ValueError",
                        self.msg(f"Invalid {name}.byte_offset{arg}", f"{text(eo)} * {size}"),
                        late=True)
 
-    def bind_or_check(self, expected: PrimExpr, value: PrimExpr, where: str, arg: str) -> None:
-        """A variable seen for the first time is bound; anything else is checked."""
+    def bind_or_check(self, expected: PrimExpr, value: PrimExpr, where: str, arg: str,
+                      size: bool = False) -> None:
+        """A variable seen for the first time is bound, after a check that ``value`` (the
+        int64 field; a ``size`` is also non-negative) fits its dtype; anything else is
+        checked against it in 64 bits, so no field is truncated to match."""
+        d = expected.dtype
         if isinstance(expected, Var) and id(expected) not in self.bound:
-            self.let(expected, value, origin=where)
+            ok = fits(value, d, non_negative=size)
+            if ok is not None:
+                self.check(ok, "ValueError", self.msg(
+                    f"Out-of-range {where}{arg}",
+                    f"a value from {range_text(d, size)} ({expected.name} is {d})"))
+            self.let(expected, cast(d, value), origin=where)
         elif isinstance(expected, Var):
             msg = self.msg(f"Mismatched {where}{arg}", f"to match {self.bound[id(expected)]}")
-            self.check(binop("eq", expected, value), "ValueError", msg, late=True)
+            self.check(binop("eq", wide(expected), value), "ValueError", msg, late=True)
         else:
             if not isinstance(expected, IntImm):
                 self.pending.append((expected, where))
-            self.check(binop("eq", value, expected), "ValueError",
+            self.check(binop("eq", value, wide(expected)), "ValueError",
                        self.msg(f"Invalid {where}{arg}", text(expected)), late=True)
 
     def need_bound(self, e: PrimExpr, where: str) -> None:
@@ -307,13 +336,13 @@ class _Packer:
                                  f"'{self.name}' from its arguments", self.func.span)
 
     def data_check(self, i: int, buf: Buffer, h: Var) -> None:
-        """Non-NULL data, unless the tensor may be empty."""
-        size = num_elements(buf)
-        if isinstance(size, IntImm) and size.value == 0:
+        """Non-NULL data, unless the tensor is empty (a dimension is 0)."""
+        empty = empty_condition(buf)
+        if isinstance(empty, IntImm):
             return
         ok = not_null(struct_get(h, 0, abi.ARR_DATA, HANDLE))
-        if not isinstance(size, IntImm):
-            ok = binop("or", binop("eq", size, IntImm(size.dtype, 0)), ok)
+        if empty is not None:
+            ok = binop("or", empty, ok)
         self.check(ok, "ValueError", self.msg(f"{buf.name} data pointer is NULL on argument #{i}",
                                               "non-NULL data pointer"), late=True)
 

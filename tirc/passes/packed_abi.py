@@ -28,6 +28,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, INT32, INT64, DataType
 from tirc.ir.expr import BinOp, Call, Cast, FloatImm, IntImm, Not, PrimExpr, Var
 from tirc.ir.stmt import Evaluate, Stmt
+from tirc.passes.flatten_buffer import widen as wide  # noqa: F401  (used by both ABIs)
 
 # tvm-ffi type indices (TVMFFITypeIndex).
 NONE, INT, BOOL_T, FLOAT, OPAQUE_PTR, DLTENSOR_PTR = 0, 1, 2, 3, 4, 7
@@ -137,24 +138,66 @@ def any_value(value: PrimExpr) -> tuple[int, PrimExpr] | None:
     return None
 
 
-def num_elements(buf: Buffer) -> PrimExpr:
-    size: PrimExpr = IntImm(buf.shape[0].dtype if buf.shape else INT32, 1)
+def empty_condition(buf: Buffer) -> PrimExpr | None:
+    """True when ``buf`` has no elements: some dimension is 0 (tested one by one, so no
+    product can wrap to 0). None when no dimension can be 0; True (an IntImm) when one is."""
+    conds = []
     for s in buf.shape:
-        size = mul(size, s)
-    return size
+        if isinstance(s, IntImm):
+            if s.value == 0:
+                return IntImm(BOOL, 1)
+            continue
+        conds.append(binop("eq", s, IntImm(s.dtype, 0)))
+    return fold("or", conds) if conds else None
+
+
+def dtype_range(dtype: DataType) -> tuple[int, int]:
+    """The smallest and largest value of the integer ``dtype``."""
+    bits = dtype.bits
+    if dtype.is_uint:
+        return 0, (1 << bits) - 1
+    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+
+
+def fits(value: PrimExpr, dtype: DataType, non_negative: bool = False) -> PrimExpr | None:
+    """``value`` (int64, or uint64 for a byte offset) lies in ``dtype``'s range (and is
+    at least 0 with ``non_negative``); None when every value does."""
+    lo, hi = dtype_range(dtype)
+    if non_negative:
+        lo = max(lo, 0)
+    vlo, vhi = dtype_range(value.dtype)
+    conds = []
+    if lo > vlo:
+        conds.append(binop("ge", value, IntImm(value.dtype, lo)))
+    if hi < vhi:
+        conds.append(binop("le", value, IntImm(value.dtype, hi)))
+    return fold("and", conds) if conds else None
+
+
+def range_text(dtype: DataType, non_negative: bool = False) -> str:
+    lo, hi = dtype_range(dtype)
+    return f"{max(lo, 0) if non_negative else lo} to {hi}"
 
 
 def compact_condition(buf: Buffer, strides: PrimExpr) -> PrimExpr | None:
-    """The strides array at ``strides`` is row-major for ``buf``'s shape; dimensions of
-    extent 1 may have any stride. None when nothing needs checking."""
+    """The strides array at ``strides`` is row-major for ``buf``'s shape, compared in
+    64 bits (an int32 product of sizes could wrap to the stride given); dimensions of
+    extent 1 may have any stride, and an empty tensor (a dimension of 0) any strides.
+    None when nothing needs checking."""
     conds = []
     for k in reversed(range(buf.ndim)):
         s = buf.shape[k]
         if isinstance(s, IntImm) and s.value == 1:
             continue
-        expect: PrimExpr = IntImm(s.dtype, 1)
+        expect: PrimExpr = IntImm(INT64, 1)
         for t in buf.shape[k + 1:]:
-            expect = mul(expect, t)
-        c = binop("eq", expect, cast(s.dtype, struct_get(strides, k, INT64_ELEM, INT64)))
+            expect = mul(expect, wide(t))
+        c = binop("eq", expect, struct_get(strides, k, INT64_ELEM, INT64))
         conds.append(c if isinstance(s, IntImm) else binop("or", binop("eq", s, IntImm(s.dtype, 1)), c))
-    return fold("and", conds) if conds else None
+    if not conds:
+        return None
+    empty = empty_condition(buf)
+    if isinstance(empty, IntImm):
+        return None
+    cond = fold("and", conds)
+    return cond if empty is None else binop("or", empty, cond)
