@@ -167,6 +167,9 @@ PIPELINE: list[Pass] = [
     _pass("RemoveNoOp", "remove_no_op",
           "drop statements that do nothing (empty loops and branches, stores of the value "
           "already there)", ("HoistIfThenElse", "UnrollLoop")),
+    _pass("CommonSubexprElim", "common_subexpr_elim",
+          "an expression computed more than once is bound to a variable once, before its "
+          "first use in the innermost scope holding all its uses", ("Simplify", "UnrollLoop")),
     _pass("ThreadSync", "thread_sync",
           "insert the barriers shared-memory accesses across threads need", ("UnrollLoop",)),
     _pass("LowerThreadAllreduce", "lower_thread_allreduce",

@@ -1,0 +1,337 @@
+"""CommonSubexprElim (TVM's ``tirx.transform.CommonSubexprElim``, the two-phase version
+of TVM 0.27): an expression computed more than once is computed once, into a variable
+``cse_v<n>: T.let[...] = <expr>`` bound just before the first statement that needs it
+in the innermost scope holding all its uses.
+
+* Eligible: arithmetic, ``min``/``max``, casts and selects that compute something (not a
+  variable or constant), hold no call and no buffer load (side effects, memory), are not
+  ``Ramp``/``Broadcast`` themselves and are not boolean (conditions stay inline for the
+  ``if``/``Select`` and the simplifier). Bitwise operators and shifts are calls in TVM,
+  so they are not eligible here either. Expressions inside a ``Let`` body are not
+  counted (they may use its variable); buffer shapes are not rewritten.
+* Scopes: a loop body, each branch of an ``if``, a ``while`` body and an attribute's
+  body are scopes; a loop's bounds, a condition, an attribute's value belong to the
+  enclosing one. The binding goes before the first use when that is in the innermost
+  common scope, else before the statement that opens the scope holding the first use.
+* Counting: shallower expressions first; an occurrence inside a deeper expression that
+  is itself bound counts once (``(x + y) * 2`` twice binds ``x + y`` only if it is also
+  used elsewhere); only expressions with two independent uses are bound. A deeper
+  binding's value uses the shallower variables.
+* A statement that occurs at several places of the tree (the same object) gets the
+  bindings at its first place and fresh copies of them at the others.
+
+tirc binds an expression only where all its variables are defined at the binding's
+place (a tree that reuses a variable in two scopes would otherwise get a binding out of
+scope), and replaces an occurrence only inside its binding's scope.
+
+Preconditions: none beyond a well-formed module (it runs after Simplify and UnrollLoop).
+Guarantees: every expression evaluates as before; bindings dominate their uses; the
+result verifies.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from tirc.ir.expr import (BITWISE_OPS, BinOp, BufferLoad, Call, Cast, Let, Not, PrimExpr,
+                          Select, Var)
+from tirc.ir.function import IRModule
+from tirc.ir.renew import substitute
+from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate,
+                          For, IfThenElse, IterVar, LetStmt, Return, SeqStmt, Stmt, While, seq)
+from tirc.ir.visitor import Mutator, _child_fields, is_node, walk
+
+_RECORDED = (BinOp, Not, Cast, Select)
+
+
+def common_subexpr_elim(mod: IRModule, ctx=None) -> IRModule:
+    def run(body: Stmt) -> Stmt:
+        planner = _Planner()
+        planner.stmt_(body)
+        insert, remap = planner.plan()
+        if not insert:
+            return body
+        return _Rewriter(insert, remap).visit(body)
+    return mod.map_bodies(run)
+
+
+def _children(e) -> list[PrimExpr]:
+    out = []
+    for name in _child_fields(type(e)):
+        v = getattr(e, name)
+        for x in (v if isinstance(v, tuple) else (v,)):
+            if isinstance(x, PrimExpr) and is_node(x):
+                out.append(x)
+    return out
+
+
+def _forbidden(e: PrimExpr) -> bool:
+    return (isinstance(e, (Call, BufferLoad))
+            or (isinstance(e, BinOp) and e.op in BITWISE_OPS))
+
+
+@dataclass(eq=False)
+class _Info:
+    repr: PrimExpr
+    scope: int  # the innermost scope holding every use (LCA)
+    first_scope: int
+    first_stmt: Stmt
+    count: int = 0
+    depth: int = 1
+    children: list[list] = field(default_factory=list)  # [child expr, multiplicity]
+    consumed: int = 0
+
+
+class _Planner:
+    """Phase 1 (TVM's ``CSEPlanner``): the scope tree, every eligible expression with its
+    uses, then the bindings to insert and the expressions to replace."""
+
+    def __init__(self) -> None:
+        self.scopes: list[tuple[int, int, Stmt | None]] = [(-1, 0, None)]  # parent, depth, opener
+        self.scope = 0
+        self.stmt: Stmt | None = None
+        self.table: dict[PrimExpr, _Info] = {}  # structural keys, in order of discovery
+        self.let_depth = 0
+        self.defs: tuple | None = None  # the variables defined here, as a linked list
+        self.defs_at: dict[int, tuple | None] = {}
+        self.defined: set[int] = set()  # every variable the body defines
+
+    # -- scopes ------------------------------------------------------------------------------
+    def _open(self, opener: Stmt) -> int:
+        parent = self.scopes[self.scope]
+        self.scopes.append((self.scope, parent[1] + 1, opener))
+        return len(self.scopes) - 1
+
+    def _lca(self, a: int, b: int) -> int:
+        while self.scopes[a][1] > self.scopes[b][1]:
+            a = self.scopes[a][0]
+        while self.scopes[b][1] > self.scopes[a][1]:
+            b = self.scopes[b][0]
+        while a != b:
+            a, b = self.scopes[a][0], self.scopes[b][0]
+        return a
+
+    def _in_scope(self, body: Stmt, opener: Stmt) -> None:
+        saved = self.scope
+        self.scope = self._open(opener)
+        self.stmt_(body)
+        self.scope = saved
+
+    def _define(self, v: Var) -> None:
+        self.defined.add(id(v))
+        self.defs = (id(v), self.defs)
+
+    # -- statements --------------------------------------------------------------------------
+    def stmt_(self, s: Stmt) -> None:
+        self.stmt = s
+        self.defs_at.setdefault(id(s), self.defs)
+        saved_defs = self.defs
+        if isinstance(s, SeqStmt):
+            for x in s.stmts:
+                self.stmt_(x)
+        elif isinstance(s, For):
+            for e in (s.min, s.extent) + (() if s.step is None else (s.step,)):
+                self.expr(e)
+            self._define(s.loop_var)
+            self._in_scope(s.body, s)
+        elif isinstance(s, IfThenElse):
+            self.expr(s.condition)
+            self._in_scope(s.then_case, s)
+            if s.else_case is not None:
+                self._in_scope(s.else_case, s)
+        elif isinstance(s, While):
+            self.expr(s.condition)
+            self._in_scope(s.body, s)
+        elif isinstance(s, AttrStmt):
+            if isinstance(s.value, PrimExpr):
+                self.expr(s.value)
+            if isinstance(s.node, IterVar):
+                self._define(s.node.var)
+            self._in_scope(s.body, s)
+        elif isinstance(s, LetStmt):
+            self.expr(s.value)
+            self._define(s.var)
+            self.stmt_(s.body)
+        elif isinstance(s, AssertStmt):
+            self.expr(s.condition)
+            self.stmt_(s.body)
+        elif isinstance(s, AllocBuffer):
+            self._define(s.buffer.data)
+            self.stmt_(s.body)
+        elif isinstance(s, DeclBuffer):
+            self.stmt_(s.body)
+        elif isinstance(s, BufferStore):
+            self.expr(s.value)
+            for i in s.indices:
+                self.expr(i)
+        elif isinstance(s, (Evaluate, Return)):
+            self.expr(s.value)
+        else:  # anything else: its expressions, its statements in place
+            for name in _child_fields(type(s)):
+                v = getattr(s, name)
+                for x in (v if isinstance(v, tuple) else (v,)):
+                    if isinstance(x, PrimExpr) and is_node(x):
+                        self.expr(x)
+                    elif isinstance(x, Stmt):
+                        self.stmt_(x)
+        self.defs = saved_defs
+
+    # -- expressions -------------------------------------------------------------------------
+    def expr(self, e: PrimExpr) -> bool:
+        """Record ``e`` and its sub-expressions bottom-up; whether it holds a call or load."""
+        if isinstance(e, Let):
+            bad = self.expr(e.value)
+            self.let_depth += 1
+            bad = self.expr(e.body) or bad
+            self.let_depth -= 1
+            return bad
+        kids = _children(e)
+        bad = False
+        for c in kids:
+            bad = self.expr(c) or bad
+        bad = bad or _forbidden(e)
+        if (not bad and isinstance(e, _RECORDED) and not e.dtype.is_bool
+                and self.let_depth == 0):
+            self.record(e, kids)
+        return bad
+
+    def record(self, e: PrimExpr, kids: list[PrimExpr]) -> None:
+        info = self.table.get(e)
+        if info is None:
+            info = self.table[e] = _Info(e, self.scope, self.scope, self.stmt)
+            deepest = 0
+            for c in kids:
+                ci = self.table.get(c)
+                if ci is None:
+                    continue
+                deepest = max(deepest, ci.depth)
+                for pair in info.children:
+                    if pair[0] == c:
+                        pair[1] += 1
+                        break
+                else:
+                    info.children.append([c, 1])
+            info.depth = 1 + deepest
+        else:
+            info.scope = self._lca(info.scope, self.scope)
+        info.count += 1
+
+    # -- the plan ----------------------------------------------------------------------------
+    def _insertion(self, info: _Info) -> Stmt:
+        if info.first_scope == info.scope:
+            return info.first_stmt
+        s = info.first_scope
+        while self.scopes[s][0] != info.scope:
+            s = self.scopes[s][0]
+        return self.scopes[s][2]
+
+    def _defined_at(self, stmt: Stmt, e: PrimExpr) -> bool:
+        needed = {id(n) for n in walk(e) if isinstance(n, Var) and id(n) in self.defined}
+        chain = self.defs_at.get(id(stmt))
+        while needed and chain is not None:
+            needed.discard(chain[0])
+            chain = chain[1]
+        return not needed
+
+    def plan(self) -> tuple[dict[int, list[LetStmt]], dict[PrimExpr, Var]]:
+        entries = sorted(self.table.items(), key=lambda kv: kv[1].depth)  # stable
+        for _, info in entries:
+            if info.count >= 2:
+                for c, mult in info.children:
+                    self.table[c].consumed += (info.count - 1) * mult
+        insert: dict[int, list[LetStmt]] = {}
+        remap: dict[PrimExpr, Var] = {}
+        counter = 0
+        for e, info in entries:
+            if info.count - info.consumed < 2:
+                continue
+            at = self._insertion(info)
+            if not self._defined_at(at, e):
+                continue
+            counter += 1
+            var = Var(f"cse_v{counter}", info.repr.dtype)
+            insert.setdefault(id(at), []).append(LetStmt(var, info.repr, None, form="let"))
+            remap[e] = var
+            for _, other in entries:
+                if other.depth > info.depth:
+                    other.repr = _replace(other.repr, info.repr, var)
+        return insert, remap
+
+
+class _Replace(Mutator):
+    def __init__(self, target: PrimExpr, by: Var):
+        self.target, self.by = target, by
+
+    def visit(self, node):
+        if isinstance(node, PrimExpr) and node == self.target:
+            return self.by
+        return super().visit(node)
+
+
+def _replace(e: PrimExpr, target: PrimExpr, by: Var) -> PrimExpr:
+    return _Replace(target, by).visit(e)
+
+
+class _Rewriter(Mutator):
+    """Phase 2 (TVM's ``CSERewriter``): bindings before their statements (their body the
+    rest of the sequence), occurrences replaced inside the bindings' scope."""
+
+    def __init__(self, insert: dict[int, list[LetStmt]], remap: dict[PrimExpr, Var]):
+        self.insert, self.remap = insert, remap
+        self.active: set[int] = set()
+        self.rename: dict[int, Var] = {}  # a later copy of a shared statement
+        self.done: set[int] = set()
+
+    def visit(self, node):
+        if isinstance(node, PrimExpr):
+            var = self.remap.get(node) if isinstance(node, _RECORDED) else None
+            if var is not None and id(var) in self.active:
+                return self.rename.get(id(var), var)
+            return super().visit(node)
+        if isinstance(node, Stmt) and id(node) in self.insert:
+            return self._bound(node, lambda: super(_Rewriter, self).visit(node))
+        return super().visit(node)
+
+    def _bound(self, s: Stmt, visit_s, visit_rest=None) -> Stmt:
+        """``s`` visited under the bindings planned before it (then, in a sequence, the
+        statements after it: the bindings' body is the rest of the sequence). A later
+        copy of a shared statement binds fresh variables, used in that copy only."""
+        binds = self.insert[id(s)]
+        fresh = id(s) in self.done
+        self.done.add(id(s))
+        local: dict[int, Var] = {}
+        made: list[tuple[Var, PrimExpr]] = []
+        for b in binds:
+            renames = {**self.rename, **local}
+            value = substitute(b.value, renames) if renames else b.value
+            var = b.var
+            if fresh:
+                var = local[id(b.var)] = Var(b.var.name, b.var.dtype)
+            made.append((var, value))
+            self.active.add(id(b.var))
+        saved = self.rename
+        self.rename = {**saved, **local}
+        body = visit_s()
+        self.rename = saved
+        if visit_rest is not None:
+            body = seq([body] + visit_rest())
+        for b in binds:
+            self.active.discard(id(b.var))
+        for var, value in reversed(made):
+            body = LetStmt(var, value, body, s.span, form="let")
+        return body
+
+    def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
+        items = self._items(list(s.stmts))
+        if all(a is b for a, b in zip(items, s.stmts)) and len(items) == len(s.stmts):
+            return s
+        return seq(items, s.span)
+
+    def _items(self, stmts: list[Stmt]) -> list[Stmt]:
+        out: list[Stmt] = []
+        for k, x in enumerate(stmts):
+            if id(x) in self.insert:
+                out.append(self._bound(x, lambda: Mutator.visit(self, x),
+                                       lambda: self._items(stmts[k + 1:])))
+                return out
+            out.append(self.visit(x))
+        return out
