@@ -48,7 +48,7 @@ from tirc.ir.function import IRModule
 from tirc.ir.renew import map_buffer, substitute
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, DeclBuffer, For, IfThenElse, IterVar, LetStmt,
                           SeqStmt, Stmt, seq)
-from tirc.ir.visitor import Mutator, Visitor
+from tirc.ir.visitor import Mutator, Visitor, walk
 from tirc.passes.arith_analyzer import Analyzer
 from tirc.passes.deduce_bound import (EVERYTHING, NOTHING, ISet, deduce_bound, fold, intersect,
                                       intersect_all, inverse, simplify)
@@ -72,9 +72,21 @@ def loop_partition(mod: IRModule, ctx=None, **options: bool) -> IRModule:
     config = LoopPartitionConfig(**options)
 
     def run(body: Stmt) -> Stmt:
+        if not _has_work(body):
+            return body  # no T.likely, hint or T.ignore_loop_partition: nothing to do
         body = _Partitioner(config).partition(body)
         return _RemoveHints().visit(body)
     return mod.map_bodies(run)
+
+
+def _has_work(body: Stmt) -> bool:
+    """Whether ``body`` has what can make a candidate or must be removed."""
+    for n in walk(body):
+        if isinstance(n, Call) and n.op in ("likely", "ignore_loop_partition"):
+            return True
+        if isinstance(n, AttrStmt) and n.key == HINT:
+            return True
+    return False
 
 
 def _is_const(e: PrimExpr) -> bool:
@@ -158,7 +170,7 @@ class _Finder(Visitor):
         self.partitions: dict[tuple[int, bool], tuple[PrimExpr, ISet]] = {}
 
     def _uses_outer(self, e: PrimExpr) -> bool:
-        return any(isinstance(n, Var) and id(n) in self.outer for n in _walk(e))
+        return any(isinstance(n, Var) and id(n) in self.outer for n in walk(e))
 
     def _enter(self, var: Var, s: ISet, body_visit) -> None:
         self.hint[id(var)] = s
@@ -197,7 +209,7 @@ class _Finder(Visitor):
             self.generic_visit(e)
 
     def _deduce(self, cond: PrimExpr) -> None:
-        if not any(n is self.var for n in _walk(cond)):
+        if not any(n is self.var for n in walk(cond)):
             return
         found = deduce_bound(self.var, cond, self.hint, self.relax)
         if found is not None:
@@ -215,11 +227,6 @@ class _Finder(Visitor):
             found = deduce_bound(self.var, inv, self.hint, self.relax)
             if found is not None:
                 self.partitions[(id(cond), False)] = (cond, found)
-
-
-def _walk(e):
-    from tirc.ir.visitor import walk
-    return walk(e)
 
 
 class _Eliminate(Mutator):

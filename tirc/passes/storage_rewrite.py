@@ -594,6 +594,8 @@ class _Rewriter(Mutator):
 
 
 def _plan(body: Stmt) -> Stmt:
+    if not any(isinstance(n, AllocBuffer) for n in walk(body)):
+        return body
     finder = _Finder()
     finder.visit(body)
     if not finder.allocs:
