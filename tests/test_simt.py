@@ -445,6 +445,13 @@ def test_launch_sizes_must_match_the_kernel():
                                                   r"T.launch_thread\(\"threadIdx.x\", 128\)"):
         simt.launch(kernel(REVERSE.format(sync="")), [f32(256), np.zeros(256, "float32")],
                     grid=(2,), block=(64,))
+    dyn = REVERSE.replace('scope="shared"', 'scope="shared.dyn"').format(sync='T.tvm_storage_sync("shared")')
+    a, b = f32(256), np.zeros(256, "float32")
+    simt.launch(kernel(dyn), [a, b], dyn_shared=512)
+    np.testing.assert_array_equal(b, a.reshape(2, 128)[:, ::-1].reshape(-1))
+    with pytest.raises(simt.LaunchMismatch, match="allocates 512 bytes of dynamic shared memory .* "
+                                                  "launched with 256"):
+        simt.launch(kernel(dyn), [a, b], dyn_shared=256)
 
 
 # -- whole modules through the pipeline -------------------------------------------------------
@@ -468,7 +475,7 @@ class Module:
 """
     a, b = f32(4, 64), np.zeros(4, "float32")
     r = simt.run(text, "main", [a, b])
-    assert r.launches == [simt.Launch("main_kernel", simt.LaunchConfig((4, 1, 1), (64, 1, 1), None))]
+    assert r.launches == [simt.Launch("main_kernel", simt.LaunchConfig((4, 1, 1), (64, 1, 1), 0))]
     np.testing.assert_allclose(b, a.sum(1), rtol=1e-5)
 
 

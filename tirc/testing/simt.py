@@ -88,8 +88,8 @@ class LaunchMismatch(KernelFault):
 
 @dataclass(frozen=True)
 class Options:
-    check_races: bool = True
-    strict_warp_sync: bool = True
+    check_races: bool = True  # report data races on global and shared memory
+    strict_warp_sync: bool = True  # a warp barrier some live lanes of the warp skip is an error
     max_threads: int = 1 << 17  # threads run together (whole blocks; at least one block)
     dense_local_limit: int = 1 << 22  # elements over all threads; larger local buffers are sparse
     max_steps: int = 2_000_000  # statements executed per launch
@@ -223,7 +223,7 @@ class _Host(Evaluator):
         kargs = [self.expr(a, env, views) for a in e.args[1:1 + n]]
         sizes = [int(self.expr(a, env, views)) for a in e.args[1 + n:]]
         tags = dict(e.kwargs).get("launch_params", ())
-        grid, block, dyn = [1, 1, 1], [1, 1, 1], None
+        grid, block, dyn = [1, 1, 1], [1, 1, 1], 0  # a launch gives no dynamic shared memory unless told
         for tag, size in zip(tags, sizes):
             if tag in AXES:
                 kind, _, dim = tag.partition(".")
@@ -723,7 +723,7 @@ class _Kernel:
             raise ShuffleFault(f"{self.name}: T.{e.op}{_where(e)}: the mask {int(mask32[t]):#010x} of "
                                f"{self.who(int(self.gtid[t]))} names lane {gone.bit_length() - 1}, "
                                "which does not execute the shuffle")
-        seg = (np.int64(wsize) - np.int64(width)) & 0x1F
+        seg = (np.asarray(wsize).astype(np.int64) - np.asarray(width).astype(np.int64)) & 0x1F
         max_lane = (lane & seg) | (clamp & ~seg & 0x1F)
         bval = np.asarray(b).astype(np.int64) & 0x1F
         if mode == "up":
@@ -856,7 +856,10 @@ class _Kernel:
         if name == "bitwise_not":
             return lanes.as_value(np.invert(args[0]), t)
         if name == "popcount":
-            return lanes.as_value(np.bitwise_count(args[0]), t)
+            if hasattr(np, "bitwise_count"):  # NumPy 2
+                return lanes.as_value(np.bitwise_count(args[0]), t)
+            return lanes.per_element(lambda x: wrap(bin(int(x) & ((1 << d.bits) - 1)).count("1"), d),
+                                     args, d)
         if name == "clz":
             return lanes.per_element(lambda x: wrap(d.bits - (int(x) & ((1 << d.bits) - 1)).bit_length(), d),
                                      args, d)
