@@ -7,17 +7,18 @@ per thread otherwise; a vector dtype (``float32x4``) adds a trailing axis of its
 ``(1, lanes)`` when uniform. NumPy broadcasting mixes the two forms.
 
 The scalar functions of ``evaluate`` (``binop``, ``convert``, ``math_call``) are the
-specification. The common operations have fast paths here that compute the same
-values over whole arrays — ``tests/test_simt.py`` checks them against the scalar
-functions element by element — and everything else is the scalar function applied per
-element. Two differences, both because SIMT code computes on values it then discards
-(lanes past a reduction's extent, uninitialised scratch of idle threads):
+specification. :func:`binop` and :func:`convert` compute the same values over whole
+arrays (``tests/test_simt.py`` checks them against the scalar functions element by
+element, for every operation and dtype pair it covers); math functions without a NumPy
+counterpart, and ``clz``, are the scalar function applied per element. Two differences,
+both because SIMT code computes on values it then discards (lanes past a reduction's
+extent, uninitialised scratch of idle threads):
 
 * where ``evaluate`` stops with :class:`~tirc.testing.evaluate.Undefined` on arithmetic
   (division by zero, a shift out of range, a float -> int cast of NaN or out of range,
-  NaN in a float min/max), the lane gets an arbitrary value instead (:func:`garbage`
-  for casts and shifts; NumPy's result otherwise); bad memory accesses are still
-  errors, raised by the interpreter;
+  NaN in a float min/max), the lane gets an arbitrary value instead (:func:`garbage`;
+  float min/max keep their ``a < b`` select); bad memory accesses are still errors,
+  raised by the interpreter;
 * float math functions are computed in float64 and rounded once to the dtype (within
   an ulp of the C library's and of CUDA's libdevice; compare with a tolerance).
 
@@ -29,8 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from tirc.ir.dtype import DataType
-from tirc.testing.evaluate import (_EXACT, _MATH_OK, NP, Undefined, Unsupported, binop as
-                                   scalar_binop, convert as scalar_convert, int_bounds,
+from tirc.testing.evaluate import (_EXACT, _MATH_OK, NP, Undefined, Unsupported, int_bounds,
                                    math_call, np_type as scalar_np_type)
 
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
@@ -57,10 +57,6 @@ def garbage(d: DataType):
     integers), so that it shows up where it reaches an output."""
     t = np_type(d)
     return np.frombuffer(b"\xff" * np.dtype(t).itemsize, dtype=t)[0]
-
-
-def is_uniform(v) -> bool:
-    return np.ndim(v) == 0 or (np.ndim(v) == 2 and np.shape(v)[0] == 1)
 
 
 def as_value(x, t):
@@ -218,5 +214,5 @@ def per_element(fn, args: list, d: DataType):
     return out[()] if out.ndim == 0 else out
 
 
-__all__ = ["NP", "as_value", "binop", "binop_fn", "convert", "garbage", "is_uniform", "math", "np_type",
-           "per_element", "scalar_binop", "scalar_convert"]
+__all__ = ["NP", "as_value", "binop", "binop_fn", "convert", "garbage", "math",
+           "np_type", "per_element"]
