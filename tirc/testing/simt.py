@@ -13,7 +13,10 @@ evaluator (:class:`tirc.testing.evaluate.Evaluator`); a launch runs the kernel h
 host's arrays with the sizes the host passes — so the split, the argument order and the
 launch sizes are checked as well as the kernel: a kernel whose ``T.launch_thread``
 extents disagree with its launch, or whose dynamic shared memory exceeds what the launch
-provides, is an error. :func:`launch` runs one kernel-shaped function directly (tests).
+provides, is an error. Stopping earlier (after MergeSharedMemoryAllocations, before the
+split) would leave the interpreter to re-derive launch sizes from the ``T.launch_thread``
+scopes, and the split and the launch lowering unchecked; stopping later, the host code
+takes packed arguments. :func:`launch` runs one kernel-shaped function directly (tests).
 
 **The model.** All threads of the grid run in lockstep, a batch of whole blocks at a time
 (blocks cannot synchronise with each other, so their interleaving does not matter for a
@@ -44,7 +47,8 @@ are :mod:`tirc.testing.evaluate`'s, vectorised in :mod:`tirc.testing.lanes`.
   the thread's warp.
 * Out-of-bounds accesses (:class:`OutOfBounds`) and data races (:class:`DataRace`, see
   :mod:`tirc.testing.simt_memory`) are errors naming the kernel, the buffer, the element
-  and the threads. Memory never written reads as all bits set.
+  and the threads. Memory never written reads as all bits set. A ``global``-scope
+  allocation inside a kernel is per thread, as the NVPTX backend makes it (an ``alloca``).
 
 All errors about the kernel's behaviour derive from :class:`KernelFault` (itself an
 :class:`~tirc.testing.evaluate.Undefined`); constructs the interpreter does not know
