@@ -22,7 +22,11 @@ in the innermost scope holding all its uses.
 
 tirc binds an expression only where all its variables are defined at the binding's
 place (a tree that reuses a variable in two scopes would otherwise get a binding out of
-scope), and replaces an occurrence only inside its binding's scope.
+scope), and replaces an occurrence only inside its binding's scope. Nor does it bind an
+integer expression that adds a constant to the rest of it (``x + 512``, ``(i + 1) * 512
++ j``): the CPU backend splits such an index into a base shared by the rows of a
+register tile plus a constant, which is how LLVM sees the rows apart; a binding hides the
+split (TVM's simplifier puts the constant outside first; tirc's does not).
 
 Preconditions: none beyond a well-formed module (it runs after Simplify and UnrollLoop).
 Guarantees: every expression evaluates as before; bindings dominate their uses; the
@@ -32,8 +36,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
-from tirc.ir.expr import (BITWISE_OPS, BinOp, BufferLoad, Call, Cast, Let, Not, PrimExpr,
-                          Select, Var)
+from tirc.ir.expr import (BITWISE_OPS, BinOp, BufferLoad, Call, Cast, IntImm, Let, Not,
+                          PrimExpr, Select, Var)
 from tirc.ir.function import IRModule
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate,
@@ -62,6 +66,25 @@ def _children(e) -> list[PrimExpr]:
             if isinstance(x, PrimExpr) and is_node(x):
                 out.append(x)
     return out
+
+
+def _offset(e: PrimExpr) -> int:
+    """The constant an integer expression adds to the rest of it, distributing through
+    ``+``, ``-`` and ``*`` by constants (``(i + 1) * 512 + j`` adds 512)."""
+    if isinstance(e, IntImm):
+        return e.value
+    if not (isinstance(e, BinOp) and e.dtype.is_int and e.dtype.lanes == 1):
+        return 0
+    if e.op == "add":
+        return _offset(e.a) + _offset(e.b)
+    if e.op == "sub":
+        return _offset(e.a) - _offset(e.b)
+    if e.op == "mul":
+        if isinstance(e.b, IntImm):
+            return _offset(e.a) * e.b.value
+        if isinstance(e.a, IntImm):
+            return _offset(e.b) * e.a.value
+    return 0
 
 
 def _forbidden(e: PrimExpr) -> bool:
@@ -190,7 +213,7 @@ class _Planner:
             bad = self.expr(c) or bad
         bad = bad or _forbidden(e)
         if (not bad and isinstance(e, _RECORDED) and not e.dtype.is_bool
-                and self.let_depth == 0):
+                and self.let_depth == 0 and not _offset(e)):
             self.record(e, kids)
         return bad
 
