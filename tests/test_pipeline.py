@@ -66,8 +66,27 @@ def test_print_after_all_shows_every_stage():
     path = next(p for p in SAMPLES if p.name == "vector_add.tir")
     result = CliRunner().invoke(cli, ["lower", str(path), "--target", "cuda", "--print-after", "all"])
     assert result.exit_code == 0, result.output
-    shown = [line[len("# after "):] for line in result.output.splitlines() if line.startswith("# after ")]
-    assert shown == pass_names()
+    lines = result.output.splitlines()
+    shown = [line[len("# after "):] for line in lines if line.startswith("# after ")]
+    skipped = [line.split()[2].rstrip(":") for line in lines if line.startswith("# skipped ")]
+    # block passes do not run on a module without block-level functions, and say so
+    assert shown == [p.name for p in PIPELINE if not p.blocks_only]
+    assert skipped == [p.name for p in PIPELINE if p.blocks_only]
+    assert sorted(shown + skipped) == sorted(pass_names())
+
+
+def test_block_passes_run_on_block_level_modules_only():
+    """A module without blocks skips the block passes (not even imported), one with
+    blocks runs every pass."""
+    from pathlib import Path
+    timer = TimePasses()
+    run_pipeline(parse(SAMPLES[0].read_text()), PassContext(parse_target("llvm")), None, (timer,))
+    ran = [name for name, _ in timer.times]
+    assert "LowerInitBlock" not in ran and "FlattenBuffer" in ran
+    block_level = Path(__file__).parent / "tir" / "sblock_matmul_relu.tir"
+    timer = TimePasses()
+    run_pipeline(parse(block_level.read_text()), PassContext(parse_target("llvm")), None, (timer,))
+    assert [name for name, _ in timer.times] == [p.name for p in PIPELINE]
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])

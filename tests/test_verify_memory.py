@@ -44,3 +44,37 @@ class Module:
         T.call_ffi_kernel("k", A.data, tmp[0], launch_params=["threadIdx.x"])
 """)
     assert verify_memory(mod, None) is mod
+
+
+KERNEL_WITH_GLOBAL = """# from tvm.script import ir as I
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def main(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32")):
+        for bx in T.thread_binding(1, thread="blockIdx.x"):
+            tmp = T.alloc_buffer((64,), scope="{scope}")
+            for tx in T.thread_binding(64, thread="threadIdx.x"):
+                tmp[tx] = A[tx] * T.float32(2.0)
+                B[tx] = tmp[63 - tx]
+"""
+
+
+@pytest.mark.parametrize("scope", ["global"])
+def test_kernel_allocating_global_memory_is_refused(scope, tmp_path):
+    """Each thread got a private alloca of what the program shares (B read other threads'
+    uninitialised copies): a located error, as TVM's CUDA code generator gives."""
+    from tirc.build import build
+    text = KERNEL_WITH_GLOBAL.replace("{scope}", scope)
+    with pytest.raises(Diagnostic, match=f"'tmp' is allocated in '{scope}' memory inside device "
+                                         "code") as err:
+        build(text, "cuda", "llvm", tmp_path, "m")
+    assert err.value.span.line == 9
+    assert not list(tmp_path.iterdir())
+
+
+def test_kernel_shared_and_local_allocations_build(tmp_path):
+    from tirc.build import build
+    for scope in ("shared", "local"):
+        build(KERNEL_WITH_GLOBAL.replace("{scope}", scope), "cuda", "llvm", tmp_path / scope, "m")

@@ -207,6 +207,9 @@ class NVPTXContext(LLVMTargetContext):
             g.linkage, g.align, g.initializer = "internal", 16, ir.Constant(ty, ir.Undefined)
             opaque(g, self.pointer("shared"))
             return g, 16, False
+        # VerifyMemory allows nothing else in a kernel (a global allocation would be a
+        # private copy per thread)
+        assert scope.startswith("local"), scope
         return fl.alloca(elem, max(count, 1), name=buf.name, align=16), 16, False
 
     def lower_attr(self, fl, s: AttrStmt) -> bool:

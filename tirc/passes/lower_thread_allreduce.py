@@ -17,8 +17,10 @@ shuffles:
   a shared buffer all threads read (two ``__syncthreads``).
 
 Otherwise (other targets, several groups that do not fit warps, values of other sizes)
-every thread writes its value to a shared buffer and a tree reduction with barriers
-combines them, ending with warp-synchronous steps inside the last warp.
+every thread writes its value to a shared buffer and a tree reduction combines them,
+halving with a ``__syncthreads`` after each step. (TVM ends this tree with
+warp-synchronous steps under a branch, each with a full-mask ``__syncwarp`` that half
+the named lanes never reach: undefined behaviour in CUDA; tirc keeps block barriers.)
 
 The buffer the call wrote (``cross_thread_<buf>``) is replaced everywhere by where the
 result lives: its allocation becomes the result's (volatile when shared), declarations
@@ -42,7 +44,7 @@ from tirc.ir.expr import (BinOp, BufferLoad, Call, Cast, IntImm, PointerType, Pr
 from tirc.ir.function import IRModule
 from tirc.ir.reducer import CommReducer
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Evaluate, IfThenElse,
-                          IterVar, LetStmt, SeqStmt, Stmt, seq)
+                          IterVar, SeqStmt, Stmt, seq)
 from tirc.ir.visitor import Mutator
 from tirc.passes.flatten_buffer import arith
 from tirc.target import Target
@@ -165,7 +167,7 @@ class _Builder(Mutator):
         ctx = _Context(reducer, dtypes, reduce_index, group_index, self.warp_size, span)
         if self.is_warp_reduction(dtypes, group_extent, reduce_extent, contiguous):
             return self.warp_path(ctx, values, dests, reduce_extent, group_extent)
-        return self.shared_path(ctx, values, dests, reduce_extent, group_extent, contiguous)
+        return self.shared_path(ctx, values, dests, reduce_extent, group_extent)
 
     @property
     def target(self) -> Target | None:
@@ -272,8 +274,7 @@ class _Builder(Mutator):
         return _allocate(allocs, seq(out))
 
     # -- shared-memory tree -------------------------------------------------------------
-    def shared_path(self, c: "_Context", values, dests, reduce_extent: int, group_extent: int,
-                    contiguous: int) -> Stmt:
+    def shared_path(self, c: "_Context", values, dests, reduce_extent: int, group_extent: int) -> Stmt:
         if reduce_extent == 1:
             return seq([BufferStore(d, v, (IntImm(INT32, 0),)) for d, v in zip(dests, values)])
         out: list[Stmt] = [_sync("shared")]
@@ -284,7 +285,7 @@ class _Builder(Mutator):
             bufs.append(buf)
             out.append(BufferStore(buf, v, (c.buf_index(c.reduce_index, reduce_extent),)))
         out.append(_sync("shared"))
-        out.append(c.tree_reduce(bufs, reduce_extent, group_extent, contiguous))
+        out.append(c.tree_reduce(bufs, reduce_extent))
         for d, buf in zip(dests, bufs):
             self.remember(d, buf, _at(buf, c.buf_index(_int(0, c.reduce_index), reduce_extent)), c.span)
         return seq(out)
@@ -361,8 +362,7 @@ class _Context:
             offset //= 2
         return [_at(acc, zero) for acc in accs], locals_
 
-    def tree_reduce(self, bufs: list[Buffer], reduce_extent: int, group_extent: int,
-                    contiguous: int) -> Stmt:
+    def tree_reduce(self, bufs: list[Buffer], reduce_extent: int) -> Stmt:
         align = 1
         while reduce_extent > align:
             align <<= 1
@@ -381,29 +381,15 @@ class _Context:
             align >>= 1
             cond = _cmp("lt", self.reduce_index, _int(reduce_extent - align, self.reduce_index))
             out += [IfThenElse(cond, store(load(align))), _sync("shared")]
-        warp_aligned = group_extent == 1 or contiguous % self.warp == 0
-        while align > contiguous or align > self.warp or not warp_aligned:
-            if align == 1:
-                break
+        # Every further halving step is a guarded combine and a __syncthreads. TVM ends
+        # the tree with warp-synchronous steps under ``if reduce_index < n`` with a
+        # full-mask __syncwarp inside: lanes named by the mask never arrive, which CUDA
+        # leaves undefined (found by tirc.testing.simt). The few extra block barriers
+        # only cost on this fallback path.
+        while align > 1:
             align >>= 1
             out += [IfThenElse(_cmp("lt", self.reduce_index, _int(align, self.reduce_index)),
                                store(load(align))), _sync("shared")]
-        if align > 1:
-            in_warp = _cmp("lt", self.reduce_index, _int(align >> 1, self.reduce_index))
-            rounds = []
-            while align > 1:
-                align >>= 1
-                loaded = load(align)
-                names = [Var(f"w_{align}_{i}", v.dtype) for i, v in enumerate(loaded)]
-                rounds.append((names, loaded))
-            body: Stmt | None = None
-            for names, loaded in reversed(rounds):
-                tail = [_sync("warp"), store(names), _sync("warp")] + ([body] if body is not None else [])
-                inner: Stmt = seq(tail)
-                for var, value in reversed(list(zip(names, loaded))):
-                    inner = LetStmt(var, value, inner)
-                body = inner
-            out += [IfThenElse(in_warp, body), _sync("shared")]
         return seq(out)
 
 

@@ -30,6 +30,15 @@ class Pass:
     run: Callable[[IRModule, PassContext], IRModule]
     doc: str
     requires: tuple[str, ...] = ()
+    # a block-lowering pass: the identity on a module without schedulable (block-level)
+    # functions, so the pipeline does not run (or even import) it there
+    blocks_only: bool = False
+
+
+def has_blocks(mod: IRModule) -> bool:
+    """Whether some function of ``mod`` is schedulable TIR (``s_tir`` or with blocks)."""
+    from tirc.ir.block import contains_blocks
+    return any(f.s_tir or contains_blocks(f.body) for f in mod.functions.values())
 
 
 class Instrument:
@@ -41,6 +50,9 @@ class Instrument:
     def after(self, p: Pass, mod: IRModule) -> None:
         pass
 
+    def skipped(self, p: Pass, mod: IRModule) -> None:
+        """``p`` did not run: a block pass on a module without block-level functions."""
+
 
 @dataclass
 class PrintAfter(Instrument):
@@ -51,6 +63,10 @@ class PrintAfter(Instrument):
         if p.name in self.names:
             from tirc.ir.printer import print_module
             self.emit(f"# after {p.name}\n{print_module(mod)}")
+
+    def skipped(self, p: Pass, mod: IRModule) -> None:
+        if p.name in self.names:
+            self.emit(f"# skipped {p.name}: no block-level functions\n")
 
 
 class VerifyEach(Instrument):
@@ -97,8 +113,13 @@ def _lazy(module: str, function: str) -> Callable[[IRModule, PassContext], IRMod
     return run
 
 
-def _pass(name: str, module: str, doc: str, requires: tuple[str, ...] = ()) -> Pass:
-    return Pass(name, _lazy(module, module), doc, requires)
+def _pass(name: str, module: str, doc: str, requires: tuple[str, ...] = (),
+          blocks_only: bool = False) -> Pass:
+    return Pass(name, _lazy(module, module), doc, requires, blocks_only)
+
+
+def _block_pass(name: str, module: str, doc: str, requires: tuple[str, ...] = ()) -> Pass:
+    return _pass(name, module, doc, requires, blocks_only=True)
 
 
 PIPELINE: list[Pass] = [
@@ -108,28 +129,27 @@ PIPELINE: list[Pass] = [
     # Block lowering (TVM 0.27's S-TIR order); a module without blocks passes unchanged.
     _pass("CanonicalizeLoop", "canonicalize_loop",
           "loops start at 0 with step 1", ("BindTarget",)),
-    _pass("LowerCrossThreadReduction", "lower_cross_thread_reduction",
+    _block_pass("LowerCrossThreadReduction", "lower_cross_thread_reduction",
           "reductions across threads become T.tvm_thread_allreduce between per-thread "
           "partial results and a write-back",
           ("BindTarget",)),
-    _pass("LowerInitBlock", "lower_init_block",
+    _block_pass("LowerInitBlock", "lower_init_block",
           "a block's T.init() runs at the first step of its reduction",
           ("LowerCrossThreadReduction",)),
-    Pass("PlanAndUpdateBufferAllocationLocation",
-         _lazy("plan_and_update_buffer_allocation_location", "plan_and_update_buffer_allocation_location"),
-         "block allocations move to the lowest common ancestor of their accesses",
-         ("LowerInitBlock",)),
-    _pass("ConvertBlocksToOpaque", "convert_blocks_to_opaque",
+    _block_pass("PlanAndUpdateBufferAllocationLocation", "plan_and_update_buffer_allocation_location",
+                "block allocations move to the lowest common ancestor of their accesses",
+                ("LowerInitBlock",)),
+    _block_pass("ConvertBlocksToOpaque", "convert_blocks_to_opaque",
           "block iterators replaced by their bindings", ("LowerInitBlock",)),
-    _pass("LiftThreadBinding", "lift_thread_binding",
+    _block_pass("LiftThreadBinding", "lift_thread_binding",
           "in a kernel, the loops of one thread tag become one loop at their common ancestor",
           ("ConvertBlocksToOpaque",)),
-    _pass("CompactBufferAllocation", "compact_buffer_allocation",
+    _block_pass("CompactBufferAllocation", "compact_buffer_allocation",
           "allocated buffers shrink to the region their code touches", ("ConvertBlocksToOpaque",)),
-    _pass("UnifyThreadBinding", "unify_thread_binding",
+    _block_pass("UnifyThreadBinding", "unify_thread_binding",
           "each kernel binds every thread tag once, in a loop at its top",
           ("LiftThreadBinding",)),
-    _pass("LowerMatchBuffer", "lower_match_buffer",
+    _block_pass("LowerMatchBuffer", "lower_match_buffer",
           "accesses of a block's matched buffers become accesses of their sources",
           ("CompactBufferAllocation",)),
     _pass("InjectSoftwarePipeline", "inject_software_pipeline",
@@ -230,7 +250,16 @@ def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
     passes = pipeline(ctx.abi)
     if stop_after is not None and stop_after not in [p.name for p in passes]:
         raise ValueError(f"unknown pass '{stop_after}'")
+    blocks = None  # decided at the first block pass (no later pass makes blocks)
     for p in passes:
+        if p.blocks_only:
+            blocks = has_blocks(mod) if blocks is None else blocks
+            if not blocks:
+                for inst in instruments:
+                    inst.skipped(p, mod)
+                if p.name == stop_after:
+                    break
+                continue
         for inst in instruments:
             inst.before(p, mod)
         mod = p.run(mod, ctx)
