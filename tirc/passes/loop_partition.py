@@ -41,20 +41,17 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL
-from tirc.ir.expr import BinOp, Call, IntImm, Let, PrimExpr, Var
+from tirc.ir.expr import Call, IntImm, PrimExpr, Var
 from tirc.ir.function import IRModule
-from tirc.ir.renew import map_buffer, substitute
-from tirc.ir.stmt import (AllocBuffer, AttrStmt, DeclBuffer, For, IfThenElse, IterVar, LetStmt,
-                          SeqStmt, Stmt, seq)
-from tirc.ir.visitor import Mutator, Visitor, walk
+from tirc.ir.renew import substitute
+from tirc.ir.ssa import convert_ssa
+from tirc.ir.stmt import AttrStmt, For, IfThenElse, IterVar, SeqStmt, Stmt, seq
+from tirc.ir.visitor import Mutator, walk
 from tirc.passes.arith_analyzer import Analyzer
-from tirc.passes.deduce_bound import (EVERYTHING, NOTHING, ISet, deduce_bound, fold, intersect,
-                                      intersect_all, inverse, simplify)
-
-HINT = "pragma_loop_partition_hint"
-_COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
+from tirc.passes.deduce_bound import (EVERYTHING, NOTHING, ISet, fold, intersect, intersect_all,
+                                      simplify)
+from tirc.passes.loop_partition_analysis import HINT, Finder, Selector, thread_rank
 
 
 @dataclass(frozen=True)
@@ -87,146 +84,6 @@ def _has_work(body: Stmt) -> bool:
         if isinstance(n, AttrStmt) and n.key == HINT:
             return True
     return False
-
-
-def _is_const(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm)
-
-
-def _thread_rank(tag: str) -> int:
-    return 0 if tag.startswith("blockIdx.") else 1
-
-
-class _Selector(Visitor):
-    """Loops (and launch scopes) worth partitioning: TVM's ``CandidateSelector``."""
-
-    def __init__(self, partition_const_loop: bool):
-        self.const_too = partition_const_loop
-        self.candidates: dict[int, Stmt] = {}  # by id; holding the statement keeps ids unique
-        self.hinted: set[int] = set()  # ids of loop variables under a partition hint
-        self.record: dict[int, bool] = {}
-        self.in_likely = False
-        self.no_split = False
-
-    def _scope(self, s: Stmt, var: Var, selectable: bool) -> None:
-        if id(var) in self.hinted:
-            self.candidates[id(s)] = s
-            self.generic_visit(s)
-        elif selectable:
-            self.record[id(var)] = False
-            self.generic_visit(s)
-            if self.record.pop(id(var)) and not self.no_split:
-                self.candidates[id(s)] = s
-        else:
-            self.generic_visit(s)
-
-    def visit_For(self, s: For) -> None:
-        self._scope(s, s.loop_var, not (_is_const(s.min) and _is_const(s.extent))
-                    or self.const_too)
-
-    def visit_AttrStmt(self, s: AttrStmt) -> None:
-        if s.key == "thread_extent" and isinstance(s.node, IterVar):
-            self._scope(s, s.node.var, _thread_rank(s.node.thread_tag) == 0
-                        and (not _is_const(s.value) or self.const_too))
-            return
-        if s.key == HINT and isinstance(s.value, IntImm) and s.value.value:
-            var = s.node.var if isinstance(s.node, IterVar) else s.node
-            if isinstance(var, Var):
-                self.hinted.add(id(var))
-        self.generic_visit(s)
-
-    def visit_SeqStmt(self, s: SeqStmt) -> None:
-        start = self.no_split
-        for x in s.stmts:
-            before, self.no_split = self.no_split, start
-            self.visit(x)
-            self.no_split = self.no_split or before
-
-    def visit_Call(self, e: Call) -> None:
-        if e.op == "likely":
-            self.in_likely = True
-            self.generic_visit(e)
-            self.in_likely = False
-        elif e.op == "tvm_thread_allreduce":
-            self.no_split = True
-        else:
-            self.generic_visit(e)
-
-    def visit_Var(self, v: Var) -> None:
-        if self.in_likely and id(v) in self.record:
-            self.record[id(v)] = True
-
-
-class _Finder(Visitor):
-    """For the variable being partitioned, the interval in which each condition is
-    provably true, or provably false (TVM's ``PartitionFinder``)."""
-
-    def __init__(self, var: Var, hint: dict[int, ISet], relax: dict[int, ISet], hinted: bool):
-        self.var = var
-        self.hint, self.relax = dict(hint), dict(relax)
-        self.outer = set(hint) | set(relax)
-        self.hinted = hinted
-        # (cond, value) -> interval, in the order found
-        self.partitions: dict[tuple[int, bool], tuple[PrimExpr, ISet]] = {}
-
-    def _uses_outer(self, e: PrimExpr) -> bool:
-        return any(isinstance(n, Var) and id(n) in self.outer for n in walk(e))
-
-    def _enter(self, var: Var, s: ISet, body_visit) -> None:
-        self.hint[id(var)] = s
-        self.relax[id(var)] = s
-        body_visit()
-        del self.hint[id(var)], self.relax[id(var)]
-
-    def visit_For(self, s: For) -> None:
-        if self._uses_outer(s.min) or self._uses_outer(s.extent):
-            return
-        one = IntImm(s.extent.dtype, 1)
-        dom = ISet(s.min, fold("sub", fold("add", s.min, s.extent), one))
-        self._enter(s.loop_var, dom, lambda: self.generic_visit(s))
-
-    def visit_AttrStmt(self, s: AttrStmt) -> None:
-        if s.key == "thread_extent" and isinstance(s.node, IterVar):
-            zero = IntImm(s.value.dtype, 0)
-            if isinstance(s.value, IntImm) and s.value.value == 1:
-                dom = ISet.point(zero)
-            else:
-                dom = ISet(zero, fold("sub", s.value, IntImm(s.value.dtype, 1)))
-            self._enter(s.node.var, dom, lambda: self.generic_visit(s))
-        else:
-            self.generic_visit(s)
-
-    def visit_Call(self, e: Call) -> None:
-        if e.op == "likely":
-            self._deduce(e.args[0])
-        elif e.op != "ignore_loop_partition":
-            self.generic_visit(e)
-
-    def visit_BinOp(self, e: BinOp) -> None:
-        if self.hinted and e.op in _COMPARE:
-            self._deduce(e)
-        else:
-            self.generic_visit(e)
-
-    def _deduce(self, cond: PrimExpr) -> None:
-        if not any(n is self.var for n in walk(cond)):
-            return
-        found = deduce_bound(self.var, cond, self.hint, self.relax)
-        if found is not None:
-            self.partitions[(id(cond), True)] = (cond, found)
-        elif isinstance(cond, BinOp) and cond.op == "eq":
-            # no bound for ==: try a >= b and a <= b
-            ge = deduce_bound(self.var, BinOp("ge", cond.a, cond.b, BOOL), self.hint, self.relax)
-            le = deduce_bound(self.var, BinOp("le", cond.a, cond.b, BOOL), self.hint, self.relax)
-            both = intersect_all([ge or NOTHING, le or NOTHING])
-            if not both.is_empty:
-                self.partitions[(id(cond), True)] = (cond, both)
-                return
-        inv = inverse(cond)
-        if inv is not None:
-            found = deduce_bound(self.var, inv, self.hint, self.relax)
-            if found is not None:
-                self.partitions[(id(cond), False)] = (cond, found)
 
 
 class _Eliminate(Mutator):
@@ -267,7 +124,7 @@ class _ThreadInserter(Mutator):
 class _Partitioner(Mutator):
     def __init__(self, config: LoopPartitionConfig):
         self.config = config
-        self.selector = _Selector(config.partition_const_loop)
+        self.selector = Selector(config.partition_const_loop)
         self.hint: dict[int, ISet] = {}
         self.relax: dict[int, ISet] = {}
         self.arith = Analyzer()
@@ -308,7 +165,7 @@ class _Partitioner(Mutator):
             out = self._try(s, var, IntImm(s.value.dtype, 0), hi, s.body, True)
             if out is not None:
                 return out
-        table = self.relax if _thread_rank(s.node.thread_tag) == 1 else self.hint
+        table = self.relax if thread_rank(s.node.thread_tag) == 1 else self.hint
         table[id(var)] = ISet(IntImm(var.dtype, 0), hi)
         out = self.generic_visit(s)
         table.pop(id(var), None)
@@ -341,7 +198,7 @@ class _Partitioner(Mutator):
     def _try(self, s: Stmt, var: Var, lo: PrimExpr, hi: PrimExpr, body: Stmt, thread: bool):
         hinted = id(var) in self.selector.hinted
         self.hint[id(var)] = ISet(lo, hi)
-        finder = _Finder(var, self.hint, self.relax, hinted)
+        finder = Finder(var, self.hint, self.relax, hinted)
         finder.visit(body)
         del self.hint[id(var)]
         if not finder.partitions:
@@ -404,7 +261,7 @@ class _Partitioner(Mutator):
                 cond = fold("and", cond, fold("ge", var, begin))
             if not a.can_prove(fold("eq", end, end_of_range)):
                 cond = fold("and", cond, fold("lt", var, end))
-            return _ssa(_ThreadInserter(ids, value, cond).visit(s))
+            return convert_ssa(_ThreadInserter(ids, value, cond).visit(s))
         mid = None
         if not a.can_prove(fold("ge", begin, end)):
             decided = _Eliminate(ids, value).visit(body)
@@ -414,7 +271,7 @@ class _Partitioner(Mutator):
                 pre = self.partition(pre)
             if post is not None and post_again:
                 post = self.partition(post)
-        return _ssa(seq([x for x in (pre, mid, post) if x is not None], s.span))
+        return convert_ssa(seq([x for x in (pre, mid, post) if x is not None], s.span))
 
     def _point_outside(self, part: ISet, for_set: ISet) -> bool:
         if not part.is_point:
@@ -440,84 +297,3 @@ class _RemoveHints(Mutator):
         if s.key == HINT:
             return self.visit(s.body)
         return self.generic_visit(s)
-
-
-class _SSA(Mutator):
-    """A variable or buffer defined a second time gets a fresh copy in that definition's
-    scope (TVM's ``ConvertSSA`` on the partitioned statement)."""
-
-    def __init__(self) -> None:
-        self.defined: set[int] = set()
-        self.vars: dict[int, Var] = {}
-        self.buffers: dict[int, Buffer] = {}
-        self.cache: dict[int, Buffer] = {}
-
-    def visit_Var(self, v: Var) -> Var:
-        return self.vars.get(id(v), v)
-
-    def visit_buffer(self, b: Buffer) -> Buffer:
-        new = self.buffers.get(id(b)) or self.cache.get(id(b))
-        if new is None:
-            new = self.cache[id(b)] = map_buffer(self, b)
-        return new
-
-    def _define(self, old: Var, fresh_needed: list) -> None:
-        if id(old) in self.defined:
-            fresh_needed.append(old)
-        self.defined.add(id(old))
-
-    def _scoped(self, s, names: list[Var], buffer: Buffer | None, rebuild):
-        saved_vars = {id(v): self.vars.get(id(v)) for v in names}
-        saved_buf = self.buffers.get(id(buffer)) if buffer is not None else None
-        for v in names:
-            self.vars[id(v)] = Var(v.name, v.dtype, v.ptr, v.span)
-        self.cache = {}
-        try:
-            return rebuild()
-        finally:
-            for k, v in saved_vars.items():
-                if v is None:
-                    self.vars.pop(k, None)
-                else:
-                    self.vars[k] = v
-            if buffer is not None:
-                if saved_buf is None:
-                    self.buffers.pop(id(buffer), None)
-                else:
-                    self.buffers[id(buffer)] = saved_buf
-            self.cache = {}
-
-    def _def_vars(self, s, vars_: list[Var], buffer: Buffer | None = None):
-        fresh: list[Var] = []
-        for v in vars_:
-            self._define(v, fresh)
-        buffer_fresh = buffer is not None and id(buffer) in self.defined
-        if buffer is not None:
-            self.defined.add(id(buffer))
-        if not fresh and not buffer_fresh:
-            return self.generic_visit(s)
-
-        def rebuild():
-            if buffer_fresh:
-                self.buffers[id(buffer)] = map_buffer(self, buffer, force=True)
-            return self.generic_visit(s)
-        return self._scoped(s, fresh, buffer if buffer_fresh else None, rebuild)
-
-    def visit_For(self, s: For) -> Stmt:
-        return self._def_vars(s, [s.loop_var])
-
-    def visit_LetStmt(self, s: LetStmt) -> Stmt:
-        return self._def_vars(s, [s.var])
-
-    def visit_Let(self, e: Let) -> PrimExpr:
-        return self._def_vars(e, [e.var])
-
-    def visit_AllocBuffer(self, s: AllocBuffer) -> Stmt:
-        return self._def_vars(s, [s.buffer.data], s.buffer)
-
-    def visit_DeclBuffer(self, s: DeclBuffer) -> Stmt:
-        return self._def_vars(s, [], s.buffer)
-
-
-def _ssa(s: Stmt) -> Stmt:
-    return _SSA().visit(s)

@@ -33,27 +33,23 @@ import bisect
 from dataclasses import dataclass, field, replace
 
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BufferLoad, Call, IntImm, Let, PointerType, PrimExpr, Var
+from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
 from tirc.ir.function import IRModule
-from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate,
-                          For, IfThenElse, IterVar, LetStmt, Return, SeqStmt, Stmt, While, seq)
-from tirc.ir.visitor import Mutator, Visitor, walk
+from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, For, SeqStmt, Stmt, seq
+from tirc.ir.visitor import Mutator, walk
 from tirc.passes.arith_analyzer import Analyzer
 from tirc.passes.arith_ops import binop
+from tirc.passes.storage_access import AccessFinder, InplaceCheck, Unsupported
 
 _RANKS = {"global": 0, "shared": 1, "warp": 2, "local": 3}
 _MATCH_RANGE = 16
-
-
-class _Unsupported(Exception):
-    """The function does not fit the analysis; it is left as it is."""
 
 
 def storage_rewrite(mod: IRModule, ctx=None) -> IRModule:
     def run(body: Stmt) -> Stmt:
         try:
             return _plan(body)
-        except _Unsupported:
+        except Unsupported:
             return body
     return mod.map_bodies(run)
 
@@ -81,224 +77,6 @@ def _const_bits(buf: Buffer) -> int:
     return n * buf.dtype.bits * buf.dtype.lanes
 
 
-# -- the linear access pattern --------------------------------------------------------------
-
-@dataclass
-class _Entry:
-    stmt: object = None
-    offset: int = 0  # > 0: a scope's begin (its end is offset further); < 0: its end
-    touched: list[int] = field(default_factory=list)
-
-
-class _Finder(Visitor):
-    """TVM's ``LinearAccessPatternFinder``: statements in order, each scope (loop, branch,
-    launch) a begin and an end entry, and which allocations each touches, counted at the
-    allocation's own level."""
-
-    def __init__(self) -> None:
-        self.seq: list[_Entry] = []
-        self.scope: list[_Entry] = []
-        self.allocs: dict[int, tuple[int, AllocBuffer]] = {}  # id(data) -> (level, node)
-        self.pinned: set[int] = set()  # allocations that stay where they are
-        self.in_thread = False
-        self.inner: set[int] = set()  # variables defined since the attach scope's start
-        self.attached = False  # inside an attach scope other than the function
-
-    def touch(self, var: Var) -> None:
-        info = self.allocs.get(id(var))
-        if info is None:
-            return
-        if info[0] >= len(self.scope):
-            raise _Unsupported
-        self.scope[info[0]].touched.append(id(var))
-
-    def _leaf(self, s, visit_children) -> None:
-        self.scope.append(_Entry())
-        visit_children()
-        e = self.scope.pop()
-        if e.touched:
-            e.stmt = s
-            self.seq.append(e)
-
-    def _new_scope(self, s) -> None:
-        self.scope.append(_Entry())
-        begin = len(self.seq)
-        self.seq.append(_Entry(s))
-        self.generic_visit(s)
-        inner = self.scope.pop()
-        end = len(self.seq)
-        self.seq.append(_Entry(s, begin - end, inner.touched))
-        self.seq[begin].offset = end - begin
-
-    def _define(self, var: Var) -> None:
-        self.inner.add(id(var))
-
-    def _attach(self, s, visit) -> None:
-        """``s`` may become the attach scope: the first one entered."""
-        if self.attached:
-            visit()
-            return
-        saved, self.inner, self.attached = self.inner, set(), True
-        try:
-            visit()
-        finally:
-            self.inner, self.attached = saved, False
-
-    # statements touching memory
-    def visit_BufferStore(self, s: BufferStore) -> None:
-        def children():
-            self.generic_visit(s)
-            self.touch(s.buffer.data)
-        self._leaf(s, children)
-
-    def visit_Evaluate(self, s: Evaluate) -> None:
-        self._leaf(s, lambda: self.generic_visit(s))
-
-    def visit_Return(self, s: Return) -> None:
-        self._leaf(s, lambda: self.generic_visit(s))
-
-    def visit_LetStmt(self, s: LetStmt) -> None:
-        self._leaf(s, lambda: self.visit(s.value))
-        self._define(s.var)
-        self.visit(s.body)
-
-    def visit_BufferLoad(self, e: BufferLoad) -> None:
-        self.generic_visit(e)
-        self.touch(e.buffer.data)
-
-    def visit_Var(self, v: Var) -> None:
-        self.touch(v)
-
-    def visit_Call(self, e: Call) -> None:
-        for a in e.args:
-            if isinstance(a, Buffer):
-                self.touch(a.data)
-        self.generic_visit(e)
-
-    def visit_Let(self, e: Let) -> None:
-        self._define(e.var)
-        self.generic_visit(e)
-
-    # scopes
-    def visit_For(self, s: For) -> None:
-        self._define(s.loop_var)
-        if s.kind == "parallel":
-            self._attach(s, lambda: self._new_scope(s))
-        else:
-            self._new_scope(s)
-
-    def visit_IfThenElse(self, s: IfThenElse) -> None:
-        self._new_scope(s)
-
-    def visit_While(self, s: While) -> None:
-        self._new_scope(s)
-
-    def visit_AssertStmt(self, s: AssertStmt) -> None:
-        self._new_scope(s)
-
-    def visit_AttrStmt(self, s: AttrStmt) -> None:
-        if s.key == "thread_extent" and not self.in_thread:
-            self.in_thread = True
-            if isinstance(s.node, IterVar):
-                self._define(s.node.var)
-            self._attach(s, lambda: self._new_scope(s))
-            self.in_thread = False
-        elif s.key in ("virtual_thread", "extern_scope"):
-            self._new_scope(s)
-        elif s.key == "target":
-            raise _Unsupported  # a region of another target: its memory is not ours to move
-        else:
-            if isinstance(s.node, IterVar):
-                self._define(s.node.var)
-            self.visit(s.value)
-            self.visit(s.body)
-
-    # definitions
-    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
-        b = s.buffer
-        uses = [n for d in b.shape for n in walk(d)]
-        if (len(b.shape) != 1 or any(isinstance(n, BufferLoad) for n in uses)
-                or any(isinstance(n, Var) and id(n) in self.inner for n in uses)):
-            self.pinned.add(id(b.data))
-        else:
-            self.allocs[id(b.data)] = (len(self.scope), s)
-        self._define(b.data)
-        self.visit(s.body)
-
-    def visit_DeclBuffer(self, s: DeclBuffer) -> None:
-        self.visit(s.body)
-
-
-# -- in-place detection ---------------------------------------------------------------------
-
-class _Inplace(Visitor):
-    """TVM's ``InplaceOpVerifier``: ``stmt`` only does ``dst[idx] = f(src[idx])``."""
-
-    def __init__(self, dst: int, src: int):
-        self.dst, self.src = dst, src
-        self.ok = True
-        self.nest = 0
-        self.store: BufferStore | None = None
-
-    def check(self, s) -> bool:
-        if not isinstance(s, (AttrStmt, For, IfThenElse, While, BufferStore)):
-            return False
-        self.visit(s)
-        return self.ok
-
-    def visit(self, node) -> None:
-        if self.ok:
-            super().visit(node)
-
-    def visit_Var(self, v: Var) -> None:
-        if id(v) in (self.dst, self.src):
-            self.ok = False
-
-    def visit_BufferStore(self, s: BufferStore) -> None:
-        self.nest += 1
-        for i in s.indices:
-            self.visit(i)
-        self.nest -= 1
-        if id(s.buffer.data) == self.dst:
-            self.store = s
-            self.visit(s.value)
-            self.store = None
-        else:
-            self.visit(s.value)
-
-    def visit_AttrStmt(self, s: AttrStmt) -> None:
-        if s.key == "extern_scope":
-            self.ok = False
-            return
-        self.generic_visit(s)
-
-    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
-        if any(k == "volatile" for k, _ in s.annotations):
-            self.ok = False
-            return
-        self.generic_visit(s)
-
-    def visit_Call(self, e: Call) -> None:
-        if any(isinstance(a, Buffer) and id(a.data) in (self.dst, self.src) for a in e.args):
-            self.ok = False
-            return
-        self.generic_visit(e)
-
-    def visit_BufferLoad(self, e: BufferLoad) -> None:
-        buf = id(e.buffer.data)
-        if buf == self.dst or self.nest:
-            self.ok = False  # a reduction, or an indirect access
-            return
-        if buf == self.src:
-            st = self.store
-            if st is None or st.value.dtype != e.dtype or st.indices != e.indices:
-                self.ok = False
-                return
-        self.nest += 1
-        self.generic_visit(e)
-        self.nest -= 1
-
-
 # -- planning -------------------------------------------------------------------------------
 
 @dataclass(eq=False)
@@ -315,7 +93,7 @@ class _Storage:
 
 
 class _Planner:
-    def __init__(self, finder: _Finder):
+    def __init__(self, finder: AccessFinder):
         self.finder = finder
         self.thread_scope = None
         self.free_const: list[tuple[int, int, _Storage]] = []  # sorted (bits, order, storage)
@@ -357,7 +135,7 @@ class _Planner:
                             if (src in inplaced or s is None or s.scope != alloc.buffer.scope
                                     or s.attach is not self.thread_scope
                                     or s.elem != alloc.buffer.dtype.element()
-                                    or not _Inplace(var, src).check(e.stmt)):
+                                    or not InplaceCheck(var, src).check(e.stmt)):
                                 continue
                             if s.const_bits == _const_bits(alloc.buffer):
                                 dst = s
@@ -382,7 +160,7 @@ class _Planner:
             self.thread_scope = s
             return
         if self.thread_scope is not s:
-            raise _Unsupported  # a launch inside a parallel loop, or the like
+            raise Unsupported  # a launch inside a parallel loop, or the like
         self.free_const = [x for x in self.free_const if x[2].attach is not s]
         self.free_sym = [x for x in self.free_sym if x.attach is not s]
         self.thread_scope = None
@@ -444,7 +222,7 @@ class _Planner:
             for i, st in enumerate(vec):
                 if _special(st.scope):
                     if not st.const_bits:
-                        raise _Unsupported
+                        raise Unsupported
                     for other in vec[:i]:
                         if other.scope == st.scope:
                             other.children.append(st)
@@ -538,7 +316,7 @@ class _Rewriter(Mutator):
     def visit_Var(self, v: Var) -> Var:
         st = self.map.get(id(v))
         if st is not None and st.bits_offset:
-            raise _Unsupported  # the address of a buffer merged at an offset
+            raise Unsupported  # the address of a buffer merged at an offset
         return v if st is None else st.buffer.data
 
     def _shift(self, node, old: Buffer):
@@ -548,7 +326,7 @@ class _Rewriter(Mutator):
             return node
         bits = old.dtype.bits
         if st.bits_offset % bits:
-            raise _Unsupported
+            raise Unsupported
         last = node.indices[-1]
         shifted = binop("add", IntImm(last.dtype.element(), st.bits_offset // bits), last)
         return replace(node, indices=node.indices[:-1] + (shifted,))
@@ -596,7 +374,7 @@ class _Rewriter(Mutator):
 def _plan(body: Stmt) -> Stmt:
     if not any(isinstance(n, AllocBuffer) for n in walk(body)):
         return body
-    finder = _Finder()
+    finder = AccessFinder()
     finder.visit(body)
     if not finder.allocs:
         return body
