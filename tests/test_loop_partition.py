@@ -141,3 +141,29 @@ def test_each_part_defines_its_own_variables():
     out = verify(loop_partition(_parse(CONST), partition_const_loop=True))
     defined = [l.loop_var for l in _loops(out)]
     assert len({id(v) for v in defined}) == len(defined)
+
+
+KERNEL = """
+@T.prim_func
+def main(A: T.Buffer((1000,), "float32"), n: T.int32):
+    T.func_attr({"target": T.target({"arch": "sm_80", "kind": "cuda"})})
+    bx = T.launch_thread("blockIdx.x", (n + 127) // 128)
+    tx = T.launch_thread("threadIdx.x", 128)
+    if T.likely(bx * 128 + tx < n):
+        A[bx * 128 + tx] = A[bx * 128 + tx] + T.float32(1.0)
+"""
+
+
+def test_block_scope_of_symbolic_extent():
+    """A blockIdx scope is not copied: inside the innermost launch, blocks of the steady
+    state run the body with the test decided, the others the body as written (threadIdx
+    relaxed over its extent). Run on the SIMT interpreter through the whole pipeline."""
+    from tirc.ir.stmt import IfThenElse
+    from tirc.testing import simt
+    out = verify(loop_partition(_parse(KERNEL)))
+    branch = [n for n in walk(out["main"].body) if isinstance(n, IfThenElse)][0]
+    assert branch.else_case is not None and _calls(out, "likely") == 0
+    for n in (1, 100, 128, 300, 1000):
+        a = np.zeros(1000, "float32")
+        simt.run(HEADER + KERNEL, "main", [a, n])
+        assert (a[:n] == 1).all() and a.sum() == n
