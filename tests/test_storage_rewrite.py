@@ -182,3 +182,39 @@ def main(A: T.Buffer((16,), "float32")):
 """
     mod = _parse(text)
     assert storage_rewrite(mod) is mod or storage_rewrite(mod).functions["main"] is mod["main"]
+
+
+SHARED_REUSE = """
+@T.prim_func
+def main(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
+    T.func_attr({"target": T.target({"arch": "sm_80", "kind": "cuda"})})
+    bx = T.launch_thread("blockIdx.x", 2)
+    tx = T.launch_thread("threadIdx.x", 128)
+    S1 = T.alloc_buffer((128,), scope="shared")
+    S1[tx] = A[bx * 128 + tx]
+    T.tvm_storage_sync("shared")
+    B[bx * 128 + tx] = S1[127 - tx]
+    S2 = T.alloc_buffer((128,), scope="shared")
+    S2[tx] = A[bx * 128 + tx] * T.float32(2.0)
+    T.tvm_storage_sync("shared")
+    B[bx * 128 + tx] = B[bx * 128 + tx] + S2[(tx + 1) % 128]
+"""
+
+
+def test_shared_memory_reused_with_a_barrier_before_it():
+    """S2 takes S1's shared memory once S1 is dead; ThreadSync, after StorageRewrite as in
+    TVM, then puts a barrier between the last reads of S1 and the first writes of S2.
+    Run on the SIMT interpreter (which reports races) through the whole pipeline."""
+    from tirc.ir.expr import Call
+    from tirc.testing import simt
+    lowered = simt.lower(HEADER + SHARED_REUSE)
+    kernel = lowered["main_kernel"]
+    assert len([n for n in walk(kernel.body) if isinstance(n, AllocBuffer)]) == 1
+    assert sum(1 for n in walk(kernel.body)
+               if isinstance(n, Call) and n.op == "tvm_storage_sync") == 3
+    a, b = np.arange(256, dtype="float32"), np.zeros(256, "float32")
+    simt.run(HEADER + SHARED_REUSE, "main", [a, b])
+    tx = np.arange(128)
+    for bx in range(2):
+        want = a[bx * 128 + 127 - tx] + 2 * a[bx * 128 + (tx + 1) % 128]
+        np.testing.assert_array_equal(b[bx * 128:bx * 128 + 128], want)
