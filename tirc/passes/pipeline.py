@@ -187,6 +187,10 @@ PIPELINE: list[Pass] = [
     _pass("RemoveNoOp", "remove_no_op",
           "drop statements that do nothing (empty loops and branches, stores of the value "
           "already there)", ("HoistIfThenElse", "UnrollLoop")),
+    _pass("VerifyConstants", "verify_constants",
+          "no integer division by a constant 0, no constant index outside its buffer or the "
+          "memory under it, once unrolling, inlining and folding made them constant",
+          ("Simplify", "InlinePrivateFunctions", "UnrollLoop")),
     _pass("CommonSubexprElim", "common_subexpr_elim",
           "an expression computed more than once is bound to a variable once, before its "
           "first use in the innermost scope holding all its uses", ("Simplify", "UnrollLoop")),

@@ -1,7 +1,9 @@
 """Verify: well-formedness of a module. Every variable and buffer is defined before use
 and used only inside its scope; stores match their buffer's dtype; indices match a
 buffer's rank; calls name functions of the module with matching arguments; ``return``
-stands only in functions that return a value; storage scopes are known."""
+stands only in functions that return a value; storage scopes are known; no constant
+fact makes the program undefined (:mod:`tirc.passes.verify_constants`: an integer
+division by a constant 0, a constant index outside its buffer)."""
 from __future__ import annotations
 
 from tirc.diagnostics import Diagnostic, Span
@@ -12,6 +14,7 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBu
                           IfThenElse, IterVar, LetStmt, Return, While, is_loop_pragma)
 from tirc.ir.visitor import Visitor, walk
 from tirc.ir.block import BufferRegion, SBlock, SBlockRealize
+from tirc.passes.verify_constants import check_function
 
 
 def verify(mod: IRModule, buildable_scopes: bool = True) -> IRModule:
@@ -27,6 +30,7 @@ def verify(mod: IRModule, buildable_scopes: bool = True) -> IRModule:
                                  f"symbol '{symbol}'", func.span)
             symbols[symbol] = name
         _FunctionVerifier(mod, name, func, buildable_scopes).run()
+        check_function(func)  # constant division by zero, constant index out of bounds
     return mod
 
 
