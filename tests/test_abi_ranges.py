@@ -167,10 +167,21 @@ def test_sizes_that_do_not_fit_their_variable_are_value_errors(tmp_path):
 def test_index_arithmetic_past_2_31_is_64_bit(tmp_path):
     """int32 sizes (n, m) of an array of 2**31 + 65536 int8 elements (NumPy's zeros are
     mapped lazily: only the pages touched are memory): ``(n - 1) * m + m - 1`` wrapped
-    in int32 and stored 2 GiB before the array."""
+    in int32 and stored 2 GiB before the array; so did a region argument's offset."""
     out = run_calls(tmp_path, """
         @I.ir_module
         class Module:
+            @T.prim_func(private=True)
+            def tail(X: T.Buffer((4,), "int8")):
+                X[3] = T.int8(3)
+
+            @T.prim_func
+            def region(a: T.handle):
+                n = T.int32()
+                m = T.int32()
+                A = T.match_buffer(a, (n, m), "int8")
+                Module.tail(A[n - 1, m - 4:m])
+
             @T.prim_func
             def corner(a: T.handle):
                 n = T.int32()
@@ -189,12 +200,16 @@ def test_index_arithmetic_past_2_31_is_64_bit(tmp_path):
         a = np.zeros((65536, 32769), "int8")
         attempt("corner", lambda: lib["corner"](a))
         print("values", a[-1, -1], a[-1, 0], a[-2, 1], a[0, 0])
+        attempt("region", lambda: lib["region"](a))
+        print("region_value", a[-1, -1])
         del a
         b = np.zeros(2**31 + 8, "int8")
         attempt("long", lambda: lib["long"](b))
         print("long_value", b[-1])
         """)
     assert out["corner"] == "OK" and out["values"] == "7 5 5 0"
+    # a region argument's offset (n - 1) * m + m - 4 is an address: 64-bit too
+    assert out["region"] == "OK" and out["region_value"] == "3"
     assert out["long"] == "OK" and out["long_value"] == "9"
 
 

@@ -29,6 +29,7 @@ from tirc.ir.expr import (
     StringImm,
     Var,
 )
+from tirc.passes.flatten_buffer import widen
 
 _ICMP_S = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -244,10 +245,12 @@ class ExprLowering:
         return self.b.gep(base, [offset], source_etype=elem), elem
 
     def elem_offset(self, buf: Buffer) -> PrimExpr | None:
+        """The element offset to add to ``buf``'s data pointer, computed in 64 bits: a
+        view's int32 offset (``i * m`` of a region argument ``A[i, 0:4]``) may pass 2**31."""
         eo = buf.elem_offset
         if eo is None or (isinstance(eo, IntImm) and eo.value == 0) or id(buf) in self.offset_applied:
             return None
-        return eo
+        return widen(eo)
 
     def alignment(self, buf: Buffer, index: PrimExpr, nbytes: int) -> int:
         """A known alignment of an access of ``nbytes`` at ``index`` of ``buf``."""
