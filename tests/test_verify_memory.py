@@ -78,3 +78,12 @@ def test_kernel_shared_and_local_allocations_build(tmp_path):
     from tirc.build import build
     for scope in ("shared", "local"):
         build(KERNEL_WITH_GLOBAL.replace("{scope}", scope), "cuda", "llvm", tmp_path / scope, "m")
+
+
+def test_kernel_allocating_warp_memory_is_refused(tmp_path):
+    """'warp' memory is shared by a warp through shuffles (TVM's LowerWarpMemory, not
+    ported); it used to become a per-thread alloca."""
+    from tirc.build import build
+    with pytest.raises(Diagnostic, match="'tmp' is allocated in 'warp' memory.*not supported"):
+        build(KERNEL_WITH_GLOBAL.replace("{scope}", "warp"), "cuda", "llvm", tmp_path, "m")
+    assert not list(tmp_path.iterdir())

@@ -8,7 +8,7 @@ the CPU. Each is a diagnostic at the access, suggesting a thread binding or a CP
 (TVM's VerifyMemory asks "did you forget to bind?" in the same place).
 
 A kernel allocates ``local`` memory (one copy per thread) and ``shared`` memory (one per
-block); a ``global`` (or other) allocation inside a kernel has no meaning on the GPU: each
+block); ``warp`` memory (TVM's LowerWarpMemory) is not supported; a ``global`` allocation inside a kernel has no meaning on the GPU: each
 thread would get a private copy of what the program means to share, so results written
 by one thread never reach the others. It is a diagnostic at the allocation (TVM's CUDA
 code generator refuses it: "Cannot allocate global memory when targeting CUDA").
@@ -47,6 +47,11 @@ def _check_kernel(func: PrimFunc) -> None:
             scope = node.buffer.scope
             if scope in _KERNEL_SCOPES or scope.startswith("local"):
                 continue
+            if scope == "warp":
+                raise Diagnostic(
+                    f"buffer '{node.buffer.name}' is allocated in 'warp' memory: memory a warp "
+                    "shares through registers and shuffles (TVM's LowerWarpMemory) is not "
+                    "supported by tirc; use scope 'shared' or 'local'", node.buffer.span or node.span)
             raise Diagnostic(
                 f"buffer '{node.buffer.name}' is allocated in '{scope}' memory inside device "
                 "code, where each thread would get its own copy; allocate it in the host "
