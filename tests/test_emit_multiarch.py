@@ -142,15 +142,15 @@ def test_multi_arch_build_result_and_emit(tmp_path):
     assert (tmp_path / "vector_add.sm_90.device.ll").exists()
 
 
-def test_multi_arch_device_only_and_fatbin_usage_error(tmp_path):
+def test_multi_arch_device_only_and_fatbin_with_cubin_usage_error(tmp_path):
     r = _build([SAMPLES / "vector_add.tir", "--target", "cuda -arch=sm_80,sm_90", "--device-only"],
                tmp_path)
     assert r.exit_code == 0, r.output
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "vector_add.json", "vector_add.sm_80.ptx", "vector_add.sm_90.ptx"]
     r = _build([SAMPLES / "vector_add.tir", "--target", "cuda -arch=sm_80,sm_90",
-                "--device-format", "fatbin"], tmp_path / "f")
-    assert r.exit_code == 2 and "--device-format fatbin is not implemented" in r.output
+                "--device-format", "fatbin,cubin"], tmp_path / "f")
+    assert r.exit_code == 2 and "--device-format fatbin holds the cubins" in r.output
 
 
 def _pick(archs, cc):

@@ -25,7 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tirc.diagnostics import CompileError, Diagnostic, SourceFile, Span, load_source
+from tirc.diagnostics import CompileError, Diagnostic, SourceFile, Span, load_source, render
 
 if TYPE_CHECKING:
     from tirc.ir.function import IRModule
@@ -43,7 +43,9 @@ class Compiled:
     ``ptx`` (text) and ``cubin`` (bytes): the device images by arch (``"sm_80"``; a
     second target of the same arch is ``"sm_80.2"``, as the file names go); with
     ``device_format="cubin"`` the PTX each cubin came from is in ``ptx`` too.
-    ``files``: every output by file name (``NAME.o``, ``NAME.h``, ``NAME.json``, the
+    ``fatbin`` (bytes): with ``device_format="fatbin"``, each device target's fatbin by
+    its archs (``"sm_80-sm_90"``; the PTX is in ``ptx`` too). ``warnings``: the build's
+    warnings, rendered as the command line prints them. ``files``: every output by file name (``NAME.o``, ``NAME.h``, ``NAME.json``, the
     images, ``NAME.so``, what ``emit`` asked for), as bytes."""
 
     __module__ = "tirc"  # public as tirc.Compiled
@@ -54,6 +56,8 @@ class Compiled:
     files: dict[str, bytes] = field(repr=False)
     ptx: dict[str, str] = field(default_factory=dict, repr=False)
     cubin: dict[str, bytes] = field(default_factory=dict, repr=False)
+    fatbin: dict[str, bytes] = field(default_factory=dict, repr=False)
+    warnings: tuple[str, ...] = ()
 
     def __getitem__(self, function: str):
         if self.module is None:
@@ -77,7 +81,8 @@ class Compiled:
         return self.files[f"{self.name}.h"].decode()
 
     def __repr__(self) -> str:
-        images = sorted(self.ptx) + [f"{a} (cubin)" for a in sorted(self.cubin)]
+        images = (sorted(self.ptx) + [f"{a} (cubin)" for a in sorted(self.cubin)]
+                  + [f"{a} (fatbin)" for a in sorted(self.fatbin)])
         return (f"Compiled({self.name!r}, functions={self.functions}"
                 + (f", images={images}" if images else "") + ")")
 
@@ -92,7 +97,8 @@ def compile(source, target=None, host=None, abi: str = "packed", *,  # noqa: A00
     ``tirc.target.Target``); functions without a target get ``target``, default
     ``llvm``. ``abi``: ``"packed"`` (tvm-ffi functions, callable from Python) or
     ``"c"`` (plain C functions: nothing to call from Python, but the object, header
-    and manifest are made). ``device_format``: ``"ptx"`` or ``"cubin"`` (nvJitLink).
+    and manifest are made). ``device_format``: ``"ptx"``, ``"cubin"`` (nvJitLink) or
+    ``"fatbin"`` (nvFatbin: a cubin per arch and PTX for the newest, in one image).
     ``emit``: also keep intermediates in ``files`` (``"tir"``, ``"llvm"``, ``"ptx"``).
     ``load=False``: build the object and images only (no C compiler needed, any
     ``host`` triple), ``module`` is None. ``name``: the outputs' NAME (default: the
@@ -176,7 +182,7 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
             out = Path(where)
             result = build(mod, bind, None, out, name, shared=load, emit=emit,
                            filename=_filename(src, mod), device_format=device_format, abi=abi,
-                           also_ptx=device_format == "cubin")
+                           also_ptx=device_format in ("cubin", "fatbin"))
             files = {p.name: p.read_bytes() for p in result.files}
             module = None
             if load:
@@ -185,7 +191,9 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
     except RecursionError:
         raise _too_deep(src) from None
     manifest = json.loads(files[f"{name}.json"])
-    return Compiled(name, module, manifest, files, *_images(name, files, result.images))
+    source = src if isinstance(src, SourceFile) else None
+    return Compiled(name, module, manifest, files, *_images(name, files, result.images),
+                    warnings=tuple(render(w, source) for w in result.warnings))
 
 
 # -- helpers -------------------------------------------------------------------------------
@@ -248,24 +256,30 @@ def _too_deep(src: SourceFile | IRModule) -> Diagnostic:
 
 
 def _images(name: str, files: dict[str, bytes], images: dict[str, Path]
-            ) -> tuple[dict[str, str], dict[str, bytes]]:
-    """PTX and cubins by arch: the part of ``NAME.<arch>[.n].ext`` between NAME and the
-    extension, or, for the one image of ``NAME.ext``, its target's arch."""
+            ) -> tuple[dict[str, str], dict[str, bytes], dict[str, bytes]]:
+    """PTX, cubins and fatbins by arch: the part of ``NAME.<arch>[.n].ext`` between NAME
+    and the extension, or, for the one image of ``NAME.ext``, its target's arch (archs,
+    ``sm_80-sm_90``, for a fatbin)."""
     import json
 
-    only = None
+    only = archs = None
     if len(images) == 1:
         arch = json.loads(next(iter(images))).get("arch")
         only = arch[0] if isinstance(arch, list) else arch
+        archs = "-".join(arch) if isinstance(arch, list) else arch
     ptx: dict[str, str] = {}
     cubin: dict[str, bytes] = {}
+    fatbin: dict[str, bytes] = {}
     for file, data in files.items():
         stem, dot, ext = file.rpartition(".")
-        if not dot or ext not in ("ptx", "cubin") or not (stem == name or stem.startswith(name + ".")):
+        if not dot or ext not in ("ptx", "cubin", "fatbin") \
+                or not (stem == name or stem.startswith(name + ".")):
             continue
-        key = stem[len(name) + 1:] or only or "image"
+        key = stem[len(name) + 1:] or (archs if ext == "fatbin" else only) or "image"
         if ext == "ptx":
             ptx[key] = data.decode()
-        else:
+        elif ext == "cubin":
             cubin[key] = data
-    return ptx, cubin
+        else:
+            fatbin[key] = data
+    return ptx, cubin, fatbin

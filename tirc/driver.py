@@ -192,9 +192,13 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               help="also write intermediates (comma-separated or repeated): tir "
               "(NAME.lowered.tir, after the pipeline), llvm (NAME.ll, and NAME[.arch].device.ll "
               "per device image), ptx (the PTX files, also with --device-format cubin)")
-@click.option("--device-format", multiple=True, metavar="ptx|cubin", help="device image "
-              "format: ptx (default), cubin (through nvJitLink), or both (ptx,cubin or the "
-              "flag twice); fatbin is not implemented: a multi-arch target gives one file per arch")
+@click.option("--device-format", multiple=True, metavar="ptx|cubin|fatbin", help="device "
+              "image format: ptx (default), cubin (through nvJitLink; one file per arch), both "
+              "(ptx,cubin or the flag twice), or fatbin (through nvFatbin: one NAME.fatbin per "
+              "target with a cubin per arch and PTX for the newest; the driver picks)")
+@click.option("--resource-usage", is_flag=True, help="print each kernel's registers, spills, "
+              "stack frame, shared and constant memory per arch, as nvcc --resource-usage "
+              "does (needs --device-format cubin or fatbin)")
 @click.option("--device-only", is_flag=True,
               help="write only the device images (NAME.ptx or NAME.<arch>.ptx), no host object")
 @click.option("--abi", type=click.Choice(["packed", "c"]), default="packed", show_default=True,
@@ -212,8 +216,9 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
 @click.option("-v", "--verbose", is_flag=True,
               help="say what is built and where: targets, files written, timings")
 @click.option("-q", "--quiet", is_flag=True, help="print nothing but diagnostics")
-def build(files, target, host, out_dir, shared, emit, device_format, device_only, abi,
-          jobs, depfile, depfile_path, depfile_targets, verbose, quiet) -> None:
+def build(files, target, host, out_dir, shared, emit, device_format, resource_usage,
+          device_only, abi, jobs, depfile, depfile_path, depfile_targets, verbose,
+          quiet) -> None:
     """Compile each FILE (NAME.tir): write OUTDIR/NAME.o, the host object with the
     device images embedded, NAME.h (its declarations), NAME.json (a manifest of
     functions and kernels), one device image per device target (NAME.ptx, or
@@ -237,11 +242,14 @@ def build(files, target, host, out_dir, shared, emit, device_format, device_only
     formats = {f.strip() for value in device_format for f in value.split(",") if f.strip()} or {"ptx"}
     unknown = sorted(formats - {"ptx", "cubin", "fatbin"})
     if unknown:
-        raise click.UsageError(f"unknown device format '{unknown[0]}'; valid: ptx, cubin")
-    if "fatbin" in formats:
-        raise click.UsageError("--device-format fatbin is not implemented; use ptx or cubin "
-                               "(a target with several archs, cuda -arch=sm_80,sm_90, gives one "
-                               "NAME.<arch>.ptx or .cubin per arch, all embedded in NAME.o)")
+        raise click.UsageError(f"unknown device format '{unknown[0]}'; valid: ptx, cubin, "
+                               "fatbin")
+    if "fatbin" in formats and len(formats) > 1:
+        raise click.UsageError("--device-format fatbin holds the cubins and the PTX itself: "
+                               "it goes alone (--emit ptx also writes the PTX files)")
+    if resource_usage and formats == {"ptx"}:
+        raise click.UsageError("--resource-usage reports what the cubins use: build them with "
+                               "--device-format cubin or fatbin")
     try:
         emit = parse_emit(emit)
     except ValueError as e:
@@ -270,8 +278,10 @@ def build(files, target, host, out_dir, shared, emit, device_format, device_only
         stems[stem] = path
     files = list(dict.fromkeys(files))  # one build per input, even if named twice
     opts = BuildOptions(target=target, host=host, out_dir=out_dir, shared=shared,
-                        emit=tuple(emit), device_format="cubin" if "cubin" in formats else "ptx",
+                        emit=tuple(emit), device_format=("fatbin" if "fatbin" in formats else
+                                                         "cubin" if "cubin" in formats else "ptx"),
                         also_ptx=formats == {"ptx", "cubin"}, device_only=device_only, abi=abi,
+                        resource_usage=resource_usage,
                         depfile=depfile or depfile_path is not None or bool(depfile_targets),
                         depfile_path=depfile_path, depfile_targets=tuple(depfile_targets),
                         verbose=verbose)

@@ -43,6 +43,7 @@ class BuildOptions:
     depfile_path: str | None = None  # -MF FILE (one input only)
     depfile_targets: tuple[str, ...] = ()  # -MT TARGET: the rule's targets (one input only)
     verbose: bool = False
+    resource_usage: bool = False  # --resource-usage: the cubins' figures, as nvcc prints them
 
 
 @dataclass
@@ -53,6 +54,7 @@ class Outcome:
     status: int = OK
     messages: list[str] = field(default_factory=list)  # diagnostics, rendered
     info: list[str] = field(default_factory=list)  # -v lines
+    report: list[str] = field(default_factory=list)  # --resource-usage lines (even with -q)
     summary: str = ""  # -v: the last line, after the diagnostics
     files: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -109,6 +111,10 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
         except RecursionError:
             raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
         outcome.files = [str(p) for p in result.files]
+        outcome.messages += [render(w, source) for w in result.warnings]
+        if opts.resource_usage:
+            from tirc.resource_usage import nvcc_report
+            outcome.report = nvcc_report(result.manifest.get("kernels", []))
         if opts.verbose:
             outcome.info.append(f"tirc: {path}: host code for {result.host_target.describe()}"
                                 + (f", device code for {len(result.devices)} target(s)"
@@ -146,6 +152,8 @@ def build_many(paths: list[str], opts: BuildOptions, jobs: int = 1, quiet: bool 
         if not quiet:
             for line in outcome.info:
                 echo(line)
+        for line in outcome.report:
+            echo(line)
         for message in outcome.messages:
             echo(message)
         if outcome.summary and not quiet:

@@ -5,7 +5,8 @@
      "functions": [{"name", "symbol", "target", "target_summary", "params", "returns",
                     "declaration"?}],
      "kernels":   [{"name", "symbol", "target", "target_summary", "image"?, "params",
-                    "launch_params", "grid", "block", "dynamic_shared_memory", "launches"}]}
+                    "launch_params", "grid", "block", "dynamic_shared_memory", "launches",
+                    "resource_usage"?, "fatbin"?}]}
 
 ``functions`` are the exported host functions (packed or C API), with their TIR
 parameters (``{"name", "kind": "buffer", "dtype", "shape"}`` or ``{"name", "kind":
@@ -17,7 +18,14 @@ tags in order (TVM's ``tirx.kernel_launch_params``); ``launches`` each host laun
 site (``caller`` and the sizes in terms of the caller's variables). ``target`` is the
 target's canonical string; ``image`` the device file of the kernel's target, or a
 list of them (one per arch) for a multi-arch target (``cuda -arch=sm_80,sm_90``).
-Lists are in module order; the JSON has sorted keys and a trailing newline, so the
+Builds with cubins (``--device-format cubin`` or ``fatbin``) add ``resource_usage``,
+per arch of the kernel's cubins: ``{"sm_80": {"registers", "spill_stores",
+"spill_loads", "stack_frame", "shared_memory", "constant_memory"}}`` (integers; bytes
+but for registers per thread), as the cubin stage read them from nvJitLink; fatbin
+builds add ``fatbin``, the images of the kernel's fatbin in order (``[{"arch":
+"sm_80", "format": "cubin"}, ..., {"arch": "sm_90", "format": "ptx"}]``). These are
+the device stage's facts, passed in as plain data (``device_facts``), never derived
+here. Lists are in module order; the JSON has sorted keys and a trailing newline, so the
 same input gives the same bytes.
 """
 from __future__ import annotations
@@ -91,14 +99,19 @@ def _launch_calls(body: Stmt):
 
 
 def manifest(mod: IRModule, name: str, abi: str, original: IRModule | None = None,
-             host_target: Target | None = None, images: dict[str, str | list[str]] | None = None) -> dict:
+             host_target: Target | None = None, images: dict[str, str | list[str]] | None = None,
+             device_facts: dict[str, dict] | None = None) -> dict:
     """The manifest of ``mod`` (after the pipeline). ``original`` (the module before it)
     gives exported functions their TIR parameters; ``images`` maps a device target's
-    canonical string to its image file name (a list of names for a multi-arch target)."""
+    canonical string to its image file name (a list of names for a multi-arch target);
+    ``device_facts`` a device target's canonical string to what its device stage
+    recorded: ``"resource_usage"`` (``{kernel symbol: {arch: figures}}``) and
+    ``"fatbin"`` (the fatbin's entries)."""
     from tirc.passes.lower_device_kernel_launch import is_kernel, launch_params
 
     orig = original.functions if original is not None else {}
     images = images or {}
+    device_facts = device_facts or {}
     functions, kernels = [], []
     launches: dict[str, list[dict]] = {}
     for caller, f in mod.functions.items():
@@ -112,12 +125,19 @@ def manifest(mod: IRModule, name: str, abi: str, original: IRModule | None = Non
         if is_kernel(f):
             tags, extents = launch_params(n, f)
             t = f.attrs.get("target")
+            symbol = str(f.attrs.get("global_symbol", n))
             kernels.append({
-                "name": n, "symbol": str(f.attrs.get("global_symbol", n)), **_target(f),
+                "name": n, "symbol": symbol, **_target(f),
                 "image": images.get(t.canonical) if isinstance(t, Target) else None,
                 "params": _params(f), "launch_params": list(tags), **_sizes(tags, extents),
                 "launches": launches.get(n, []),
             })
+            facts = device_facts.get(t.canonical, {}) if isinstance(t, Target) else {}
+            usage = facts.get("resource_usage", {}).get(symbol)
+            if usage:
+                kernels[-1]["resource_usage"] = usage
+            if "fatbin" in facts:
+                kernels[-1]["fatbin"] = facts["fatbin"]
         elif f.attrs.get("tirc.c_api") or f.attrs.get("calling_conv") == 1:
             src = orig.get(n)
             ret = (src or f).ret_type

@@ -21,7 +21,7 @@ import json
 import platform
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 DEFAULT_CUDA_ARCH = "sm_80"
 
@@ -55,26 +55,39 @@ class TargetKind:
 
 
 # -- cuda --------------------------------------------------------------------------------
-# The one table of per-arch facts. arch: (PTX ISA version x10 the PTX is written for,
-# largest shared memory a block may opt in to, bytes). No arch gets less than PTX 6.2,
-# the first with ``activemask`` (cross-thread reductions); LLVM aborts the process on an
-# intrinsic newer than the PTX version. Every driver since CUDA 10.1 reads it. ``a``: arch-specific features, runs only on that exact
-# arch; ``f``: family-specific, runs on that major version from that minor up (PTX 8.8).
-# Which of these nvJitLink can make a cubin for is nvJitLink's answer (CUDA 13 makes none
-# before sm_75), not this table's.
+# The one table of per-arch facts (ArchFacts): the PTX ISA version x10 the PTX is written
+# for, the largest shared memory a block may opt in to (bytes), the 32-bit registers of
+# one SM and the unit they are allocated in per warp (64K and 256 on every arch here: the
+# CUDA programming guide's and occupancy calculator's figures). No arch gets less than
+# PTX 6.2, the first with ``activemask`` (cross-thread reductions); LLVM aborts the
+# process on an intrinsic newer than the PTX version. Every driver since CUDA 10.1 reads
+# it. ``a``: arch-specific features, runs only on that exact arch; ``f``: family-specific,
+# runs on that major version from that minor up (PTX 8.8). Which of these nvJitLink can
+# make a cubin for is nvJitLink's answer (CUDA 13 makes none before sm_75), not this
+# table's.
+
+
+class ArchFacts(NamedTuple):
+    ptx_version: int
+    max_shared_memory: int
+    registers_per_sm: int = 65536
+    register_unit: int = 256  # registers per warp are a multiple of this
+
+
+_A = ArchFacts
 _SMEM_48K, _SMEM_96K = 49152, 98304
-CUDA_ARCHS: dict[str, tuple[int, int]] = {
-    "sm_50": (62, _SMEM_48K), "sm_52": (62, _SMEM_48K), "sm_53": (62, _SMEM_48K),
-    "sm_60": (62, _SMEM_48K), "sm_61": (62, _SMEM_48K), "sm_62": (62, _SMEM_48K),
-    "sm_70": (62, _SMEM_96K), "sm_72": (62, _SMEM_96K), "sm_75": (63, 65536),
-    "sm_80": (70, 166912), "sm_86": (71, 101376), "sm_87": (74, 166912),
-    "sm_89": (78, 101376), "sm_90": (78, 232448), "sm_90a": (80, 232448),
-    "sm_100": (86, 232448), "sm_100a": (86, 232448), "sm_100f": (88, 232448),
-    "sm_101": (86, 232448), "sm_101a": (86, 232448), "sm_101f": (88, 232448),
-    "sm_103": (88, 232448), "sm_103a": (88, 232448), "sm_103f": (88, 232448),
-    "sm_110": (90, 232448), "sm_110a": (90, 232448), "sm_110f": (90, 232448),
-    "sm_120": (87, 101376), "sm_120a": (87, 101376), "sm_120f": (88, 101376),
-    "sm_121": (88, 101376), "sm_121a": (88, 101376), "sm_121f": (88, 101376),
+CUDA_ARCHS: dict[str, ArchFacts] = {
+    "sm_50": _A(62, _SMEM_48K), "sm_52": _A(62, _SMEM_48K), "sm_53": _A(62, _SMEM_48K),
+    "sm_60": _A(62, _SMEM_48K), "sm_61": _A(62, _SMEM_48K), "sm_62": _A(62, _SMEM_48K),
+    "sm_70": _A(62, _SMEM_96K), "sm_72": _A(62, _SMEM_96K), "sm_75": _A(63, 65536),
+    "sm_80": _A(70, 166912), "sm_86": _A(71, 101376), "sm_87": _A(74, 166912),
+    "sm_89": _A(78, 101376), "sm_90": _A(78, 232448), "sm_90a": _A(80, 232448),
+    "sm_100": _A(86, 232448), "sm_100a": _A(86, 232448), "sm_100f": _A(88, 232448),
+    "sm_101": _A(86, 232448), "sm_101a": _A(86, 232448), "sm_101f": _A(88, 232448),
+    "sm_103": _A(88, 232448), "sm_103a": _A(88, 232448), "sm_103f": _A(88, 232448),
+    "sm_110": _A(90, 232448), "sm_110a": _A(90, 232448), "sm_110f": _A(90, 232448),
+    "sm_120": _A(87, 101376), "sm_120a": _A(87, 101376), "sm_120f": _A(88, 101376),
+    "sm_121": _A(88, 101376), "sm_121a": _A(88, 101376), "sm_121f": _A(88, 101376),
 }
 
 
@@ -95,8 +108,8 @@ def _derive_cuda(opts: dict[str, Any]) -> dict[str, Any]:
     with its own, see :func:`for_arch`) and the smallest shared-memory limit, which holds
     on every arch of the list."""
     archs = opts["arch"] if isinstance(opts["arch"], tuple) else (opts["arch"],)
-    return {"ptx_version": CUDA_ARCHS[archs[0]][0],
-            "max_shared_memory_per_block": min(CUDA_ARCHS[a][1] for a in archs)}
+    return {"ptx_version": CUDA_ARCHS[archs[0]].ptx_version,
+            "max_shared_memory_per_block": min(CUDA_ARCHS[a].max_shared_memory for a in archs)}
 
 
 def for_arch(target: "Target", arch: str) -> "Target":

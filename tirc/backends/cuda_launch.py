@@ -4,8 +4,10 @@ CUDA driver API calls with llvmlite's IRBuilder (reached from the shared lowerin
 
 What the host object gets, per LLVM module:
 
-* each device image (PTX text with a closing NUL, or a cubin) as a private constant
-  ``__tirc_cuda_image<i>``; a device module built for several archs (``cuda
+* each device image (PTX text with a closing NUL, a cubin, or a fatbin) as a private
+  constant ``__tirc_cuda_image<i>``; a fatbin (``--device-format fatbin``) is a device
+  module's one image whatever its archs, and ``cuModuleLoadData`` picks the cubin or PTX
+  in it that fits the device; otherwise a device module built for several archs (``cuda
   -arch=sm_80,sm_90``) has one image per arch, and its loader picks, from the device's
   compute capability (``cuDeviceGetAttribute``), a cubin of the device's major version
   and the highest minor not above the device's, else the PTX of the highest arch not
@@ -101,14 +103,15 @@ class DeviceCode:
     kernels: dict[str, Kernel] = field(default_factory=dict)  # by TIR function name
 
     def add(self, mod: IRModule, symbols: tuple[str, ...], data: bytes, fmt: str, arch: str) -> None:
-        """One compiled device module: its image bytes (``fmt`` "ptx" or "cubin") and
+        """One compiled device module: its image bytes (``fmt`` "ptx", "cubin" or "fatbin") and
         its kernels' entry symbols, in module order of its kernels."""
         self.add_variants(mod, symbols, [(data, fmt, arch)])
 
     def add_variants(self, mod: IRModule, symbols: tuple[str, ...],
                      variants: list[tuple[bytes, str, str]]) -> None:
         """One device module compiled for one arch or several: ``(data, fmt, arch)``
-        per image; with several, the host loads the one that fits the device."""
+        per image; with several, the host loads the one that fits the device (a fatbin
+        is one image: ``arch`` names its archs, ``sm_80-sm_90``)."""
         from tirc.passes.lower_device_kernel_launch import is_kernel
         group = len(self.groups)
         indices = []

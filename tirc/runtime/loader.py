@@ -48,8 +48,8 @@ def _cuda_device():
 
 def check_manifest_images(manifest_path: str, dev=None) -> None:
     """Check the kernels listed in a build manifest against ``dev`` (default: device 0
-    when present): each needs at least one image (PTX or cubin, of any of its archs)
-    that runs there."""
+    when present): each needs at least one image (PTX or cubin, of any of its archs, or
+    among the entries of its fatbin) that runs there."""
     import json
 
     if not os.path.isfile(manifest_path):
@@ -64,10 +64,13 @@ def check_manifest_images(manifest_path: str, dev=None) -> None:
         return
     for kernel in kernels:
         images = kernel["image"] if isinstance(kernel["image"], list) else [kernel["image"]]
+        if kernel.get("fatbin"):  # the driver picks among the fatbin's entries
+            candidates = [(e["arch"], e["format"]) for e in kernel["fatbin"]]
+        else:
+            candidates = [(_image_arch(image, kernel.get("target", "")),
+                           "cubin" if image.endswith(".cubin") else "ptx") for image in images]
         errors = []
-        for image in images:
-            kind = "cubin" if image.endswith(".cubin") else "ptx"
-            arch = _image_arch(image, kernel.get("target", ""))
+        for arch, kind in candidates:
             try:
                 check_device_image(arch, dev, kind)
                 break
