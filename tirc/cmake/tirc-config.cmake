@@ -5,7 +5,7 @@
 #   find_package(tirc REQUIRED)
 #   tirc_add_library(kernels SOURCES a.tir b.tir
 #                    [TARGET "cuda -arch=sm_80,sm_90"] [HOST llvm]
-#                    [ABI c|packed] [DEVICE_FORMAT ptx|cubin] [OUTPUT_DIRECTORY dir]
+#                    [ABI c|packed] [DEVICE_FORMAT ptx|cubin|fatbin] [OUTPUT_DIRECTORY dir]
 #                    [OPTIONS flag...] [NO_OPENMP])
 #   target_link_libraries(app PRIVATE kernels)   # and #include "a.h" in app's sources
 #
