@@ -100,6 +100,10 @@ class CPUContext(LLVMTargetContext):
             error_buffer(llfunc.module, self.pointer())
 
     def raise_error(self, fl, kind, message):
+        if not self.is_exported(fl.func):  # a private function: the caller raises it
+            from tirc.backends.cpu_errors import record
+            record(fl, kind, message)
+            return
         if fl.func.attrs.get("tirc.c_api"):  # --abi c: no tvm-ffi; a thread-local message
             from tirc.backends.c_errors import record_error
             record_error(fl, kind, message)
@@ -108,6 +112,14 @@ class CPUContext(LLVMTargetContext):
         setter = fl.module.declare("TVMFFIErrorSetRaisedFromCStr",
                                    ir.FunctionType(ir.VoidType(), [ptr_t, ptr_t]))
         fl.b.call(setter, [kind, message])
+
+    def after_call(self, fl, name, callee):
+        from tirc.backends.cpu_errors import check_after_call, may_fail
+        failing = getattr(fl.module, "may_fail", None)
+        if failing is None:
+            failing = fl.module.may_fail = may_fail(fl.module.mod)
+        if name in failing and not self.is_exported(callee):
+            check_after_call(fl)
 
     def lower_parallel(self, fl, loop: For) -> None:
         from tirc.backends.cpu_parallel import lower_parallel

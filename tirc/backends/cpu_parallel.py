@@ -30,6 +30,8 @@ class _ParallelBody(FunctionLowering):
         self.offset_applied = set(parent.offset_applied)
         self.alias = parent.alias  # one set of scopes per function, attached at its end
 
+    handles_errors = True  # a callee's error goes to the struct like any failure here
+
     def field(self, k: int) -> ir.Value:
         return self.b.gep(self.data, [ir.Constant(lt.I32, 0), ir.Constant(lt.I32, k)],
                           source_etype=self.struct_t)

@@ -45,6 +45,10 @@ class LLVMTargetContext:
     # a buffer address as gep(gep(data, rest), c) for an int32 index rest + c
     # (llvm_expr.split_index_constant): accesses a constant apart are seen disjoint
     split_index_constants = False
+    # an integer division that would trap (by zero, INT_MIN by -1) makes the function
+    # fail with an error (host code); False: it gives set values instead (llvm_expr's
+    # division_guard), as on the GPU, whose division does not trap
+    division_fails = True
 
     def __init__(self, target: Target, triple: str, data_layout: str = ""):
         self.target, self.triple, self.data_layout = target, triple, data_layout
@@ -102,6 +106,9 @@ class LLVMTargetContext:
     def lower_call(self, fl: FunctionLowering, call: Call) -> ir.Value | None:
         """Target-specific intrinsics; None: not one of them."""
         return None
+
+    def after_call(self, fl: FunctionLowering, name: str, callee: PrimFunc) -> None:
+        """After a call of module function ``name``: how its failure reaches the caller."""
 
     def extern_symbol(self, name: str, call: Call) -> str:
         """The symbol ``T.call_extern``/``T.call_pure_extern`` of ``name`` calls."""

@@ -31,6 +31,7 @@ from tirc.ir.expr import (
 )
 from tirc.passes.flatten_buffer import widen
 
+_DIVISIONS = ("div", "mod", "floordiv", "floormod")
 _ICMP_S = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
@@ -168,15 +169,71 @@ class ExprLowering:
         raise Diagnostic(f"operator '{op}' does not apply to floating-point values", e.span)
 
     def int_arith(self, op: str, a: ir.Value, c: ir.Value, d: DataType, e: BinOp) -> ir.Value:
+        if op in _DIVISIONS:
+            zero, c = self.division_guard(a, c, d, e)
+            q = self.int_division(op, a, c, d)
+            if zero is None:
+                return q
+            # the target does not trap: x / 0 is -1, x % 0 is x
+            return self.b.select(zero, self.const(d, -1) if op in ("div", "floordiv") else a, q)
         b, signed = self.b, d.is_int
         simple = {"add": b.add, "sub": b.sub, "mul": b.mul, "bitwise_and": b.and_,
                   "bitwise_or": b.or_, "bitwise_xor": b.xor, "shift_left": b.shl,
-                  "shift_right": b.ashr if signed else b.lshr,
-                  "div": b.sdiv if signed else b.udiv, "mod": b.srem if signed else b.urem}
+                  "shift_right": b.ashr if signed else b.lshr}
         if op in simple:
             return simple[op](a, c)
-        if op not in ("floordiv", "floormod"):
-            raise Diagnostic(f"unknown operator '{op}'", e.span)
+        raise Diagnostic(f"unknown operator '{op}'", e.span)
+
+    def division_guard(self, a: ir.Value, c: ir.Value, d: DataType,
+                       e: BinOp) -> tuple[ir.Value | None, ir.Value]:
+        """Keep integer division ``e`` from trapping (SIGFPE on x86-64) or being
+        undefined (LLVM's ``sdiv``/``udiv`` by 0, ``sdiv`` of INT_MIN by -1): (a zero
+        test for the caller to select the result of a division by zero with, or None;
+        the divisor to divide by). A divisor proven nonzero (and, signed, not -1, or
+        with a dividend that is not INT_MIN) needs nothing: (None, ``c``).
+
+        INT_MIN % -1 is 0, computed as INT_MIN % 1. INT_MIN / -1 does not fit: where the
+        context's ``division_fails`` (host code) the function fails with an
+        OverflowError naming it, elsewhere (the GPU) it wraps to INT_MIN (INT_MIN / 1).
+        A zero divisor (in any lane) makes a host function fail with a
+        ZeroDivisionError naming it, after which the division runs as written; on the
+        GPU the division runs with the divisor 1 and the zero test comes back."""
+        zero_possible, overflow_possible = _division_hazards(e)
+        b, one = self.b, self.const(e.b.dtype, 1)
+        zero = b.icmp_unsigned("==", c, self.const(e.b.dtype, 0)) if zero_possible else None
+        overflow = None
+        if overflow_possible:
+            overflow = b.and_(b.icmp_signed("==", a, self.const(e.a.dtype, -(1 << (d.bits - 1)))),
+                              b.icmp_signed("==", c, self.const(e.b.dtype, -1)))
+        fails = self.ctx.division_fails
+        if overflow is not None:
+            if fails and e.op in ("div", "floordiv"):
+                self.fail_unless(self.no_lane(overflow), "OverflowError",
+                             f"integer division overflow: the minimum {d.element()} divided "
+                             f"by -1 in function '{self.name}'")
+            else:
+                c = b.select(overflow, one, c)
+        if zero is None:
+            return None, c
+        if fails:
+            self.fail_unless(self.no_lane(zero), "ZeroDivisionError",
+                         f"integer division by zero in function '{self.name}'")
+            return None, c
+        return zero, b.select(zero, one, c)
+
+    def no_lane(self, test: ir.Value) -> ir.Value:
+        """An i1: whether no lane of the i1 (vector) ``test`` is set."""
+        if not lt.is_vector(test.type):
+            return self.b.not_(test)
+        bits = self.b.bitcast(test, ir.IntType(test.type.count))
+        return self.b.icmp_unsigned("==", bits, ir.Constant(bits.type, 0))
+
+    def int_division(self, op: str, a: ir.Value, c: ir.Value, d: DataType) -> ir.Value:
+        b, signed = self.b, d.is_int
+        if op == "div":
+            return b.sdiv(a, c) if signed else b.udiv(a, c)
+        if op == "mod":
+            return b.srem(a, c) if signed else b.urem(a, c)
         if not signed:
             return b.udiv(a, c) if op == "floordiv" else b.urem(a, c)
         q, r = b.sdiv(a, c), b.srem(a, c)
@@ -374,6 +431,42 @@ def _split(e: PrimExpr) -> tuple[PrimExpr | None, int]:
         rx, cx = _split(x)
         return (None if rx is None else BinOp("mul", rx, k, e.dtype)), cx * k.value
     return e, 0
+
+
+def division_needs_guard(e: BinOp) -> bool:
+    """Whether integer division ``e`` gets a guard (:meth:`ExprLowering.division_guard`)."""
+    return e.op in _DIVISIONS and not e.dtype.is_float and any(_division_hazards(e))
+
+
+def _division_hazards(e: BinOp) -> tuple[bool, bool]:
+    """(the divisor may be 0, the pair may be INT_MIN / -1)."""
+    d = e.a.dtype
+    zero = not _proven_nonzero(e.b)
+    overflow = d.is_int and _may_equal(e.b, -1) and _may_equal(e.a, -(1 << (d.bits - 1)))
+    return zero, overflow
+
+
+def _proven_nonzero(e: PrimExpr) -> bool:
+    """Whether integer ``e`` is nonzero in every lane: a constant, as Simplify leaves
+    constant divisors (a broadcast or a ramp of constants too)."""
+    if isinstance(e, IntImm):
+        return e.value != 0
+    if isinstance(e, Broadcast):
+        return _proven_nonzero(e.value)
+    if isinstance(e, Ramp) and isinstance(e.base, IntImm) and isinstance(e.stride, IntImm):
+        return all(e.base.value + k * e.stride.value != 0 for k in range(e.lanes))
+    return False
+
+
+def _may_equal(e: PrimExpr, value: int) -> bool:
+    """Whether integer ``e`` may be ``value`` in some lane (False only for constants)."""
+    if isinstance(e, IntImm):
+        return e.value == value
+    if isinstance(e, Broadcast):
+        return _may_equal(e.value, value)
+    if isinstance(e, Ramp) and isinstance(e.base, IntImm) and isinstance(e.stride, IntImm):
+        return any(e.base.value + k * e.stride.value == value for k in range(e.lanes))
+    return True
 
 
 def _is_one(e: PrimExpr) -> bool:

@@ -274,6 +274,7 @@ def _module_call(fl, call: Call) -> ir.Value:
                 v = fl.convert(v, a.dtype, param.dtype, call.span)
             args.append(v)
     result = fl.b.call(llfunc, args)
+    fl.ctx.after_call(fl, call.op.name, callee)
     return ir.Constant(lt.I32, 0) if isinstance(llfunc.function_type.return_type, ir.VoidType) else result
 
 

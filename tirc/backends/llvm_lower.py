@@ -53,6 +53,7 @@ class ModuleLowering:
         self.functions: dict[str, tuple[ir.Function, PrimFunc]] = {}
         self.strings: dict[str, ir.GlobalVariable] = {}
         self.loop_functions: set[str] = set()  # LLVM names of functions with a loop
+        self.may_fail: set[str] | None = None  # functions that may fail (cpu_errors), when asked
 
     def lower(self) -> ir.Module:
         for name, func in self.mod.functions.items():
@@ -215,6 +216,12 @@ class FunctionLowering(ExprLowering):
             self.b.ret(value)
         self.dead_block()
 
+    @property
+    def handles_errors(self) -> bool:
+        """Whether an error of a private callee becomes this function's own error (an
+        exported function raises it) rather than being left for the caller."""
+        return self.ctx.is_exported(self.func)
+
     def fail(self, kind: ir.Value | None, message: ir.Value | None) -> None:
         """Raise an error (``kind``/``message`` C strings; None: already set) and leave."""
         if kind is not None:
@@ -258,15 +265,18 @@ class FunctionLowering(ExprLowering):
             self.stmt(s.body)
 
     def stmt_AssertStmt(self, s: AssertStmt) -> None:
-        cond = self.expr(s.condition)
-        kind, message = self.string(s.kind), self.string("".join(s.message))
-        ok = self.block("assert_ok")
-        fail, kinds, messages = self.shared_fail()
-        kinds.add_incoming(kind, self.b.block)
-        messages.add_incoming(message, self.b.block)
-        likely(self.b.cbranch(cond, ok, fail))
-        self.b.position_at_end(ok)
+        self.fail_unless(self.expr(s.condition), s.kind, "".join(s.message), "assert_ok")
         self.stmt(s.body)
+
+    def fail_unless(self, good: ir.Value, kind: str, message: str, hint: str = "check_ok") -> None:
+        """Fail with ``kind: message`` unless the i1 ``good`` (almost always set); go on after."""
+        kind_v, message_v = self.string(kind), self.string(message)
+        ok = self.block(hint)
+        fail, kinds, messages = self.shared_fail()
+        kinds.add_incoming(kind_v, self.b.block)
+        messages.add_incoming(message_v, self.b.block)
+        likely(self.b.cbranch(good, ok, fail))
+        self.b.position_at_end(ok)
 
     def shared_fail(self) -> tuple[ir.Block, ir.PhiInstr, ir.PhiInstr]:
         """The block the failing asserts jump to, with phis of the error kind and message:

@@ -19,6 +19,8 @@ Device facts, all from the ``cuda`` target (nothing asks a GPU):
 * ``T.tvm_storage_sync("shared")`` is ``bar.sync 0`` (``llvm.nvvm.barrier0``, which
   LLVM 22 upgrades to ``llvm.nvvm.barrier.cta.sync.aligned.all``), ``"warp"`` and the
   warp shuffles are in :mod:`tirc.backends.nvptx_warp`; a failed assertion traps;
+* an integer division by a divisor not proven nonzero gives set values (x / 0 is -1,
+  x % 0 is x, INT_MIN / -1 wraps): the GPU does not trap and LLVM must not see it;
 * math: sqrt, fabs, fma, floor, ceil, trunc, round/nearbyint and copysign are PTX
   instructions; the rest (exp, log, tanh, pow, erf, ...) are libdevice's ``__nv_*``
   functions, linked from ``libdevice.10.bc`` as located by ``cuda.pathfinder`` (a
@@ -108,6 +110,9 @@ def max_threads(func: PrimFunc) -> tuple[int, int, int] | None:
 class NVPTXContext(LLVMTargetContext):
     global_addrspace = GLOBAL
     float_flags = ("contract",)  # FFMA, as nvcc/NVRTC's default -fmad=true (TVM's CUDA C)
+    # integer division does not trap on the GPU (PTX leaves x / 0 machine-specific): x / 0
+    # is -1 and x % 0 is x, INT_MIN / -1 wraps to INT_MIN (llvm_expr.division_guard)
+    division_fails = False
 
     def __init__(self, target: Target, libdevice: str | None = None):
         self.machine = target_machine(target)
