@@ -365,7 +365,7 @@ def _write_all(outputs: list[tuple[Path, bytes]], shared_path, obj, cc: str) -> 
             fd, tmp = tempfile.mkstemp(prefix=f".{shared_path.name}.", dir=shared_path.parent)
             os.close(fd)
             temps.append((tmp, shared_path))
-            _link(cc, temps[0][0], tmp, obj)
+            _link(cc, next(t for t, p in temps if p == shared_path.with_suffix(".o")), tmp, obj)
             os.chmod(tmp, 0o755)
         for tmp, path in temps:
             os.replace(tmp, path)

@@ -31,18 +31,24 @@ def _fail(diag: Diagnostic, source: SourceFile | None) -> None:
 
 def load_checked(path: str):
     """Parse and verify a file, or exit 1 with a diagnostic."""
+    source = _read(path)
+    try:
+        return _parse_checked(source, path)
+    except Diagnostic as d:
+        _fail(d, source)
+
+
+def _parse_checked(source: SourceFile, path: str):
+    """Parse and verify ``source``; Diagnostic for an error."""
     from tirc.parser import parse
     from tirc.passes.verify import verify
 
-    source = _read(path)
     try:
         mod = parse(source.text, source.name)
         verify(mod, buildable_scopes=False)  # a scope tirc cannot build fails the build only
-    except Diagnostic as d:
-        _fail(d, source)
     except RecursionError:
         from tirc.diagnostics import Span
-        _fail(Diagnostic("input nested too deeply", Span(path, 1, 1)), source)
+        raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
     return mod
 
 
@@ -64,9 +70,18 @@ def cli() -> None:
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 def check(files: tuple[str, ...]) -> None:
-    """Parse and verify FILES; silent on success."""
+    """Parse and verify FILES; silent on success. Every file is checked; exit 1 when
+    any has an error."""
+    failed = False
     for path in files:
-        load_checked(path)
+        source = _read(path)
+        try:
+            _parse_checked(source, path)
+        except Diagnostic as d:
+            click.echo(render(d, source), err=True)
+            failed = True
+    if failed:
+        sys.exit(EXIT_ERROR)
 
 
 @cli.command("print")
@@ -297,8 +312,10 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
 @click.option("--inputs", type=click.Path(dir_okay=False), metavar="FILE.npz",
               help="input arrays by parameter name")
 @click.option("--random", "random_", is_flag=True,
-              help="random inputs (seeded) for every buffer not in --inputs")
-@click.option("--seed", type=int, default=0, show_default=True, help="seed of --random")
+              help="random inputs (seeded) for every buffer not in --inputs and every "
+                   "scalar not given by --arg or --dim")
+@click.option("--seed", type=click.IntRange(min=0), default=0, show_default=True,
+              help="seed of --random (a non-negative integer)")
 @click.option("--dim", multiple=True, metavar="NAME=N", help="a symbolic dimension (repeatable)")
 @click.option("--arg", multiple=True, metavar="NAME=VALUE", help="a scalar parameter (repeatable)")
 @click.option("--repeat", type=click.IntRange(min=1), default=1, show_default=True,

@@ -11,7 +11,8 @@ bool half true). With both, the ``.npz`` gives some buffers and the rest are ran
 with ``inputs`` alone every buffer must be in it. Every buffer, outputs included, gets
 values. Symbolic dimensions come from ``dims`` (``--dim n=1024``) or, for a dimension
 that is a plain name, from the shape of an array in the ``.npz``. Scalar parameters
-come from ``args`` (``--arg alpha=0.5``); one that names a dimension defaults to it.
+come from ``args`` (``--arg alpha=0.5``); one that names a dimension defaults to it;
+with ``random`` any other is drawn as a buffer's elements are.
 
 The function runs once as a warm-up, whose results are the outputs reported (so
 functions that update a buffer in place are compared after one call), then ``repeat``
@@ -266,9 +267,11 @@ def make_inputs(params: list[dict], opts: RunOptions) -> list:
                 values.append(_scalar(opts.args[name], p["dtype"], name))
             elif name in dims:
                 values.append(dims[name])
+            elif opts.random:  # drawn as a buffer's elements are
+                values.append(_random_array(rng, (), p["dtype"]).item())
             else:
                 raise RunError(f"the scalar parameter '{name}' ({p['dtype']}) needs a value: "
-                               f"give --arg {name}=VALUE", 2)
+                               f"give --arg {name}=VALUE (or --random)", 2)
             continue
         shape = tuple(s if isinstance(s, int) else _eval_dim(s, dims, name) for s in p["shape"])
         if name in given:
