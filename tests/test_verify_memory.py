@@ -87,3 +87,37 @@ def test_kernel_allocating_warp_memory_is_refused(tmp_path):
     with pytest.raises(Diagnostic, match="'tmp' is allocated in 'warp' memory.*not supported"):
         build(KERNEL_WITH_GLOBAL.replace("{scope}", "warp"), "cuda", "llvm", tmp_path, "m")
     assert not list(tmp_path.iterdir())
+
+
+# Two hand schedules of the block-level corpus as they once were (tests/corpus/sblock/,
+# gen_sblock_corpus.py, before their temporaries got set_scope): the schedule itself and
+# TVM's lowering of it. Each leaves a global-scope buffer inside the kernel; TVM's CUDA
+# code generator refuses them ("Cannot allocate global memory when targeting CUDA").
+GLOBAL_IN_KERNEL_CORPUS = {
+    "cuda_global_alloc_in_kernel_softmax.tir": ("T_softmax_maxelem", "T.sblock_alloc_buffer((64,))"),
+    "cuda_global_alloc_in_kernel_softmax.lowered.tir": ("T_softmax_maxelem", "T.alloc_buffer((64,))"),
+    "cuda_global_alloc_in_kernel_rfactor.tir": ("B_rf", "T.sblock_alloc_buffer((32, 64))"),
+    "cuda_global_alloc_in_kernel_rfactor.lowered.tir": ("B_rf", "T.alloc_buffer((2048,))"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GLOBAL_IN_KERNEL_CORPUS))
+def test_corpus_schedule_leaving_global_buffer_in_kernel_is_refused(name, tmp_path):
+    """Built, each thread got its own copy of the row's max/sum (the softmax, where every
+    copy but thread 0's stayed uninitialised: NaN everywhere on the SIMT interpreter) or of
+    B_rf: a located error at the buffer's allocation, and no output written."""
+    from pathlib import Path
+
+    from tirc.build import build
+    path = Path(__file__).resolve().parent / "tir" / name
+    text = path.read_text()
+    buf, alloc = GLOBAL_IN_KERNEL_CORPUS[name]
+    out = tmp_path / "out"
+    out.mkdir()
+    with pytest.raises(Diagnostic, match=f"buffer '{buf}' is allocated in 'global' memory "
+                                         "inside device code") as err:
+        build(text, "cuda -arch=sm_80", "llvm", out, "m", filename=name)
+    span = err.value.span
+    assert span.file == name
+    assert text.splitlines()[span.line - 1].strip() == f"{buf} = {alloc}"
+    assert not list(out.iterdir())
