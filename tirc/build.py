@@ -36,7 +36,9 @@ build leaves nothing behind.
 from __future__ import annotations
 
 import os
+import re
 import tempfile
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -183,8 +185,8 @@ def build(source: str | IRModule, target: Target | str | None = None,
         targets = list(depfile_targets) or [str(p) for p in files]
         outputs.append((depfile, depfile_text(targets, [filename]).encode()))
         files.append(depfile)
-        depfile.parent.mkdir(parents=True, exist_ok=True)
-    out.mkdir(parents=True, exist_ok=True)
+        _make_directory(depfile.parent)
+    _make_directory(out)
     _write_all(outputs, shared and (out / f"{name}.so"), obj, cc)
     return BuildResult(files, host_mod, host_target, {t.canonical: m for t, m in devices.items()},
                        {_arch_target(t, arch, len(files)).canonical: path
@@ -352,30 +354,101 @@ def _fatbin_entries(archs: list[str], cubins: dict[str, bytes]) -> list[tuple[st
     return entries
 
 
+def _make_directory(path: Path) -> None:
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise Diagnostic(f"cannot create the output directory '{path}': "
+                         f"{e.strerror or e}") from None
+
+
+def _cannot_write(path: Path, e: OSError) -> Diagnostic:
+    return Diagnostic(f"cannot write '{path}': {e.strerror or e}")
+
+
+_TEMP_SUFFIX = re.compile(r"[a-z0-9_]{8}")  # tempfile.mkstemp's random part
+
+
+def _remove_stale_temporaries(paths: list[Path]) -> None:
+    """Remove ``.NAME.xxxxxxxx`` files a build of these outputs killed during its write
+    (SIGKILL; SIGTERM and SIGINT remove their own) left next to them."""
+    for path in paths:
+        prefix = f".{path.name}."
+        try:
+            names = os.listdir(path.parent)
+        except OSError:
+            continue
+        for entry in names:
+            if entry.startswith(prefix) and _TEMP_SUFFIX.fullmatch(entry[len(prefix):]):
+                stale = path.parent / entry
+                if stale.is_file() and not stale.is_symlink():
+                    try:
+                        stale.unlink()
+                    except OSError:
+                        pass
+
+
 def _write_all(outputs: list[tuple[Path, bytes]], shared_path, obj, cc: str) -> None:
+    """Write every output, all or nothing: each destination is checked first (a
+    directory in the way fails the build before anything changes), every file is written
+    to a temporary ``.NAME.xxxxxxxx`` next to it, and only when all are written (and the
+    library linked) are they renamed over the old outputs, with SIGINT and SIGTERM held
+    back meanwhile. On any failure or interruption the temporaries are removed and the
+    previous outputs stay as they were. An OSError is a Diagnostic naming the path."""
+    dests = [p for p, _ in outputs] + ([shared_path] if shared_path else [])
+    for path in dests:
+        if path.is_dir() and not path.is_symlink():
+            raise Diagnostic(f"cannot write '{path}': it is a directory")
+    _remove_stale_temporaries(dests)
     temps: list[tuple[str, Path]] = []
     try:
         for path, data in outputs:
-            fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-            temps.append((tmp, path))
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.chmod(tmp, 0o644)
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+                temps.append((tmp, path))
+                with os.fdopen(fd, "wb") as f:
+                    f.write(data)
+                os.chmod(tmp, 0o644)
+            except OSError as e:
+                raise _cannot_write(path, e) from None
         if shared_path:
-            fd, tmp = tempfile.mkstemp(prefix=f".{shared_path.name}.", dir=shared_path.parent)
-            os.close(fd)
+            try:
+                fd, tmp = tempfile.mkstemp(prefix=f".{shared_path.name}.", dir=shared_path.parent)
+                os.close(fd)
+            except OSError as e:
+                raise _cannot_write(shared_path, e) from None
             temps.append((tmp, shared_path))
             _link(cc, next(t for t, p in temps if p == shared_path.with_suffix(".o")), tmp, obj)
             os.chmod(tmp, 0o755)
-        for tmp, path in temps:
-            os.replace(tmp, path)
-        temps = []
+        with _signals_held():
+            for k, (tmp, path) in enumerate(temps):
+                try:
+                    os.replace(tmp, path)
+                except OSError as e:
+                    temps = temps[k:]
+                    raise _cannot_write(path, e) from None
+            temps = []
     finally:
         for tmp, _ in temps:
             try:
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+@contextmanager
+def _signals_held():
+    """SIGINT and SIGTERM wait until the block ends (the renames of one build)."""
+    import signal
+    held = {signal.SIGINT, signal.SIGTERM}
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    old = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+    try:
+        yield
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, old)
 
 
 def _link(cc: str, obj_path: str, so_path: str, obj) -> None:

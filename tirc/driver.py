@@ -389,7 +389,11 @@ def main() -> None:
     every object, which took a tenth of a 200-kernel build. Every file is written and
     renamed, every temporary directory removed, before a command returns."""
     import gc
+    import signal
     gc.disable()
+    # SIGTERM ends tirc as SIGINT does, by an exception, so that a build cut short
+    # removes its temporary files and stops its workers on the way out
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         cli.main(prog_name="tirc", standalone_mode=True)
         status: int | str | None = 0
@@ -403,6 +407,10 @@ def main() -> None:
                    "please report this with the input file", err=True)
         status = EXIT_INTERNAL
     _exit_now(status)
+
+
+def _terminated(signum, frame) -> None:
+    raise SystemExit(128 + signum)
 
 
 def _exit_now(status: int | str | None) -> None:

@@ -2,8 +2,9 @@
 
 Every input is an independent job: one failure does not stop the others. ``jobs=1``
 builds them one after the other in this process; ``jobs>1`` in worker processes
-(``concurrent.futures.ProcessPoolExecutor``, spawned so a worker never inherits a
-parent's threads or CUDA state). Results are reported in input order whatever order
+(spawned, so a worker never inherits a parent's threads or CUDA state), each building
+one input at a time: a worker that dies fails only the input it was building, and a new
+one takes over the rest. Results are reported in input order whatever order
 the workers finish in, so the output of a build is the same from run to run: for each
 input its progress line ``[i/N] FILE`` (several inputs, not ``quiet``), its ``-v``
 lines, then its diagnostics. All of it goes to stderr.
@@ -135,6 +136,117 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
                                 f"while building {path}; please report this with the input file")
 
 
+def _worker(conn, opts: BuildOptions) -> None:
+    """A worker process: build each ``(index, path)`` received, send back its Outcome;
+    None ends it. SIGTERM ends it as SIGINT does, by an exception, so that a build cut
+    short removes its temporary files."""
+    import signal
+    signal.signal(signal.SIGTERM, _exit_on_signal)
+    gc.disable()
+    try:
+        while True:
+            job = conn.recv()
+            if job is None:
+                return
+            i, path = job
+            conn.send((i, build_one(path, opts)))
+            gc.collect()
+    except (EOFError, OSError, KeyboardInterrupt, SystemExit):
+        return  # the parent is gone or stopped us
+
+
+def _exit_on_signal(signum, frame) -> None:
+    raise SystemExit(128 + signum)
+
+
+def _build_in_workers(paths: list[str], opts: BuildOptions, jobs: int):
+    """Outcomes of building ``paths`` in ``jobs`` worker processes (spawned), yielded in
+    input order. A worker that dies (killed, out of memory) fails the input it was
+    building, with a message naming it and the signal; a new worker takes over the
+    inputs left. Interrupted (SIGINT, or SIGTERM made an exception by the driver), the
+    workers are stopped with SIGTERM, so they remove their temporary files."""
+    import multiprocessing
+    from multiprocessing.connection import wait
+
+    context = multiprocessing.get_context("spawn")
+    pending = list(enumerate(paths))[::-1]  # popped from the end: input order
+    done: dict[int, Outcome] = {}
+    workers: dict = {}  # Process -> (connection, index being built or None)
+    next_report = 0
+
+    def start() -> None:
+        parent, child = context.Pipe()
+        p = context.Process(target=_worker, args=(child, opts), daemon=True)
+        p.start()
+        child.close()
+        workers[p] = (parent, None)
+
+    def give(p) -> None:
+        conn, _ = workers[p]
+        if pending:
+            i, path = pending.pop()
+            conn.send((i, path))
+            workers[p] = (conn, i)
+        else:
+            conn.send(None)
+            workers[p] = (conn, None)
+
+    try:
+        for _ in range(min(jobs, len(paths))):
+            start()
+        for p in list(workers):
+            give(p)
+        while next_report < len(paths):
+            busy = {conn: p for p, (conn, i) in workers.items() if i is not None}
+            ready = wait(list(busy) + [p.sentinel for p in busy.values()])
+            for p in list(busy.values()):
+                conn, i = workers[p]
+                if conn in ready or conn.poll():
+                    try:
+                        j, outcome = conn.recv()
+                    except (EOFError, OSError):
+                        pass  # it died while sending: below
+                    else:
+                        done[j] = outcome
+                        give(p)
+                        continue
+                if p.sentinel in ready or not p.is_alive():
+                    p.join()
+                    done[i] = _died(paths[i], p.exitcode)
+                    conn.close()
+                    del workers[p]
+                    if pending:
+                        start()
+                        give(list(workers)[-1])
+            while next_report in done:
+                yield done.pop(next_report)
+                next_report += 1
+    finally:
+        for p, (conn, _) in workers.items():
+            if p.is_alive():
+                p.terminate()  # SIGTERM: the build in progress removes its temporaries
+        for p in workers:
+            p.join(timeout=10)
+            if p.is_alive():
+                p.kill()
+                p.join()
+
+
+def _died(path: str, exitcode: int | None) -> Outcome:
+    import signal
+    if exitcode is not None and exitcode < 0:
+        try:
+            how = f"killed by signal {-exitcode} ({signal.Signals(-exitcode).name})"
+        except ValueError:
+            how = f"killed by signal {-exitcode}"
+        if -exitcode == signal.SIGKILL:
+            how += "; out of memory?"
+    else:
+        how = f"exit status {exitcode}"
+    return Outcome(path, FAILED, [f"{path}: error: the worker process building this input "
+                                  f"died ({how})"])
+
+
 def build_many(paths: list[str], opts: BuildOptions, jobs: int = 1, quiet: bool = False,
                echo: Callable[[str], None] = print) -> int:
     """Build every input (``jobs`` at a time); report each in input order through
@@ -167,20 +279,8 @@ def build_many(paths: list[str], opts: BuildOptions, jobs: int = 1, quiet: bool 
             if i < n and not gc.isenabled():  # the caller turned the collector off
                 gc.collect()
     else:
-        import multiprocessing
-        from concurrent.futures import ProcessPoolExecutor
-
-        context = multiprocessing.get_context("spawn")
-        with ProcessPoolExecutor(max_workers=min(jobs, n), mp_context=context) as pool:
-            futures = [pool.submit(build_one, path, opts) for path in paths]
-            for i, (path, future) in enumerate(zip(paths, futures), 1):
-                try:
-                    outcome = future.result()
-                except Exception as e:  # noqa: BLE001  the worker itself died
-                    message = (f"tirc: internal compiler error: {type(e).__name__}: {e}\n"
-                               f"while building {path}")
-                    outcome = Outcome(path, INTERNAL, [message])
-                report(i, outcome)
+        for i, outcome in enumerate(_build_in_workers(paths, opts, min(jobs, n)), 1):
+            report(i, outcome)
     if opts.verbose and not quiet and n > 1:
         echo(f"tirc: {n - failed} of {n} inputs built in "
              f"{time.perf_counter() - start:.2f} s (-j {jobs})")
