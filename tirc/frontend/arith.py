@@ -44,7 +44,8 @@ def cast_to(e: PrimExpr, dtype: DataType, span: Span | None) -> PrimExpr:
     if isinstance(e, IntImm) and dtype.is_integer and e.dtype.is_integer:
         return IntImm(dtype, e.value, e.span)
     if isinstance(e, (IntImm, FloatImm)) and dtype.is_float and not e.dtype.is_bool:
-        return FloatImm(dtype, float(e.value), e.span)
+        from tirc.frontend.values import float_literal
+        return float_literal(float(e.value), dtype, e.span)
     return Cast(dtype, e, span)
 
 

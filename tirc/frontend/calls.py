@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.arith import binary, cast_to
-from tirc.frontend.values import TName, check_int_range, describe, literal_expr
+from tirc.frontend.values import TName, check_float_range, check_int_range, describe, literal_expr
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, VOID, DataType, is_dtype_name, parse_dtype
 from tirc.ir.expr import (BinOp, Broadcast, Call, Cast, FloatImm, GlobalVar, IntImm, Let,
@@ -211,6 +211,7 @@ def dtype_call(b: "ExprBuilder", dtype: DataType, args: list[Arg], kwargs: dict[
     if isinstance(v, float):
         if not dtype.is_float:
             raise Diagnostic(f"float literal {v!r} where {dtype} is expected", vspan)
+        check_float_range(v, dtype, vspan)
         if dtype.lanes > 1:
             return Broadcast(FloatImm(dtype.element(), v, span), dtype.lanes, span)
         return FloatImm(dtype, v, span)

@@ -6,6 +6,8 @@ names that only mean something in a context (``T.int32``, ``Module.f``).
 """
 from __future__ import annotations
 
+import math
+
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,13 +88,13 @@ def literal_expr(value: object, span: Span | None, dtype: DataType | None = None
         return value
     if isinstance(value, bool):
         if dtype is not None and not dtype.is_bool:
-            return IntImm(dtype, int(value), span) if not dtype.is_float else FloatImm(dtype, float(value), span)
+            return IntImm(dtype, int(value), span) if not dtype.is_float else float_literal(float(value), dtype, span)
         return IntImm(BOOL, int(value), span)
     if isinstance(value, int):
         if dtype is None:
             dtype = INT32 if _INT32_MIN <= value <= _INT32_MAX else INT64
         if dtype.is_float:
-            return FloatImm(dtype, float(value), span)
+            return float_literal(_as_float(value, dtype, span), dtype, span)
         if dtype.is_bool:
             return IntImm(dtype, int(bool(value)), span)
         if dtype.is_integer:
@@ -103,10 +105,44 @@ def literal_expr(value: object, span: Span | None, dtype: DataType | None = None
             if dtype is not None and dtype.is_integer:
                 raise Diagnostic(f"float literal {value!r} where {dtype} is expected", span)
             dtype = FLOAT32
-        return FloatImm(dtype, value, span)
+        return float_literal(value, dtype, span)
     if isinstance(value, str):
         return StringImm(value, span)
     raise Diagnostic(f"expected an expression, got {describe(value)}", span)
+
+
+# The largest finite literal of each float dtype, as TVM's FloatImm checks it
+# (tvm/support/limits.h; TVM's bfloat16 bound is 3.895e38, above the type's largest
+# value 3.39e38, so a literal between the two is accepted and becomes infinity, as in
+# TVM); True: the type has no negative values. float64 has no bound: a literal beyond
+# it is already infinity when read, as TVM reads it.
+_FLOAT_BOUNDS = {
+    "float32": (3.4028234663852886e38, False), "float16": (65504.0, False),
+    "bfloat16": (3.895313892515354759047080037148786688e38, False),
+    "float8_e3m4": (31.0, False), "float8_e4m3": (448.0, False),
+    "float8_e4m3b11fnuz": (30.0, True), "float8_e4m3fn": (448.0, False),
+    "float8_e4m3fnuz": (448.0, True), "float8_e5m2": (57344.0, False),
+    "float8_e5m2fnuz": (57344.0, True), "float8_e8m0fnu": (3.4028236692093846e38, True),
+    "float6_e2m3fn": (7.5, False), "float6_e3m2fn": (28.0, False), "float4_e2m1fn": (6.0, False),
+}
+
+
+def float_literal(value: float, dtype: DataType, span: Span | None) -> FloatImm:
+    """A float literal of ``dtype`` (checked: :func:`check_float_range`)."""
+    check_float_range(value, dtype, span)
+    return FloatImm(dtype, value, span)
+
+
+def check_float_range(value: float, dtype: DataType, span: Span | None) -> None:
+    """A finite value beyond ``dtype``'s range is an error, as TVM's FloatImm makes it
+    (inf and nan are literals of every float dtype)."""
+    bound = _FLOAT_BOUNDS.get(dtype.element().base)
+    if bound is not None and value == value and value not in (math.inf, -math.inf):
+        limit, nonneg = bound
+        if value > limit or value < (0.0 if nonneg else -limit):
+            lowest = "0" if nonneg else f"{-limit:g}"
+            raise Diagnostic(f"literal {value:g} is outside the range of {dtype.element()} "
+                             f"({lowest} to {limit:g})", span)
 
 
 def check_int_range(value: int, dtype: DataType, span: Span | None) -> None:
@@ -114,6 +150,13 @@ def check_int_range(value: int, dtype: DataType, span: Span | None) -> None:
     lo, hi = (0, 2**bits - 1) if dtype.is_uint else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
     if not lo <= value <= hi:
         raise Diagnostic(f"integer {value} does not fit in {dtype}", span)
+
+
+def _as_float(value: int, dtype: DataType, span: Span | None) -> float:
+    try:
+        return float(value)
+    except OverflowError:  # an integer beyond every float
+        raise Diagnostic(f"integer {value} is outside the range of {dtype}", span) from None
 
 
 def describe(value: object) -> str:

@@ -5,6 +5,7 @@ values used twice bound by expression-level ``T.Let``) and on Python numbers
 through :mod:`tirc.passes.narrow_float`."""
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 from typing import Callable
@@ -93,10 +94,19 @@ class PyOps(Ops):
     def eq(self, a, b): return a == b
     def sel(self, cond, a, b): return a if cond else b
     def let(self, name, value, body): return body(value)
-    def f32_bits(self, f): return struct.unpack("<I", struct.pack("<f", f))[0]
+    def f32_bits(self, f): return struct.unpack("<I", _pack_f32(f))[0]
     def bits_f32(self, u): return struct.unpack("<f", struct.pack("<I", u))[0]
     def u_to_f32(self, u): return float(u)
-    def fmul(self, f, k): return struct.unpack("<f", struct.pack("<f", f * k))[0]
+    def fmul(self, f, k): return struct.unpack("<f", _pack_f32(f * k))[0]
+
+
+def _pack_f32(f: float) -> bytes:
+    """``f`` rounded to float32 (beyond its range: infinity, as a float32 conversion
+    rounds; a bfloat16 literal may be up to TVM's bound, 3.895e38)."""
+    try:
+        return struct.pack("<f", f)
+    except OverflowError:
+        return struct.pack("<f", math.copysign(math.inf, f))
 
 
 @dataclass(frozen=True)
