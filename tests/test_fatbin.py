@@ -14,7 +14,8 @@ from click.testing import CliRunner
 
 from conftest import ROOT
 from tirc.backends import nvfatbin, nvptx_cubin
-from tirc.build import _fatbin_entries, build
+from tirc.build import build
+from tirc.device_images import fatbin_entries
 from tirc.driver import cli
 
 pytestmark = pytest.mark.skipif(not (nvfatbin.available() and nvptx_cubin.available()),
@@ -82,16 +83,16 @@ def test_one_fatbin_per_target_and_ptx_with_emit(tmp_path):
 
 def test_the_ptx_is_the_newest_portable_arch():
     cubins = {"sm_80": b"", "sm_90": b"", "sm_90a": b"", "sm_100f": b""}
-    assert _fatbin_entries(["sm_80", "sm_90"], cubins) == [
+    assert fatbin_entries(["sm_80", "sm_90"], cubins) == [
         ("sm_80", "cubin"), ("sm_90", "cubin"), ("sm_90", "ptx")]
     # sm_90a's PTX runs only on 9.0: newer GPUs JIT the newest arch without a suffix
-    assert _fatbin_entries(["sm_80", "sm_90a"], cubins) == [
+    assert fatbin_entries(["sm_80", "sm_90a"], cubins) == [
         ("sm_80", "cubin"), ("sm_90a", "cubin"), ("sm_80", "ptx")]
-    assert _fatbin_entries(["sm_90a", "sm_100f"], cubins)[-1] == ("sm_100f", "ptx")
+    assert fatbin_entries(["sm_90a", "sm_100f"], cubins)[-1] == ("sm_100f", "ptx")
     # an arch without a cubin is PTX already: not twice
-    assert _fatbin_entries(["sm_70", "sm_80"], {"sm_80": b""}) == [
+    assert fatbin_entries(["sm_70", "sm_80"], {"sm_80": b""}) == [
         ("sm_70", "ptx"), ("sm_80", "cubin"), ("sm_80", "ptx")]
-    assert _fatbin_entries(["sm_70"], {}) == [("sm_70", "ptx")]
+    assert fatbin_entries(["sm_70"], {}) == [("sm_70", "ptx")]
 
 
 def test_an_arch_without_a_cubin_goes_in_as_ptx_with_a_warning(tmp_path):
@@ -147,7 +148,7 @@ def test_python_api_gives_the_fatbin(tmp_path):
     assert k.kernels[0]["resource_usage"]["sm_90"]["registers"] > 0
 
 
-def test_loader_check_reads_the_fatbin_entries(tmp_path):
+def test_loader_check_reads_thefatbin_entries(tmp_path):
     from tirc.runtime.errors import IncompatibleDeviceImage
     from tirc.runtime.loader import check_manifest_images
 

@@ -11,19 +11,11 @@ image, ``OUT/<image stem>.device.ll`` (``NAME.device.ll``, ``NAME.sm_90.device.l
 (``OUT/<image stem>.ptx``). They are written atomically with the other outputs and
 listed in the depfile.
 
-Device modules (kernels and device subroutines, grouped by device target) go to the
-backend of their target kind: one image each, ``OUT/NAME.ptx`` — ``OUT/NAME.<arch>.ptx``
-when there are several device images (device targets, or archs of one multi-arch
-``cuda -arch=sm_80,sm_90`` target, compiled once per arch) — or ``.cubin`` with ``device_format="cubin"``
-(nvJitLink). ``device_format="fatbin"`` gives one ``OUT/NAME.fatbin`` per device target
-(``OUT/NAME.<archs>.fatbin`` when there are several, ``NAME.sm_80-sm_90.fatbin``;
-nvFatbin): a cubin per arch and the PTX of the newest arch whose PTX runs on later GPUs
-(the newest without an ``a``/``f`` suffix, else the newest), so a newer GPU JIT-compiles
-it, as ``nvcc -gencode`` does; an arch nvJitLink makes no cubin for (CUDA 13: before
-sm_75) goes in as PTX, with a warning. Cubin builds record each kernel's resource usage
-per arch (nvJitLink's report, :mod:`tirc.backends.nvptx_cubin`) in the manifest; a
-kernel whose block cannot get its registers on one SM is a warning
-(:mod:`tirc.resource_usage`). ``OUT/NAME.h`` declares the host object's exported functions
+Device modules (kernels and device subroutines, grouped by device target) become
+device images (:mod:`tirc.device_images`: ``OUT/NAME.ptx``, ``.cubin`` per arch, or a
+``.fatbin`` per target), with what the device stage learnt (cubins' resource usage,
+fatbin entries) passed on to the manifest as plain data; a kernel whose block cannot get
+its registers on one SM is a warning (:mod:`tirc.resource_usage`). ``OUT/NAME.h`` declares the host object's exported functions
 (``tirc.header``; ``abi="c"``: plain C functions, MakeCAPI) and ``OUT/NAME.json`` is the
 manifest of public functions and kernels (``tirc.manifest``; also for device-only
 builds). Device modules are compiled first: the host object embeds their images and
@@ -42,6 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from tirc.device_images import arch_target, device_images, new_device_code
 from tirc.diagnostics import Diagnostic
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.target import Target, TargetError, host_triple, parse_target
@@ -155,10 +148,10 @@ def build(source: str | IRModule, target: Target | str | None = None,
     if device_only and not devices:
         raise Diagnostic("--device-only: the module has no device functions", mod.span)
     out = Path(out_dir)
-    device_code = _new_device_code() if devices and not device_only else None
+    device_code = new_device_code() if devices and not device_only else None
     # ``also_ptx``: both formats asked for (--device-format ptx,cubin): PTX next to cubins.
     device_emit = emit + ("ptx",) if also_ptx and "ptx" not in emit else emit
-    dev = _device_images(devices, out, name, device_format, device_code, device_emit)
+    dev = device_images(devices, out, name, device_format, device_code, device_emit)
     images = dev.images
     outputs: list[tuple[Path, bytes]] = []
     if "tir" in emit:
@@ -189,7 +182,7 @@ def build(source: str | IRModule, target: Target | str | None = None,
     _make_directory(out)
     _write_all(outputs, shared and (out / f"{name}.so"), obj, cc)
     return BuildResult(files, host_mod, host_target, {t.canonical: m for t, m in devices.items()},
-                       {_arch_target(t, arch, len(files)).canonical: path
+                       {arch_target(t, arch, len(files)).canonical: path
                         for t, files in images.items() for arch, path, _ in files},
                        data, warnings)
 
@@ -224,134 +217,6 @@ def _header_and_manifest(host_mod: IRModule, original: IRModule, name: str, abi:
     if header:
         result.insert(0, (out / f"{name}.h", make_header(name, host_mod, original, abi).encode()))
     return result
-
-
-def _new_device_code():
-    from tirc.backends.cuda_launch import DeviceCode
-    return DeviceCode()
-
-
-def _archs(t: Target) -> tuple[str | None, ...]:
-    from tirc.target import cuda_archs
-    return cuda_archs(t) if t.kind == "cuda" else (None,)
-
-
-def _arch_target(t: Target, arch: str | None, count: int) -> Target:
-    from tirc.target import for_arch
-    return t if count == 1 or arch is None else for_arch(t, arch)
-
-
-@dataclass
-class _DeviceOutputs:
-    """What the device stage made: per device target its files (arch or archs, path,
-    bytes), the emitted intermediates, its facts for the manifest by target
-    (canonical; ``"resource_usage"``: ``{kernel symbol: {arch: figures}}``,
-    ``"fatbin"``: the fatbin's entries ``[{"arch", "format"}]``) and warnings."""
-
-    images: dict[Target, list[tuple[str, Path, bytes]]] = field(default_factory=dict)
-    extras: list[tuple[Path, bytes]] = field(default_factory=list)
-    facts: dict[str, dict] = field(default_factory=dict)
-    warnings: list[Diagnostic] = field(default_factory=list)
-
-
-def _device_images(devices: dict[Target, IRModule], out: Path, name: str,
-                   device_format: str, device_code=None, emit: tuple[str, ...] = ()
-                   ) -> _DeviceOutputs:
-    """Compile each device module, once per arch of its target (``cuda -arch=sm_80,sm_90``
-    lists several): per image its arch, file (``NAME.ptx``; ``NAME.<arch>.ptx`` when
-    there are several images, ``NAME.<arch>.<n>.ptx`` when two targets share an arch) and
-    bytes; a fatbin build makes one file per target of all its archs' images. Each
-    module's images also go into ``device_code`` (a ``cuda_launch.DeviceCode``) when
-    given: the host picks one per device at load time (the driver picks from a fatbin).
-    Also the emitted intermediates (``emit``): ``<stem>.device.ll`` (llvm) and, for
-    cubins and fatbins, ``<stem>.ptx`` (ptx)."""
-    from tirc.backends.registry import get_backend
-
-    result = _DeviceOutputs()
-    taken: set[str] = set()  # stems of the per-arch files
-    fatbins: set[str] = set()  # stems of the fatbins
-
-    def stem_for(label: str, single: bool, taken: set[str] = taken) -> str:
-        stem, n = name if single else f"{name}.{label}", 1
-        while stem in taken:
-            n += 1
-            stem = f"{name}.{label}.{n}"
-        taken.add(stem)
-        return stem
-
-    single = sum(len(_archs(t)) for t in devices) == 1
-    for t, m in devices.items():
-        archs = _archs(t)
-        first = next(iter(m.functions.values()), None)
-        span = first.span if first else None
-        variants, ptx, cubins = [], {}, {}
-        for arch in archs:
-            image = get_backend(t.kind).load()(m, _arch_target(t, arch, len(archs)), name,
-                                               keep_ir="llvm" in emit)
-            ptx[image.arch] = image.ptx
-            if device_format != "ptx":
-                cubin = _cubin(image, name, span, device_format, result.warnings)
-                if cubin is not None:
-                    cubins[image.arch] = cubin.data
-                    for symbol, figures in cubin.resources.items():
-                        usage = result.facts.setdefault(t.canonical, {}).setdefault(
-                            "resource_usage", {})
-                        usage.setdefault(symbol, {})[image.arch] = figures
-            stem = stem_for(image.arch, single)
-            if device_format != "fatbin":
-                data = cubins[image.arch] if device_format == "cubin" else image.ptx.encode()
-                variants.append((data, device_format, image.arch))
-                result.images.setdefault(t, []).append(
-                    (image.arch, out / f"{stem}.{device_format}", data))
-            if "llvm" in emit:
-                result.extras.append((out / f"{stem}.device.ll", image.llvm_ir.encode()))
-            if "ptx" in emit and device_format != "ptx":
-                result.extras.append((out / f"{stem}.ptx", image.ptx.encode()))
-        if device_format == "fatbin":
-            entries = _fatbin_entries(list(ptx), cubins)
-            from tirc.backends.nvfatbin import make_fatbin
-            data = make_fatbin([(fmt, arch, cubins[arch] if fmt == "cubin" else ptx[arch].encode())
-                                for arch, fmt in entries], name)
-            label = "-".join(ptx)
-            stem = stem_for(label, len(devices) == 1, fatbins)
-            result.images[t] = [(label, out / f"{stem}.fatbin", data)]
-            result.facts.setdefault(t.canonical, {})["fatbin"] = [
-                {"arch": arch, "format": fmt} for arch, fmt in entries]
-            variants = [(data, "fatbin", label)]
-        if device_code is not None:
-            device_code.add_variants(m, image.kernels, variants)
-    return result
-
-
-def _cubin(image, name: str, span, device_format: str, warnings: list):
-    """The cubin of one device image (``nvptx_cubin.Cubin``); for a fatbin, None for an
-    arch nvJitLink makes no cubin for (its PTX goes in instead, with a warning)."""
-    from tirc.backends.nvptx_cubin import UnsupportedArch, compile_cubin
-
-    try:
-        return compile_cubin(image.ptx, image.arch, name, span)
-    except UnsupportedArch as e:
-        if device_format != "fatbin":
-            raise
-        warnings.append(Diagnostic(
-            f"{e.message.split(';')[0]}: the fatbin holds its PTX instead, which the driver "
-            "compiles when the module is loaded", span, severity="warning"))
-        return None
-
-
-def _fatbin_entries(archs: list[str], cubins: dict[str, bytes]) -> list[tuple[str, str]]:
-    """``(arch, format)`` of each image of a fatbin, oldest arch first: its cubin (its PTX
-    when there is none), then the PTX of the newest arch whose PTX runs on every later
-    GPU (no ``a``/``f`` suffix; the newest arch when all have one), as ``nvcc -gencode
-    arch=compute_XY,code=[sm_XY,compute_XY]`` makes it."""
-    from tirc.cuda_arch import image_rule
-
-    entries = [(a, "cubin" if a in cubins else "ptx") for a in archs]
-    portable = [a for a in archs if image_rule(a, "ptx") == "atmost"]
-    newest = (portable or archs)[-1]
-    if (newest, "ptx") not in entries:
-        entries.append((newest, "ptx"))
-    return entries
 
 
 def _make_directory(path: Path) -> None:
