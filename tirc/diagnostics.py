@@ -54,12 +54,25 @@ class SourceFile:
         return None
 
 
+# The largest input tirc reads (bytes): a TVM-printed module of thousands of kernels is a
+# few MiB; past this, a file (or /dev/zero) is refused before it fills memory.
+MAX_SOURCE_BYTES = 64 << 20
+
+
+def too_large(name: str) -> Diagnostic:
+    return Diagnostic(f"the input is larger than {MAX_SOURCE_BYTES >> 20} MiB, the largest "
+                      "tirc reads", Span(name, 1, 1))
+
+
 def read_source(path) -> SourceFile:
     """The text of the file ``path``: OSError as ``open`` raises it for a file that
-    cannot be read, a Diagnostic at the first bad byte for text that is not UTF-8."""
-    with open(path, "rb") as f:
-        data = f.read()
+    cannot be read, a Diagnostic at the first bad byte for text that is not UTF-8 and
+    for a file larger than :data:`MAX_SOURCE_BYTES`."""
     name = str(path)
+    with open(path, "rb") as f:
+        data = f.read(MAX_SOURCE_BYTES + 1)
+    if len(data) > MAX_SOURCE_BYTES:
+        raise too_large(name)
     try:
         return SourceFile(name, data.decode("utf-8"))
     except UnicodeDecodeError as e:

@@ -116,6 +116,9 @@ def _line_end(text: str, line: int) -> tuple[int, int]:
 
 def parse_tree(text: str, filename: str = "<string>") -> lark.Tree:
     """The Lark parse tree of ``text``; syntax errors raise :class:`Diagnostic`."""
+    from tirc.diagnostics import MAX_SOURCE_BYTES, too_large
+    if len(text) > MAX_SOURCE_BYTES:  # characters: a text given as a string
+        raise too_large(filename)
     if not text.endswith("\n"):
         text += "\n"
     try:

@@ -264,7 +264,15 @@ def _lanes(v: object, span: Span | None) -> int:
         v = v.value
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
         raise Diagnostic("lanes must be a positive integer constant", span)
+    check_lanes(v, span)
     return v
+
+
+def check_lanes(lanes: int, span: Span | None, what: str = "a vector") -> None:
+    from tirc.ir.dtype import MAX_LANES
+    if lanes > MAX_LANES:
+        raise Diagnostic(f"{what} of {lanes} lanes: a vector has at most {MAX_LANES} (a TVM "
+                         "dtype holds its lanes in 16 bits); copy with a loop", span)
 
 
 def _ramp(b, name, args, kwargs, span):

@@ -366,6 +366,8 @@ class ExprBuilder:
             lanes = -(-lanes_v // step_v)
             if lanes < 1:
                 raise Diagnostic("empty slice", span)
+            from tirc.frontend.calls import check_lanes
+            check_lanes(lanes, span, "a slice")
             if lanes == 1:
                 return a
             return Ramp(a, literal_expr(step_v, span, a.dtype), lanes, span)

@@ -74,13 +74,17 @@ class DataType:
         return DataType(self.base, lanes)
 
 
+# The most lanes a vector has: TVM's dtype (DLPack's DLDataType) holds lanes in 16 bits.
+MAX_LANES = 65535
+
+
 @lru_cache(maxsize=None)
 def parse_dtype(text: str) -> DataType:
     """Parse a dtype name; raises ValueError naming the bad text."""
     if text in _BASES:
         return DataType(text)
     m = _LANES.match(text)
-    if m and m.group("base") in _BASES and int(m.group("lanes")) > 1:
+    if m and m.group("base") in _BASES and 1 < int(m.group("lanes")) <= MAX_LANES:
         return DataType(m.group("base"), int(m.group("lanes")))
     raise ValueError(f"unknown dtype '{text}'")
 

@@ -48,8 +48,9 @@ def simplify(mod: IRModule, ctx=None) -> IRModule:
     """Simplify every function of ``mod``; the module object is returned when nothing changed."""
     new: dict[str, PrimFunc] = {}
     changed = False
+    memo: dict = {}
     for name, func in mod.functions.items():
-        body = _Simplifier(mod, (name,)).visit(func.body)
+        body = _Simplifier(mod, (name,), memo).visit(func.body)
         changed |= body is not func.body
         new[name] = func if body is func.body else func.with_body(body)
     return replace(mod, functions=new) if changed else mod
@@ -68,9 +69,14 @@ def is_noop(s: Stmt) -> bool:
 
 
 class _Simplifier(Mutator):
-    def __init__(self, mod: IRModule, evaluating: tuple[str, ...]):
+    def __init__(self, mod: IRModule, evaluating: tuple[str, ...], memo: dict | None = None):
         self.mod = mod
         self.evaluating = evaluating  # functions being evaluated (no recursion)
+        # results of pure calls by (function, argument values, functions being
+        # evaluated: a call refused as recursive in one context may fold in another),
+        # shared by the module's simplification: nested calls (f calling g twice, g
+        # calling h twice, ...) are evaluated once each, not once per path (exponential)
+        self.memo: dict = {} if memo is None else memo
         self.bind: dict[int, PrimExpr] = {}
         self.ranges: dict[int, Interval] = {}
         self.buffers: dict[int, Buffer] = {}
@@ -229,19 +235,34 @@ class _Simplifier(Mutator):
     # -- pure private functions ------------------------------------------------------------
     def _evaluate(self, call: Call) -> PrimExpr | None:
         name = call.op.name
+        key = (name, tuple((a.dtype, a.value.hex() if isinstance(a.value, float) else a.value)
+                           for a in call.args), self.evaluating)
+        if key in self.memo:
+            result = self.memo[key]
+        else:
+            result = self.memo[key] = self._evaluate_call(name, call)
+        return None if result is None else replace(result, span=call.span)
+
+    def _evaluate_call(self, name: str, call: Call) -> PrimExpr | None:
         callee = self.mod.functions.get(name)
         if (callee is None or not callee.private or callee.buffer_map or name in self.evaluating
                 or len(callee.params) != len(call.args)
                 or any(p.dtype != a.dtype or p.dtype.is_handle for p, a in zip(callee.params, call.args))
-                or not _pure_body(callee)):
+                or not self._pure(name, callee)):
             return None
-        inner = _Simplifier(self.mod, self.evaluating + (name,))
+        inner = _Simplifier(self.mod, self.evaluating + (name,), self.memo)
         for p, a in zip(callee.params, call.args):
             inner.bind[id(p)] = a
         result = inner.run(callee.body)
         if result is _FALLTHROUGH or result is None or result.dtype != call.dtype:
             return None
-        return replace(result, span=call.span)
+        return result
+
+    def _pure(self, name: str, callee: PrimFunc) -> bool:
+        key = ("pure", name)
+        if key not in self.memo:
+            self.memo[key] = _pure_body(callee)
+        return self.memo[key]
 
     def run(self, s: Stmt):
         """Execute a pure body on immediates: the immediate it returns, _FALLTHROUGH when
