@@ -151,8 +151,13 @@ def _worker(conn, opts: BuildOptions) -> None:
             i, path = job
             conn.send((i, build_one(path, opts)))
             gc.collect()
-    except (EOFError, OSError, KeyboardInterrupt, SystemExit):
+    except (EOFError, OSError, KeyboardInterrupt):
         return  # the parent is gone or stopped us
+    except SystemExit as e:  # SIGTERM, after the build's cleanup: die of it, as it meant
+        if isinstance(e.code, int) and e.code > 128:
+            signal.signal(e.code - 128, signal.SIG_DFL)
+            os.kill(os.getpid(), e.code - 128)
+        raise
 
 
 def _exit_on_signal(signum, frame) -> None:
