@@ -200,3 +200,17 @@ def test_gpu_division_does_not_trap_and_gives_set_values(tmp_path):
     assert "select" in device and "sdiv" in device
     ptx = (tmp_path / "k.ptx").read_text()
     assert "trap" not in ptx
+
+
+def test_divisors_bounded_away_from_zero_keep_the_plain_instruction(tmp_path):
+    text = HEAD + textwrap.dedent("""
+        @T.prim_func
+        def f(A: T.Buffer((64,), "int32"), n: T.int32):
+            for i in range(64):
+                A[i] = A[i] // T.max(n, 1) + A[i] % T.min(n, -2)
+        """)
+    build(text, "llvm -opt-level=0", None, tmp_path, "f", emit=("llvm",))
+    assert "division by zero" not in (tmp_path / "f.ll").read_text()
+    text = text.replace("T.max(n, 1)", "T.max(n, 0)")
+    build(text, "llvm -opt-level=0", None, tmp_path, "g", emit=("llvm",))
+    assert "division by zero" in (tmp_path / "g.ll").read_text()

@@ -448,25 +448,35 @@ def _division_hazards(e: BinOp) -> tuple[bool, bool]:
 
 def _proven_nonzero(e: PrimExpr) -> bool:
     """Whether integer ``e`` is nonzero in every lane: a constant, as Simplify leaves
-    constant divisors (a broadcast or a ramp of constants too)."""
-    if isinstance(e, IntImm):
-        return e.value != 0
-    if isinstance(e, Broadcast):
-        return _proven_nonzero(e.value)
-    if isinstance(e, Ramp) and isinstance(e.base, IntImm) and isinstance(e.stride, IntImm):
-        return all(e.base.value + k * e.stride.value != 0 for k in range(e.lanes))
-    return False
+    constant divisors (a broadcast or a ramp of constants too), or a bound that excludes
+    0 (``T.max(n, 1)``, the usual guard)."""
+    lo, hi = _bounds(e)
+    return lo > 0 or hi < 0
 
 
 def _may_equal(e: PrimExpr, value: int) -> bool:
-    """Whether integer ``e`` may be ``value`` in some lane (False only for constants)."""
-    if isinstance(e, IntImm):
-        return e.value == value
-    if isinstance(e, Broadcast):
-        return _may_equal(e.value, value)
+    """Whether integer ``e`` may be ``value`` in some lane."""
     if isinstance(e, Ramp) and isinstance(e.base, IntImm) and isinstance(e.stride, IntImm):
         return any(e.base.value + k * e.stride.value == value for k in range(e.lanes))
-    return True
+    lo, hi = _bounds(e)
+    return lo <= value <= hi
+
+
+def _bounds(e: PrimExpr) -> tuple[float, float]:
+    """An interval holding every lane of integer ``e`` (-inf, inf when unknown)."""
+    if isinstance(e, IntImm):
+        return e.value, e.value
+    if isinstance(e, Broadcast):
+        return _bounds(e.value)
+    if isinstance(e, Ramp) and isinstance(e.base, IntImm) and isinstance(e.stride, IntImm):
+        ends = (e.base.value, e.base.value + (e.lanes - 1) * e.stride.value)
+        return min(ends), max(ends)
+    if isinstance(e, BinOp) and e.op in ("max", "min"):
+        (alo, ahi), (blo, bhi) = _bounds(e.a), _bounds(e.b)
+        if e.op == "max":
+            return max(alo, blo), max(ahi, bhi)
+        return min(alo, blo), min(ahi, bhi)
+    return -math.inf, math.inf
 
 
 def _is_one(e: PrimExpr) -> bool:
