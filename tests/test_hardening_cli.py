@@ -253,3 +253,14 @@ def test_dead_worker_fails_its_input_and_the_others_build(tmp_path):
     survivor = b if victim == a else a
     assert (out / (os.path.basename(survivor)[:-4] + ".so")).exists()
     assert "1 of 2 inputs failed" in err
+
+
+@needs_cc
+def test_run_output_paths_that_cannot_be_written_are_errors(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    r = tirc("run", MATMUL, "--random", "--save-outputs", blocker / "x.npz")
+    assert r.exit_code == 1 and f"cannot write '{blocker / 'x.npz'}': Not a directory" in r.output
+    r = tirc("run", MATMUL, "--random", "-o", blocker / "out")
+    assert r.exit_code == 1
+    assert f"cannot create the output directory '{blocker / 'out'}': Not a directory" in r.output

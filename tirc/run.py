@@ -358,7 +358,11 @@ def run_module(mod: IRModule, filename: str, opts: RunOptions,
     name = Path(filename).stem or "module"
     with tempfile.TemporaryDirectory(prefix="tirc-run-") as tmp:
         out = opts.out_dir or tmp
-        os.makedirs(out, exist_ok=True)
+        try:
+            os.makedirs(out, exist_ok=True)
+        except OSError as e:
+            raise RunError(f"cannot create the output directory '{out}': "
+                           f"{e.strerror or e}") from None
         lib, manifest = _build_and_load(mod, opts.target, opts.host, out, name, filename)
         entry = _pick_function(manifest, opts.func)
         params = entry["params"] or []
@@ -391,7 +395,10 @@ def run_module(mod: IRModule, filename: str, opts: RunOptions,
              f"{'s' if len(times) != 1 else ''} (min {min(times):.4f} ms, "
              f"max {max(times):.4f} ms, {'CUDA events' if on_cuda else 'perf_counter'})")
         if opts.save_outputs:
-            np.savez(opts.save_outputs, **outputs)
+            try:
+                np.savez(opts.save_outputs, **outputs)
+            except OSError as e:
+                raise RunError(f"cannot write '{opts.save_outputs}': {e.strerror or e}") from None
         reference = None
         if opts.check_against == "llvm":
             cpu_out = os.path.join(out, "llvm")
