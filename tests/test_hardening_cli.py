@@ -207,10 +207,12 @@ def _inputs(tmp_path):
 
 @needs_cc
 @pytest.mark.parametrize("jobs", ["1", "2"])
-def test_sigterm_during_a_build_removes_temporaries(tmp_path, jobs):
+@pytest.mark.parametrize("signame", ["SIGTERM", "SIGINT"])
+def test_signal_during_a_build_removes_temporaries(tmp_path, jobs, signame):
     import signal
     import subprocess
     import sys
+    sig = getattr(signal, signame)
     env, log = _fake_cc(tmp_path, 30)
     out = tmp_path / "out"
     proc = subprocess.Popen([sys.executable, "-m", "tirc", "build", *_inputs(tmp_path), "-j", jobs,
@@ -218,8 +220,8 @@ def test_sigterm_during_a_build_removes_temporaries(tmp_path, jobs):
     try:
         assert _wait_for(lambda: log.exists())  # linking: the temporaries are written
         assert any(n.startswith(".") for n in os.listdir(out))
-        proc.send_signal(signal.SIGTERM)
-        assert proc.wait(timeout=60) == 128 + signal.SIGTERM
+        proc.send_signal(sig)
+        assert proc.wait(timeout=60) == 128 + sig
     finally:
         proc.kill()
         proc.wait()

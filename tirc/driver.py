@@ -391,9 +391,13 @@ def main() -> None:
     import gc
     import signal
     gc.disable()
-    # SIGTERM ends tirc as SIGINT does, by an exception, so that a build cut short
-    # removes its temporary files and stops its workers on the way out
+    # SIGTERM and SIGINT end tirc by an exception (SystemExit, which click does not
+    # turn into "Aborted!", exit 1), so that a build cut short removes its temporary
+    # files and stops its workers on the way out: exit 143 or 130. A SIGINT ignored
+    # from the start (a background job of a shell) stays ignored.
     signal.signal(signal.SIGTERM, _terminated)
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler:
+        signal.signal(signal.SIGINT, _terminated)
     try:
         cli.main(prog_name="tirc", standalone_mode=True)
         status: int | str | None = 0
@@ -410,6 +414,9 @@ def main() -> None:
 
 
 def _terminated(signum, frame) -> None:
+    import signal
+    if signum == signal.SIGINT:
+        click.echo("tirc: interrupted", err=True)
     raise SystemExit(128 + signum)
 
 
