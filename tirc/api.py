@@ -63,6 +63,9 @@ class Compiled:
         if self.module is None:
             raise TypeError(f"'{self.name}' was compiled with load=False: it has no module "
                             "to call")
+        prefix = self.manifest.get("symbol_prefix", "")
+        if prefix and self.manifest.get("abi") == "packed" and function in self.functions:
+            function = prefix + function  # exported as __tvm_ffi_<prefix><function>
         return self.module[function]
 
     @property
@@ -89,7 +92,8 @@ class Compiled:
 
 def compile(source, target=None, host=None, abi: str = "packed", *,  # noqa: A001
             name: str | None = None, filename: str | None = None,
-            device_format: str = "ptx", emit=(), load: bool = True) -> Compiled:
+            device_format: str = "ptx", emit=(), load: bool = True,
+            symbol_prefix: str = "") -> Compiled:
     """Compile ``source`` and load it: a :class:`Compiled` with the ``tvm_ffi.Module``
     and the build's facts.
 
@@ -103,41 +107,48 @@ def compile(source, target=None, host=None, abi: str = "packed", *,  # noqa: A00
     ``load=False``: build the object and images only (no C compiler needed, any
     ``host`` triple), ``module`` is None. ``name``: the outputs' NAME (default: the
     file's stem, else the module's name, else its one function's); ``filename``: what diagnostics call a
-    source given as text (default ``<string>``).
+    source given as text (default ``<string>``). ``symbol_prefix``: ``P`` put before
+    every exported symbol, as ``tirc build --symbol-prefix`` (``compiled["f"]`` still
+    finds ``f``, exported as ``Pf``); ValueError unless it starts a C identifier.
 
     Raises :class:`CompileError` for every error in the input or the targets."""
     src, name = _resolve(source, filename, name)
     try:
         return build_and_load(src, target, host, abi=abi, name=name,
-                              device_format=device_format, emit=emit, load=load)
+                              device_format=device_format, emit=emit, load=load,
+                              symbol_prefix=symbol_prefix)
     except Diagnostic as d:
         raise CompileError.of(d, src if isinstance(src, SourceFile) else None) from None
 
 
 def lower(source, target=None, host=None, abi: str = "packed", *,
           stop_after: str | None = None, passes=None, verify_each: bool = False,
-          instruments=(), filename: str | None = None) -> str:
+          instruments=(), filename: str | None = None, symbol_prefix: str = "") -> str:
     """Run the pass pipeline on ``source`` and return the module as TVMScript text, as
     ``tirc lower`` prints it. ``stop_after``: the last pass to run; ``passes``: run
     exactly these passes (names, in order) on the module as written, nothing before
     them; ``verify_each``: verify the module after every pass; ``instruments``: more
-    ``tirc.passes.pipeline.Instrument`` hooks (``PrintAfter``, ``TimePasses``).
+    ``tirc.passes.pipeline.Instrument`` hooks (``PrintAfter``, ``TimePasses``);
+    ``symbol_prefix``: as :func:`compile`'s.
 
     Raises :class:`CompileError` for an error in the input or the targets, ValueError
     for an unknown pass name or ``abi``."""
     src, _ = _resolve(source, filename, None)
     return lower_source(src, target, host, abi, stop_after=stop_after, passes=passes,
-                        verify_each=verify_each, instruments=instruments)
+                        verify_each=verify_each, instruments=instruments,
+                        symbol_prefix=symbol_prefix)
 
 
 # -- shared with the command line (tirc.driver, tirc.run) ----------------------------------
 def lower_source(src: SourceFile | IRModule, target=None, host=None, abi: str = "packed", *,
                  stop_after: str | None = None, passes=None, verify_each: bool = False,
-                 instruments=()) -> str:
+                 instruments=(), symbol_prefix: str = "") -> str:
     """:func:`lower` of a read source (the command line's ``tirc lower``)."""
+    from tirc.build import check_symbol_prefix
     from tirc.passes.pipeline import PassContext, VerifyEach, pass_names, run_passes, run_pipeline
 
     names = pass_names(abi)  # ValueError for an unknown ABI
+    check_symbol_prefix(symbol_prefix)
     if passes is not None and stop_after is not None:
         raise ValueError("passes= runs exactly the passes named; it does not take stop_after=")
     if stop_after is not None and stop_after not in names:
@@ -145,7 +156,7 @@ def lower_source(src: SourceFile | IRModule, target=None, host=None, abi: str = 
                          f"{', '.join(names)}")
     instruments = tuple(instruments) + ((VerifyEach(),) if verify_each else ())
     try:
-        ctx = PassContext(_bind_target(target, host), abi)
+        ctx = PassContext(_bind_target(target, host), abi, symbol_prefix)
         mod = _parse(src)
         if passes is not None:
             mod = run_passes(mod, ctx, [passes] if isinstance(passes, str) else list(passes),
@@ -162,7 +173,8 @@ def lower_source(src: SourceFile | IRModule, target=None, host=None, abi: str = 
 
 def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: str = "packed",
                    name: str | None = None, device_format: str = "ptx", emit=(),
-                   load: bool = True, out_dir: str | os.PathLike | None = None) -> Compiled:
+                   load: bool = True, out_dir: str | os.PathLike | None = None,
+                   symbol_prefix: str = "") -> Compiled:
     """Build ``src`` into ``out_dir`` (None: a private temporary directory, removed
     before returning) and load the library; raises Diagnostic for errors in the input.
     ``tirc run`` calls it with its ``-o`` directory."""
@@ -170,8 +182,9 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
     import json
     import tempfile
 
-    from tirc.build import build
+    from tirc.build import build, check_symbol_prefix
 
+    check_symbol_prefix(symbol_prefix)
     try:
         bind = _bind_target(target, host)
         mod = _parse(src)
@@ -182,7 +195,8 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
             out = Path(where)
             result = build(mod, bind, None, out, name, shared=load, emit=emit,
                            filename=_filename(src, mod), device_format=device_format, abi=abi,
-                           also_ptx=device_format in ("cubin", "fatbin"))
+                           also_ptx=device_format in ("cubin", "fatbin"),
+                           symbol_prefix=symbol_prefix)
             files = {p.name: p.read_bytes() for p in result.files}
             module = None
             if load:

@@ -116,22 +116,35 @@ def host_target_of(host: IRModule, bind: Target) -> Target:
     return bind if not bind.is_device else (bind.host or parse_target("llvm"))
 
 
+def check_symbol_prefix(prefix: str) -> None:
+    """ValueError unless ``prefix`` ("" for none) can start a C identifier: a letter or
+    ``_``, then letters, digits and ``_``."""
+    if not isinstance(prefix, str):
+        raise ValueError(f"the symbol prefix must be a string, not {type(prefix).__name__}")
+    if prefix and not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", prefix):
+        raise ValueError(f"invalid symbol prefix '{prefix}': it must start a C identifier "
+                         "(a letter or '_', then letters, digits and '_')")
+
+
 def build(source: str | IRModule, target: Target | str | None = None,
           host: Target | str | None = None, out_dir: str | os.PathLike = ".",
           name: str | None = None, shared: bool = False, emit: tuple[str, ...] = (),
           filename: str = "<input>", cc: str = "cc", device_format: str = "ptx",
           device_only: bool = False, abi: str = "packed",
           depfile: str | os.PathLike | None = None, also_ptx: bool = False,
-          depfile_targets: tuple[str, ...] = ()) -> BuildResult:
+          depfile_targets: tuple[str, ...] = (), symbol_prefix: str = "") -> BuildResult:
     """Compile ``source`` and write ``OUT/NAME.o`` (+ ``.so``, ``.ll``) and the device
     images (``device_only``: those alone). ``depfile``: also write there a Make rule
     with every output as a target (``depfile_targets``: those instead, as ``cc -MT``)
     and ``filename`` as its prerequisite (atomically, with the other outputs).
+    ``symbol_prefix``: put before every symbol the object exports (``--symbol-prefix``;
+    ValueError unless it starts a C identifier).
     Diagnostics for every user error; TargetError for a bad target."""
     from tirc.backends.registry import get_backend
     from tirc.passes.pipeline import PassContext, run_pipeline
 
     emit = parse_emit(emit)
+    check_symbol_prefix(symbol_prefix)
     if device_format not in DEVICE_FORMATS:
         raise ValueError(f"unknown device format '{device_format}'; valid: {', '.join(DEVICE_FORMATS)}")
     if device_only and (shared or emit):
@@ -142,7 +155,7 @@ def build(source: str | IRModule, target: Target | str | None = None,
         source = parse(source, filename)
     name = name or (Path(filename).stem if filename != "<input>" else (source.name or "module"))
     original = source
-    mod = run_pipeline(source, PassContext(bind, abi))
+    mod = run_pipeline(source, PassContext(bind, abi, symbol_prefix))
     host_mod, devices = split_module(mod)
     host_target = host_target_of(host_mod, bind)
     if device_only and not devices:
@@ -168,9 +181,11 @@ def build(source: str | IRModule, target: Target | str | None = None,
     outputs += [(path, data) for files in images.values() for _, path, data in files]
     outputs += dev.extras
     data = _manifest(mod, original, name, abi, host_target, images, dev.facts)
+    if symbol_prefix:
+        data["symbol_prefix"] = symbol_prefix
     warnings = dev.warnings + _register_warnings(mod, data)
     outputs += _header_and_manifest(host_mod, original, name, abi, out, data,
-                                    header=not device_only)
+                                    header=not device_only, symbol_prefix=symbol_prefix)
     files = [p for p, _ in outputs] + ([out / f"{name}.so"] if shared else [])
     if depfile is not None:
         from tirc.jobs import depfile_text
@@ -208,14 +223,16 @@ def _register_warnings(mod: IRModule, data: dict) -> list[Diagnostic]:
 
 
 def _header_and_manifest(host_mod: IRModule, original: IRModule, name: str, abi: str,
-                         out: Path, data: dict, header: bool) -> list[tuple[Path, bytes]]:
+                         out: Path, data: dict, header: bool,
+                         symbol_prefix: str = "") -> list[tuple[Path, bytes]]:
     """``OUT/NAME.h`` (with a host object) and ``OUT/NAME.json``."""
     from tirc.header import make_header
     from tirc.manifest import manifest_json
 
     result = [(out / f"{name}.json", manifest_json(data).encode())]
     if header:
-        result.insert(0, (out / f"{name}.h", make_header(name, host_mod, original, abi).encode()))
+        result.insert(0, (out / f"{name}.h", make_header(name, host_mod, original, abi,
+                                                               symbol_prefix).encode()))
     return result
 
 

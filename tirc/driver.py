@@ -163,8 +163,10 @@ def _comma_pass_list(ctx, param, value):
 @click.option("--time-passes", is_flag=True, help="report the time of each pass on stderr")
 @click.option("--abi", type=click.Choice(["packed", "c"]), default="packed", show_default=True,
               help="host ABI of public functions: MakePackedAPI or MakeCAPI")
+@click.option("--symbol-prefix", default="", metavar="P",
+              help="put P before every exported symbol, as tirc build --symbol-prefix")
 def lower(file, target, host, stop_after, print_after, passes, verify_each, time_passes,
-          abi) -> None:
+          abi, symbol_prefix) -> None:
     """Run the pass pipeline on FILE and print the module (TVMScript) at the end."""
     from tirc.api import lower_source
     from tirc.passes.pipeline import PrintAfter, TimePasses, pass_names
@@ -173,6 +175,11 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
         raise click.BadParameter("--passes runs exactly the passes named; it does not take "
                                  "--stop-after", param_hint="'--passes'")
     bind = bind_target_from(target, host)
+    from tirc.build import check_symbol_prefix
+    try:
+        check_symbol_prefix(symbol_prefix)
+    except ValueError as e:
+        raise click.UsageError(f"--symbol-prefix: {e}") from None
     if stop_after is not None and stop_after not in pass_names(abi):
         raise click.BadParameter(f"pass '{stop_after}' does not run with --abi {abi}",
                                  param_hint="'--stop-after'")
@@ -187,7 +194,8 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
         instruments.append(timer)
     try:
         text = lower_source(source, bind, None, abi, stop_after=stop_after, passes=passes,
-                            verify_each=verify_each, instruments=tuple(instruments))
+                            verify_each=verify_each, instruments=tuple(instruments),
+                            symbol_prefix=symbol_prefix)
     except CompileError as e:
         click.echo(str(e), err=True)
         sys.exit(EXIT_ERROR)
@@ -218,6 +226,11 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               help="write only the device images (NAME.ptx or NAME.<arch>.ptx), no host object")
 @click.option("--abi", type=click.Choice(["packed", "c"]), default="packed", show_default=True,
               help="host ABI: tvm-ffi packed functions, or plain C functions declared in NAME.h")
+@click.option("--symbol-prefix", default="", metavar="P",
+              help="put P before every symbol the object exports: C functions Pf and "
+              "PNAME_last_error (--abi c), __tvm_ffi_Pf (packed; tvm-ffi calls it Pf), so "
+              "that modules with the same function names (te.create_prim_func's main) "
+              "link into one program")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               metavar="N", help="build N inputs at a time, in worker processes")
 @click.option("-MD", "depfile", is_flag=True,
@@ -232,8 +245,8 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               help="say what is built and where: targets, files written, timings")
 @click.option("-q", "--quiet", is_flag=True, help="print nothing but diagnostics")
 def build(files, target, host, out_dir, shared, emit, device_format, resource_usage,
-          device_only, abi, jobs, depfile, depfile_path, depfile_targets, verbose,
-          quiet) -> None:
+          device_only, abi, symbol_prefix, jobs, depfile, depfile_path, depfile_targets,
+          verbose, quiet) -> None:
     """Compile each FILE (NAME.tir): write OUTDIR/NAME.o, the host object with the
     device images embedded, NAME.h (its declarations), NAME.json (a manifest of
     functions and kernels), one device image per device target (NAME.ptx, or
@@ -253,7 +266,11 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
     from tirc.jobs import BuildOptions, build_many
 
     bind_target_from(target, host)  # usage errors first
-    from tirc.build import parse_emit
+    from tirc.build import check_symbol_prefix, parse_emit
+    try:
+        check_symbol_prefix(symbol_prefix)
+    except ValueError as e:
+        raise click.UsageError(f"--symbol-prefix: {e}") from None
     formats = {f.strip() for value in device_format for f in value.split(",") if f.strip()} or {"ptx"}
     unknown = sorted(formats - {"ptx", "cubin", "fatbin"})
     if unknown:
@@ -296,7 +313,7 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
                         emit=tuple(emit), device_format=("fatbin" if "fatbin" in formats else
                                                          "cubin" if "cubin" in formats else "ptx"),
                         also_ptx=formats == {"ptx", "cubin"}, device_only=device_only, abi=abi,
-                        resource_usage=resource_usage,
+                        resource_usage=resource_usage, symbol_prefix=symbol_prefix,
                         depfile=depfile or depfile_path is not None or bool(depfile_targets),
                         depfile_path=depfile_path, depfile_targets=tuple(depfile_targets),
                         verbose=verbose)

@@ -45,6 +45,7 @@ class BuildOptions:
     depfile_targets: tuple[str, ...] = ()  # -MT TARGET: the rule's targets (one input only)
     verbose: bool = False
     resource_usage: bool = False  # --resource-usage: the cubins' figures, as nvcc prints them
+    symbol_prefix: str = ""  # --symbol-prefix P: before every exported symbol
 
 
 @dataclass
@@ -108,7 +109,8 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
                            shared=opts.shared, emit=opts.emit, filename=path,
                            device_format=opts.device_format, device_only=opts.device_only,
                            also_ptx=opts.also_ptx,
-                           abi=opts.abi, depfile=depfile, depfile_targets=opts.depfile_targets)
+                           abi=opts.abi, depfile=depfile, depfile_targets=opts.depfile_targets,
+                           symbol_prefix=opts.symbol_prefix)
         except RecursionError:
             raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
         outcome.files = [str(p) for p in result.files]

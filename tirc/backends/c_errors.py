@@ -1,7 +1,8 @@
 """Errors of C-API functions (``--abi c``, MakeCAPI) on the CPU: instead of tvm-ffi's
 error API, a failing function writes ``"Kind: message"`` (``snprintf``, truncated to
 ``LAST_ERROR_BYTES - 1`` bytes) into a thread-local buffer of its object and returns -1.
-One accessor per module, ``const char* <NAME>_last_error(void)``, returns that buffer:
+One accessor per module, ``const char* <NAME>_last_error(void)`` (with a symbol prefix P,
+``P<NAME>_last_error``), returns that buffer:
 the message of the last failed call on this thread, ``""`` before any; a successful call
 leaves it as it was.
 """
@@ -15,12 +16,12 @@ LAST_ERROR_BYTES = 1024
 _BUFFER = "__tirc_last_error_buffer"
 
 
-def last_error_symbol(module_name: str) -> str:
+def last_error_symbol(module_name: str, prefix: str = "") -> str:
     from tirc.header import c_identifier
-    return f"{c_identifier(module_name)}_last_error"
+    return f"{prefix}{c_identifier(module_name)}_last_error"
 
 
-def error_buffer(module: ir.Module, ptr_t: ir.PointerType) -> ir.GlobalVariable:
+def error_buffer(module: ir.Module, ptr_t: ir.PointerType, prefix: str = "") -> ir.GlobalVariable:
     """The module's thread-local message buffer and its accessor, created once."""
     existing = module.globals.get(_BUFFER)
     if existing is not None:
@@ -30,7 +31,8 @@ def error_buffer(module: ir.Module, ptr_t: ir.PointerType) -> ir.GlobalVariable:
     buf.linkage, buf.storage_class, buf.align = "internal", "thread_local", 16
     buf.initializer = ir.Constant(ty, None)
     buf.type = ptr_t  # opaque pointer
-    accessor = ir.Function(module, ir.FunctionType(ptr_t, []), last_error_symbol(module.name))
+    accessor = ir.Function(module, ir.FunctionType(ptr_t, []),
+                           last_error_symbol(module.name, prefix))
     accessor.attributes.add("nounwind")
     b = ir.IRBuilder(accessor.append_basic_block("entry"))
     b.ret(buf)
@@ -41,7 +43,7 @@ def record_error(fl, kind: ir.Value, message: ir.Value) -> None:
     """``snprintf(buffer, LAST_ERROR_BYTES, "%s: %s", kind, message)``."""
     ptr_t = fl.ctx.pointer()
     module = fl.module.ir
-    buf = error_buffer(module, ptr_t)
+    buf = error_buffer(module, ptr_t, str(fl.func.attrs.get("tirc.symbol_prefix", "")))
     snprintf = fl.module.declare("snprintf", ir.FunctionType(lt.I32, [ptr_t, lt.I64, ptr_t],
                                                              var_arg=True))
     fl.b.call(snprintf, [buf, ir.Constant(lt.I64, LAST_ERROR_BYTES), fl.string("%s: %s"),

@@ -97,7 +97,8 @@ class CPUContext(LLVMTargetContext):
         super().decorate(llfunc, func)
         if func.attrs.get("tirc.c_api"):  # --abi c: the module's <NAME>_last_error()
             from tirc.backends.c_errors import error_buffer
-            error_buffer(llfunc.module, self.pointer())
+            prefix = str(func.attrs.get("tirc.symbol_prefix", ""))  # --symbol-prefix
+            error_buffer(llfunc.module, self.pointer(), prefix)
 
     def raise_error(self, fl, kind, message):
         if not self.is_exported(fl.func):  # a private function: the caller raises it

@@ -5,7 +5,8 @@
 #   find_package(tirc REQUIRED)
 #   tirc_add_library(kernels SOURCES a.tir b.tir
 #                    [TARGET "cuda -arch=sm_80,sm_90"] [HOST llvm]
-#                    [ABI c|packed] [DEVICE_FORMAT ptx|cubin|fatbin] [OUTPUT_DIRECTORY dir]
+#                    [ABI c|packed] [DEVICE_FORMAT ptx|cubin|fatbin] [SYMBOL_PREFIX P]
+#                    [OUTPUT_DIRECTORY dir]
 #                    [OPTIONS flag...] [NO_OPENMP])
 #   target_link_libraries(app PRIVATE kernels)   # and #include "a.h" in app's sources
 #
@@ -22,7 +23,10 @@
 #
 # ABI defaults to c: plain C functions declared in NAME.h, callable from C and C++
 # without any runtime. ABI packed gives tvm-ffi functions (__tvm_ffi_<name>); link
-# tvm-ffi's library yourself for those. TARGET and HOST are tirc's --target and --host
+# tvm-ffi's library yourself for those. SYMBOL_PREFIX P puts P before every symbol the
+# objects export (--symbol-prefix: Pf, PNAME_last_error, __tvm_ffi_Pf), so libraries of
+# modules with the same function names (te.create_prim_func's main) link into one
+# program; NAME.h declares the prefixed names. TARGET and HOST are tirc's --target and --host
 # (one string each; functions that carry a target keep it); OPTIONS are more
 # `tirc build` flags (e.g. --emit ptx).
 #
@@ -51,7 +55,8 @@ find_package(Threads REQUIRED)
 
 function(tirc_add_library name)
   cmake_parse_arguments(PARSE_ARGV 1 arg "NO_OPENMP"
-                        "TARGET;HOST;ABI;DEVICE_FORMAT;OUTPUT_DIRECTORY" "SOURCES;OPTIONS")
+                        "TARGET;HOST;ABI;DEVICE_FORMAT;SYMBOL_PREFIX;OUTPUT_DIRECTORY"
+                        "SOURCES;OPTIONS")
   if(arg_UNPARSED_ARGUMENTS)
     message(FATAL_ERROR "tirc_add_library(${name}): unknown arguments ${arg_UNPARSED_ARGUMENTS}")
   endif()
@@ -63,6 +68,10 @@ function(tirc_add_library name)
   endif()
   if(NOT arg_ABI MATCHES "^(c|packed)$")
     message(FATAL_ERROR "tirc_add_library(${name}): ABI must be c or packed, not '${arg_ABI}'")
+  endif()
+  if(DEFINED arg_SYMBOL_PREFIX AND NOT arg_SYMBOL_PREFIX MATCHES "^[A-Za-z_][A-Za-z0-9_]*$")
+    message(FATAL_ERROR "tirc_add_library(${name}): SYMBOL_PREFIX must start a C identifier "
+                        "(a letter or _, then letters, digits and _), not '${arg_SYMBOL_PREFIX}'")
   endif()
   set(out "${arg_OUTPUT_DIRECTORY}")
   if(NOT out)
@@ -80,6 +89,9 @@ function(tirc_add_library name)
   endif()
   if(arg_DEVICE_FORMAT)
     list(APPEND flags --device-format "${arg_DEVICE_FORMAT}")
+  endif()
+  if(arg_SYMBOL_PREFIX)
+    list(APPEND flags --symbol-prefix "${arg_SYMBOL_PREFIX}")
   endif()
   list(APPEND flags ${arg_OPTIONS})
 

@@ -7,7 +7,9 @@ device-target functions without a host. Each other ``f`` becomes
     int32_t f(T0* A, ..., scalar params as they are, int64_t n, ..., R* out)
 
 with ``"tirc.c_api": True``, exported as the C symbol of its ``global_symbol``
-attribute, else its name (``main`` is refused: it would clash with a program's):
+attribute, else its name, after the symbol prefix (``--symbol-prefix P``: ``Pf``, also
+recorded as its ``global_symbol``; ``main`` without a prefix is refused: it would clash
+with a program's, and TVM's ``te.create_prim_func`` always names its function so):
 
 - a buffer parameter is its data pointer (``T.handle`` pointing at the element type),
   already offset to the first element: its ``elem_offset`` is 0, its strides compact;
@@ -54,10 +56,13 @@ from tirc.passes.packed_abi import (binop, cast, dtype_range, empty_condition, f
 from tirc.passes.pipeline import PassContext
 
 C_API = "tirc.c_api"  # the attribute marking a function exported with a C signature
+# the symbol prefix of a C-API function, when there is one: the host backend names the
+# module's <prefix><NAME>_last_error() with it
+SYMBOL_PREFIX = "tirc.symbol_prefix"
 
 
 def make_c_api(mod: IRModule, ctx: PassContext) -> IRModule:
-    funcs = {name: (_CFunction(name, f).run() if _needs_packing(f) else f)
+    funcs = {name: (_CFunction(name, f, ctx.symbol_prefix).run() if _needs_packing(f) else f)
              for name, f in mod.functions.items()}
     if all(funcs[n] is f for n, f in mod.functions.items()):
         return mod
@@ -74,9 +79,9 @@ def _scalar_ok(dtype, what: str, where: str, span) -> None:
 
 
 class _CFunction:
-    def __init__(self, name: str, func: PrimFunc):
-        self.name, self.func = name, func
-        self.symbol = str(func.attrs.get("global_symbol", name))
+    def __init__(self, name: str, func: PrimFunc, prefix: str = ""):
+        self.name, self.func, self.prefix = name, func, prefix
+        self.symbol = prefix + str(func.attrs.get("global_symbol", name))
         self.bound: set[int] = set()
         self.lets: list[tuple[Var, PrimExpr]] = []
         self.checks: list[tuple[PrimExpr, str, str]] = []
@@ -85,7 +90,9 @@ class _CFunction:
         f, span = self.func, self.func.span
         if self.symbol == "main":
             raise Diagnostic(f"function '{self.name}' would be the C symbol 'main' under the C "
-                             "API; give it another name or a \"global_symbol\" attribute", span)
+                             "API; give the symbols a prefix (--symbol-prefix P exports "
+                             "'Pmain'), or the function another name or a \"global_symbol\" "
+                             "attribute", span)
         params: list[Var] = []
         buffers: list[tuple[Var, Buffer, Var]] = []
         for p in f.params:
@@ -147,6 +154,8 @@ class _CFunction:
         for var, value in reversed(self.lets):
             body = LetStmt(var, value, body, form="let")
         attrs = {**f.attrs, C_API: True}  # the symbol: "global_symbol", else the name
+        if self.prefix:
+            attrs.update({"global_symbol": self.symbol, SYMBOL_PREFIX: self.prefix})
         return replace(f, params=tuple(params), body=body, ret_type=INT32, buffer_map=(),
                        attrs=attrs)
 

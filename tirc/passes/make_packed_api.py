@@ -5,7 +5,8 @@ kernels carry ``"calling_conv": 2``. Skipped: kernels, private functions, functi
 already packed (``calling_conv`` 1), device-target functions without a host. Each other
 ``f`` becomes ``f(self_handle, args, num_args: T.int32, result) -> T.int32`` with
 ``"calling_conv": 1``, ``"global_symbol": "__tvm_ffi_f"`` and its target kept: the C
-``int __tvm_ffi_f(void*, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result)``.
+``int __tvm_ffi_f(void*, const TVMFFIAny* args, int32_t num_args, TVMFFIAny* result)``;
+with a symbol prefix P (``--symbol-prefix``), ``__tvm_ffi_Pf``, which tvm-ffi finds as ``Pf``.
 
 Guarantees, before the original body runs (AssertStmts raising TypeError/ValueError
 whose messages name the argument and show the signature as TVM does): ``num_args``;
@@ -84,7 +85,7 @@ WHEN, EXPECTED = " when calling:\n  `", "`,\n  expected "
 
 
 def make_packed_api(mod: IRModule, ctx: PassContext) -> IRModule:
-    funcs = {name: (_Packer(name, f).run() if _needs_packing(f) else f)
+    funcs = {name: (_Packer(name, f, ctx.symbol_prefix).run() if _needs_packing(f) else f)
              for name, f in mod.functions.items()}
     if all(funcs[n] is f for n, f in mod.functions.items()):
         return mod
@@ -101,8 +102,8 @@ def _needs_packing(f: PrimFunc) -> bool:
 class _Packer:
     """Builds one packed function: LetStmts and checks in order, then the body."""
 
-    def __init__(self, name: str, func: PrimFunc):
-        self.name, self.func = name, func
+    def __init__(self, name: str, func: PrimFunc, prefix: str = ""):
+        self.name, self.func, self.prefix = name, func, prefix
         self.args = Var("args", HANDLE)
         self.bound: dict[int, str] = {}  # variable -> where its value came from
         self.early: list[tuple] = []  # ("let", var, value) / ("assert", cond, kind, msg)
@@ -170,7 +171,8 @@ class _Packer:
             else:
                 body = AssertStmt(item[1], item[2], item[3], body)
         params = (Var("self_handle", HANDLE), self.args, num_args, result)
-        attrs = {**f.attrs, "calling_conv": 1, "global_symbol": f"__tvm_ffi_{self.name}"}
+        attrs = {**f.attrs, "calling_conv": 1,
+                 "global_symbol": f"__tvm_ffi_{self.prefix}{self.name}"}
         return replace(f, params=params, body=body, ret_type=INT32, buffer_map=(), attrs=attrs)
 
     # -- arguments -----------------------------------------------------------------------

@@ -18,10 +18,12 @@ from tirc.target import Target
 @dataclass(frozen=True)
 class PassContext:
     """What passes may read besides the module: the bind target (with its host) and the
-    host ABI of public functions (``"packed"``: MakePackedAPI; ``"c"``: MakeCAPI)."""
+    host ABI of public functions (``"packed"``: MakePackedAPI; ``"c"``: MakeCAPI) and
+    the prefix of their exported symbols (``--symbol-prefix``; "" for none)."""
 
     target: Target
     abi: str = "packed"
+    symbol_prefix: str = ""
 
 
 @dataclass(frozen=True)
