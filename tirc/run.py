@@ -226,6 +226,40 @@ def _scalar(value: str, dtype: str, name: str):
         raise RunError(f"bad --arg {name}={value}: expected a {dtype} value", 2) from None
 
 
+def available_memory() -> int:
+    """Bytes of memory this process may still fill: Linux's MemAvailable, else the
+    physical memory, else no limit known (a very large number)."""
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, AttributeError):
+        return 1 << 62
+
+
+def _check_fits(name: str, shape: tuple[int, ...], dtype: str, before: int) -> int:
+    """The bytes of buffer ``name``; a RunError when it and the buffers before it do not
+    fit in this machine's available memory (``--dim`` too large), before any is made."""
+    from tirc.runtime import as_dtype
+
+    size = 1
+    for n in shape:
+        size *= n
+    nbytes = size * as_dtype(dtype).itemsize
+    limit = available_memory()
+    if before + nbytes > limit:
+        raise RunError(f"'{name}' of shape {shape} {dtype} needs {nbytes} bytes"
+                       f"{f' (with the buffers before it, {before + nbytes})' if before else ''}; "
+                       f"this machine has {limit} bytes of memory available (MemAvailable): "
+                       "give smaller --dim values")
+    return nbytes
+
+
 def make_inputs(params: list[dict], opts: RunOptions) -> list:
     """Host values for ``params`` (manifest entries): NumPy arrays for buffers, Python
     numbers for scalars."""
@@ -260,6 +294,7 @@ def make_inputs(params: list[dict], opts: RunOptions) -> list:
                     dims.setdefault(s, n)
     rng = np.random.default_rng(opts.seed)
     values = []
+    needed = 0  # bytes of the buffers so far
     for p in params:
         name = p["name"]
         if p["kind"] != "buffer":
@@ -274,6 +309,7 @@ def make_inputs(params: list[dict], opts: RunOptions) -> list:
                                f"give --arg {name}=VALUE (or --random)", 2)
             continue
         shape = tuple(s if isinstance(s, int) else _eval_dim(s, dims, name) for s in p["shape"])
+        needed += _check_fits(name, shape, p["dtype"], needed)
         if name in given:
             a = given[name]
             if a.shape != shape:

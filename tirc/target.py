@@ -17,9 +17,12 @@ target). Its derived ``ptx_version`` is the oldest arch's and its
 """
 from __future__ import annotations
 
+import functools
 import json
 import platform
 import re
+import subprocess
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Callable, NamedTuple
 
@@ -91,6 +94,20 @@ CUDA_ARCHS: dict[str, ArchFacts] = {
 }
 
 
+# The largest extent of each thread axis of one launch, on every arch here (the CUDA
+# programming guide's "Technical Specifications per Compute Capability": grid x 2^31-1,
+# y and z 65535; block x and y 1024, z 64; the block's product is max_num_threads).
+CUDA_AXIS_LIMITS: dict[str, int] = {
+    "blockIdx.x": 2**31 - 1, "blockIdx.y": 65535, "blockIdx.z": 65535,
+    "threadIdx.x": 1024, "threadIdx.y": 1024, "threadIdx.z": 64,
+}
+
+
+def thread_axis_limits(target: "Target") -> dict[str, int]:
+    """The largest extent each thread axis may have on ``target`` (none for a CPU)."""
+    return dict(CUDA_AXIS_LIMITS) if target.kind == "cuda" else {}
+
+
 def cuda_archs(target: "Target") -> tuple[str, ...]:
     """The archs of a cuda target, oldest first: ``("sm_90",)`` or ``("sm_80", "sm_90")``."""
     arch = target.get("arch")
@@ -134,6 +151,81 @@ def host_triple() -> str:
 
 def _derive_llvm(opts: dict[str, Any]) -> dict[str, Any]:
     return {"mtriple": host_triple()}
+
+
+_LLVM_HELP = """
+import sys
+import llvmlite.binding as llvm
+llvm.initialize_all_targets()
+llvm.initialize_all_asmprinters()
+llvm.Target.from_triple(sys.argv[1]).create_target_machine(cpu="help")
+"""
+
+
+@functools.lru_cache(maxsize=None)
+def llvm_cpus_and_features(triple: str) -> tuple[frozenset[str], frozenset[str]] | None:
+    """The CPU names and feature names LLVM knows for ``triple`` (what ``llc -mcpu=help``
+    lists), or None when they cannot be had. LLVM prints the list to the process's
+    stderr, once per process, when asked for the CPU ``help``: a child process asks."""
+    try:
+        out = subprocess.run([sys.executable, "-c", _LLVM_HELP, triple], capture_output=True,
+                             text=True, timeout=60).stderr
+    except (OSError, subprocess.SubprocessError):
+        return None
+    cpus: set[str] = set()
+    features: set[str] = set()
+    section = None
+    for line in out.splitlines():
+        if line.startswith("Available CPUs"):
+            section = cpus
+        elif line.startswith("Available features"):
+            section = features
+        elif line.startswith("Use +feature"):
+            section = None
+        elif section is not None:
+            m = re.match(r"\s+(\S+)\s+- ", line)
+            if m:
+                section.add(m.group(1))
+    return (frozenset(cpus), frozenset(features)) if cpus else None
+
+
+def _check_llvm(values: dict[str, Any]) -> None:
+    """The triple, ``mcpu`` and ``mattr`` of an llvm target, checked against what LLVM
+    knows before LLVM sees them (an unknown CPU can abort the process in LLVM), as TVM's
+    LLVM target parser checks them."""
+    triple = values["mtriple"]
+    try:
+        import llvmlite.binding as llvm
+    except ImportError:  # pragma: no cover - llvmlite is a dependency
+        return
+    llvm.initialize_all_targets()  # idempotent; the asm printers are not needed here
+    try:
+        llvm.Target.from_triple(triple)
+    except RuntimeError as e:
+        raise TargetError(f"invalid value {triple!r} for option 'mtriple' of 'llvm': "
+                          f"{str(e).strip()}; a triple is arch-vendor-os[-env] with an arch "
+                          "LLVM has, e.g. x86_64-unknown-linux-gnu, aarch64-unknown-linux-gnu, "
+                          "riscv64-unknown-linux-gnu, x86_64-pc-windows-msvc") from None
+    mcpu, mattr = values.get("mcpu") or "", values.get("mattr") or ()
+    for flag in mattr:
+        if flag[:1] not in ("+", "-") or len(flag) < 2:
+            raise TargetError(f"invalid value {flag!r} in option 'mattr' of 'llvm': a feature "
+                              "is '+name' to enable it or '-name' to disable it")
+    if not mcpu and not mattr:
+        return
+    known = llvm_cpus_and_features(triple)
+    if known is None:
+        return
+    cpus, features = known
+    if mcpu and mcpu not in cpus and not (mcpu == "native" and triple == host_triple()):
+        raise TargetError(f"invalid value {mcpu!r} for option 'mcpu' of 'llvm': not a CPU LLVM "
+                          f"knows for '{triple}'; valid values: {', '.join(sorted(cpus))}"
+                          f"{', native (this machine)' if triple == host_triple() else ''}")
+    for flag in mattr:
+        if flag[1:] not in features:
+            raise TargetError(f"invalid value {flag!r} in option 'mattr' of 'llvm': not a "
+                              f"feature LLVM knows for '{triple}'; valid features: "
+                              f"{', '.join(sorted(features))}")
 
 
 _COMMON = {
@@ -321,6 +413,8 @@ def make_target(kind_name: str, given: dict[str, Any], host: "Target | None" = N
     for name, value in kind.derive(resolved).items():
         resolved[name] = values.get(name, value)
     resolved.update(values)
+    if kind_name == "llvm":
+        _check_llvm(resolved)
     return Target(kind_name, tuple(resolved.items()), host, frozenset(values))
 
 

@@ -38,8 +38,12 @@ def target_machine(target: Target, opt: int | None = None) -> llvm.TargetMachine
     except RuntimeError as e:
         raise Diagnostic(f"LLVM cannot generate code for triple '{triple}': {e}") from None
     features = ",".join(target.get("mattr") or ())
+    cpu = target.get("mcpu") or ""
+    if cpu == "native":  # this machine's CPU and features, as llc -mcpu=native
+        cpu = llvm.get_host_cpu_name()
+        features = ",".join(f for f in (llvm.get_host_cpu_features().flatten(), features) if f)
     return llvm_target.create_target_machine(
-        cpu=target.get("mcpu") or "", features=features,
+        cpu=cpu, features=features,
         opt=int(target.get("opt-level", 3)) if opt is None else opt,
         reloc="pic", codemodel="default", abiname=target.get("mabi") or "")
 

@@ -15,8 +15,9 @@ target (``--target`` with ``--host``) only fills in functions that have none:
 
 Where TVM would miscompile, tirc differs and says so here: a private function that is
 called from host code and itself contains device regions (thread bindings) gets the full
-target, like an entry point, rather than the host target; and a function whose explicit
-target is a CPU target but that is called from device code is a diagnostic at the call.
+target, like an entry point, rather than the host target; a function whose explicit
+target is a CPU target but that is called from device code is a diagnostic at the call, and
+so is a public function (an entry point, itself included) called from device code.
 A device target's host is filled in on externally visible functions that lack one (as
 TVM does), whatever the bind target (with a CPU bind target, that target is the host);
 CPU targets get no host. When the bind target is itself a CPU target there is
@@ -126,6 +127,12 @@ def bind_target(mod: IRModule, target: Target) -> IRModule:
             if callee not in funcs:
                 continue  # Verify reports it
             _check_explicit(funcs[callee], callee, call_ctx, span)
+            if call_ctx == DEVICE and _is_exposed(funcs[callee]):
+                what = "itself" if callee == name else f"the public function '{callee}'"
+                raise Diagnostic(f"'{name}' calls {what} from device code; a public function "
+                                 "is an entry point with host code and cannot run on the "
+                                 "device: call a private function (@T.prim_func(private=True))",
+                                 span)
             contexts[callee].add(call_ctx)
             queue.append((callee, call_ctx))
 

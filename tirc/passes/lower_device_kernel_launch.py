@@ -29,7 +29,7 @@ from tirc.ir.renew import substitute
 from tirc.ir.stmt import AllocBuffer, AttrStmt, IterVar
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.context import HOST, body_context
-from tirc.target import Target
+from tirc.target import Target, thread_axis_limits
 
 DYN_SHMEM = "tirx.use_dyn_shared_memory"
 
@@ -108,16 +108,28 @@ def _check_block_size(name: str, kernel: PrimFunc, tags: list[str], extents: lis
     target = kernel.attrs.get("target")
     if not isinstance(target, Target):
         return
-    threads = 1
+    threads: int | None = 1
     for tag, extent in zip(tags, extents):
-        if tag.startswith("threadIdx."):
-            if not isinstance(extent, IntImm):
-                return
+        if not isinstance(extent, IntImm):
+            if tag.startswith("threadIdx."):
+                threads = None
+            continue
+        if extent.value < 1:
+            raise Diagnostic(f"kernel '{name}' launches '{tag}' with extent {extent.value}: a "
+                             "thread extent must be at least 1", kernel.span)
+        if tag.startswith("threadIdx.") and threads is not None:
             threads *= extent.value
     limit = target.get("max_num_threads")
-    if limit is not None and threads > limit:
+    if threads is not None and limit is not None and threads > limit:
         raise Diagnostic(f"kernel '{name}' uses {threads} threads per block; target "
                          f"'{target.describe()}' allows {limit}", kernel.span)
+    limits = thread_axis_limits(target)  # the grid's, and each block axis's
+    for tag, extent in zip(tags, extents):
+        most = limits.get(tag)
+        if isinstance(extent, IntImm) and most is not None and extent.value > most:
+            raise Diagnostic(f"kernel '{name}' launches '{tag}' with extent {extent.value}; "
+                             f"target '{target.describe()}' allows at most {most} for "
+                             f"'{tag}'", kernel.span)
 
 
 class _Launches(Mutator):

@@ -8,10 +8,14 @@ from __future__ import annotations
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.buffer import SCOPES, Buffer, is_storage_scope
-from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, Let, PrimExpr, Var
+from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, Let, PrimExpr, StringImm, Var
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, For,
-                          IfThenElse, IterVar, LetStmt, Return, While, is_loop_pragma)
+import re
+
+from tirc.ir.dtype import MAX_LANES
+from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore, Continue,
+                          DeclBuffer, For, IfThenElse, IterVar, LetStmt, Return, While,
+                          is_loop_pragma)
 from tirc.ir.visitor import Visitor, walk
 from tirc.ir.block import BufferRegion, SBlock, SBlockRealize
 from tirc.passes.verify_constants import check_function
@@ -32,6 +36,22 @@ def verify(mod: IRModule, buildable_scopes: bool = True) -> IRModule:
         _FunctionVerifier(mod, name, func, buildable_scopes).run()
         check_function(func)  # constant division by zero, constant index out of bounds
     return mod
+
+
+# A symbol every assembler and linker takes unquoted: C identifiers, with '.', '$' and '@'
+# (versioned and mangled names, CUDA's __nv_* and llvm.* intrinsics).
+_SYMBOL = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$@]*")
+
+
+def check_extern_name(name: str, span: Span | None) -> None:
+    """An external function's name must be a symbol a linker accepts."""
+    if not name:
+        raise Diagnostic("the name of an external function is empty", span)
+    if not _SYMBOL.fullmatch(name):
+        bad = next((c for c in name if not re.fullmatch(r"[A-Za-z0-9_.$@]", c)), name[0])
+        raise Diagnostic(f"external function name {name!r} is not a linker symbol: it holds "
+                         f"{bad!r}; a symbol is letters, digits, '_', '.', '$' and '@', not "
+                         "starting with a digit", span)
 
 
 def _bound_vars(body) -> set[int]:
@@ -60,6 +80,7 @@ class _FunctionVerifier(Visitor):
         self.vars: set[int] = set()
         self.buffers: set[int] = set()
         self.where: list[Span | None] = [func.span]
+        self.loop_depth = 0  # loops around the statement visited: break/continue need one
 
     # -- helpers ---------------------------------------------------------------------
     def span(self) -> Span | None:
@@ -133,7 +154,26 @@ class _FunctionVerifier(Visitor):
         for e, what in ((s.min, "start"), (s.extent, "extent")):
             if not e.dtype.is_integer or e.dtype.lanes != 1:
                 self.error(f"loop {what} must be a scalar integer, got {e.dtype}", s.span)
-        self.scoped([s.loop_var], (), s.body)
+        if s.kind == "thread_binding" and isinstance(s.extent, IntImm) and s.extent.value < 1:
+            tag = s.thread_tag or "a thread"
+            self.error(f"'{tag}' is bound with extent {s.extent.value}: a thread extent must "
+                       "be at least 1", s.span)
+        if s.kind == "vectorized" and isinstance(s.extent, IntImm) and s.extent.value > MAX_LANES:
+            self.error(f"vectorized loop of {s.extent.value} lanes: a vector has at most "
+                       f"{MAX_LANES} lanes (TVM's DataType limit, on every target)", s.span)
+        self.loop_depth += 1
+        try:
+            self.scoped([s.loop_var], (), s.body)
+        finally:
+            self.loop_depth -= 1
+
+    def visit_Break(self, s: Break) -> None:
+        if self.loop_depth == 0:
+            self.error("'break' outside a loop", s.span)
+
+    def visit_Continue(self, s: Continue) -> None:
+        if self.loop_depth == 0:
+            self.error("'continue' outside a loop", s.span)
 
     def visit_LetStmt(self, s: LetStmt) -> None:
         self.visit(s.value)
@@ -147,6 +187,11 @@ class _FunctionVerifier(Visitor):
 
     def visit_AttrStmt(self, s: AttrStmt) -> None:
         self.visit(s.value)
+        if s.key in ("thread_extent", "virtual_thread") and isinstance(s.value, IntImm) \
+                and s.value.value < 1:
+            tag = s.node.thread_tag if isinstance(s.node, IterVar) else s.key
+            self.error(f"'{tag}' is launched with extent {s.value.value}: a thread extent "
+                       "must be at least 1", s.span)
         if isinstance(s.node, IterVar):
             self.scoped([s.node.var], (), s.body)
             return
@@ -253,7 +298,11 @@ class _FunctionVerifier(Visitor):
 
     def visit_While(self, s: While) -> None:
         self.check_condition(s.condition, "while", integer=True)
-        self.generic_visit(s)
+        self.loop_depth += 1
+        try:
+            self.generic_visit(s)
+        finally:
+            self.loop_depth -= 1
 
     def visit_AssertStmt(self, s: AssertStmt) -> None:
         self.check_condition(s.condition, "assert")
@@ -279,6 +328,9 @@ class _FunctionVerifier(Visitor):
     def visit_Call(self, e: Call) -> None:
         if isinstance(e.op, GlobalVar):
             self.check_module_call(e)
+        elif e.op in ("call_extern", "call_pure_extern") and e.args \
+                and isinstance(e.args[0], StringImm):
+            check_extern_name(e.args[0].value, e.span or self.span())
         for a in e.args:
             if isinstance(a, Buffer):
                 self.visit_buffer(a)
