@@ -255,7 +255,7 @@ def _check_fits(name: str, shape: tuple[int, ...], dtype: str, before: int) -> i
     if before + nbytes > limit:
         raise RunError(f"'{name}' of shape {shape} {dtype} needs {nbytes} bytes"
                        f"{f' (with the buffers before it, {before + nbytes})' if before else ''}; "
-                       f"this machine has {limit} bytes of memory available (MemAvailable): "
+                       f"this machine has {limit} bytes of memory available: "
                        "give smaller --dim values")
     return nbytes
 
