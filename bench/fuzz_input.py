@@ -1,8 +1,10 @@
 """Input fuzzer for `tirc build` (issue 7, the long run; tests/test_fuzz_build_input.py
 is the CI-sized one): mutated inputs (always-broken mutations and blind byte flips,
 token deletions, swapped lines) of the samples and of the TVM-printed corpus
-(tests/corpus/tvm/*.tir, text TVM 0.27 itself wrote) go through `python -m tirc build` in a subprocess with a
-time limit. A finding is a crash (exit other than 0/1, or a traceback), a hang, a
+(tests/corpus/tvm/*.tir, text TVM 0.27 itself wrote), hostile variants aimed at the
+limits of issue 15 (huge and out-of-range literals, zero divisors, constant indices out of
+range, deep nesting, bad target options in the text and on the command line) go through
+`python -m tirc build` in a subprocess with a time limit. A finding is a crash (exit other than 0/1, or a traceback), a hang, a
 rejection without `FILE:LINE:COL: error:`, or output files left by a failed build.
 
     python bench/fuzz_input.py --seed 1 --count 500 [--inputs all|samples|corpus]
@@ -20,12 +22,17 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
-from tirc.testing.mutate import blind_mutants, mutants  # noqa: E402
+from tirc.testing.mutate import blind_mutants, hostile_mutants, mutants  # noqa: E402
 
 LOCATION = re.compile(r"^[^\n]+:\d+:\d+: error: .+")
 
 
 CUDA = ["--target", "cuda -arch=sm_90", "--host", "llvm"]
+# Command-line targets that must be usage errors (exit 2 naming --target), never a crash.
+BAD_TARGETS = ["llvm -mcpu=notacpu", "llvm -mattr=+nosuchfeature", "llvm -mtriple=bogus-none",
+               "llvm -opt-level=banana", "cuda -arch=sm_1", "cuda -max_num_threads=-5",
+               "cuda -arch=sm_90 -nosuchoption=1", "nosuchkind"]
+USAGE = re.compile(r"Error: Invalid value for '--target'")
 
 
 def target_for(path: Path, work: Path) -> list[str]:
@@ -50,6 +57,8 @@ def one(data: bytes, work: Path, index: int, timeout: float,
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return f"hang (> {timeout} s)"
+    if proc.returncode == 2 and USAGE.search(proc.stderr) and "Traceback" not in proc.stderr:
+        return None if not (out.exists() and any(out.iterdir())) else "a usage error left output files"
     if "Traceback" in proc.stderr or proc.returncode not in (0, 1):
         return f"crash (exit {proc.returncode}): {proc.stderr.strip().splitlines()[-1:]}"
     if proc.returncode == 1:
@@ -83,12 +92,21 @@ def main(argv=None) -> int:
         for i in range(args.count):
             sample = rng.choice(samples)
             text = sample.read_text()
-            if rng.random() < 0.5:
+            case_flags = flags[sample]
+            r = rng.random()
+            if r < 0.35:
                 kind, broken = rng.choice(list(mutants(text, rng, per_kind=2)))
                 data = broken.encode()
-            else:
+            elif r < 0.6:
                 kind, data = next(blind_mutants(text, rng, 1))
-            problem = one(data, work, i, args.timeout, flags[sample])
+            elif r < 0.95:
+                pool = list(hostile_mutants(text, rng, per_kind=2))
+                kind, hostile = rng.choice(pool) if pool else ("unchanged", text)
+                data = hostile.encode()
+            else:
+                kind, data = "bad --target", text.encode()
+                case_flags = ["--target", rng.choice(BAD_TARGETS), "--host", "llvm"]
+            problem = one(data, work, i, args.timeout, case_flags)
             if problem:
                 findings += 1
                 print(f"case {i} ({kind} of {sample.name}): {problem}")

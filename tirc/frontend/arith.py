@@ -93,7 +93,9 @@ def binary(op: str, a: object, b: object, span: Span | None, fold: bool = True) 
             raise Diagnostic(f"operand of '{SYMBOLS.get(op, op)}' must be an expression, "
                              f"not {describe(v)}", span)
     if not isinstance(a, PrimExpr):
-        a = literal_expr(a, span, _literal_hint(a, b))
+        # two Python numbers left unfolded (an integer-only operator on a float): the
+        # left one takes its default dtype and types the other
+        a = literal_expr(a, span, _literal_hint(a, b) if isinstance(b, PrimExpr) else None)
     if not isinstance(b, PrimExpr):
         b = literal_expr(b, span, _literal_hint(b, a))
     return typed_binary(op, a, b, span, fold)

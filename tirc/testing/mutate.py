@@ -90,3 +90,41 @@ def blind_mutants(text: str, rng: random.Random, count: int):
             swapped = list(lines)
             swapped[i], swapped[j] = swapped[j], swapped[i]
             yield kind, "\n".join(swapped).encode()
+
+
+# Values that break limits: out of int32/int64 range, beyond every float type, zero.
+_HOSTILE_INTS = ("0", "-1", "2147483648", "-2147483649", "99999999999999999999", "65536")
+_HOSTILE_FLOATS = ("1e39", "-1e39", "3.5e308", "70000.0", "1e-50")
+
+
+def hostile_mutants(text: str, rng: random.Random, per_kind: int):
+    """Valid-looking variants aimed at the limits a compiler must check (issue 15): huge
+    and out-of-range literals, zero divisors, constant indices outside their buffer,
+    deep nesting, bad target options. The result may be valid; the compiler must then
+    build it or refuse it with a located error — never crash, hang or miscompile."""
+    ints = [m for m in re.finditer(r"(?<![\w.])\d+(?![\w.])", text)
+            if m.start() in set(_code_positions(text, "0123456789"))]
+    for m in rng.sample(ints, min(per_kind, len(ints))):
+        yield "hostile integer", text[:m.start()] + rng.choice(_HOSTILE_INTS) + text[m.end():]
+    floats = [m for m in re.finditer(r"(?<![\w.])\d+\.\d*(e[-+]?\d+)?", text)]
+    for m in rng.sample(floats, min(per_kind, len(floats))):
+        yield "hostile float", text[:m.start()] + rng.choice(_HOSTILE_FLOATS) + text[m.end():]
+    for m in rng.sample(ints, min(per_kind, len(ints))):
+        op = rng.choice((" // 0", " % 0", " // (1 - 1)"))
+        yield "zero divisor", text[:m.end()] + op + text[m.end():]
+    subscripts = [m for m in re.finditer(r"\b[A-Za-z_]\w*\[([^\[\]:]+)\]", text)
+                  if m.start() in set(_code_positions(text, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz_"))]
+    for m in rng.sample(subscripts, min(per_kind, len(subscripts))):
+        parts = m.group(1).split(",")
+        k = rng.randrange(len(parts))
+        parts[k] = rng.choice((" 1000000", " -1", " 2147483647"))
+        yield "constant index out of range", text[:m.start(1)] + ",".join(parts) + text[m.end(1):]
+    stores = [m for m in re.finditer(r"(?m)^(\s+\w+\[[^\n]*\] = )([^\n]+)$", text)]
+    for m in rng.sample(stores, min(per_kind, len(stores))):
+        depth = rng.choice((200, 2000, 20000))
+        deep = "(" * depth + m.group(2) + ")" * depth
+        yield "deep nesting", text[:m.start(2)] + deep + text[m.end(2):]
+    for m in list(re.finditer(r'"arch": "sm_\d+a?"', text))[:per_kind]:
+        bad = rng.choice(('"arch": "sm_1"', '"arch": "sm_90", "mcpu": "notacpu"',
+                          '"arch": "sm_90", "max_num_threads": -1'))
+        yield "bad target option", text[:m.start()] + bad + text[m.end():]
