@@ -66,7 +66,10 @@ Scheduled kernels (bench/scheduled/index.json has the exact schedules):
 
 Threads: tirc's T.parallel runs on libgomp (OMP_NUM_THREADS), TVM's on its own thread
 pool (TVM_NUM_THREADS), NumPy's matmul on OpenBLAS's (OPENBLAS_NUM_THREADS); ``--threads
-N`` sets all three to N before any runtime starts (default: the number of cores).
+N`` sets all three to N before any runtime starts (default: the number of cores). TVM's
+pool pins its threads to cores; libgomp leaves them unbound unless OMP_PROC_BIND is set
+(``--omp-proc-bind true``): on this 2-vCPU virtual machine unbound libgomp threads at
+times share one vCPU (a call at single-thread speed) or stall ~15 ms (bench/README.md).
 
 Target: both get the same target. By default it is plain ``llvm``, for which both
 tools pick LLVM's generic CPU of the host triple (x86-64: SSE2, no AVX, no FMA; TVM's
@@ -75,7 +78,7 @@ IR says ``"target-cpu"="generic"``, tirc's target machine gets an empty CPU name
 
     python bench/cpu_kernels.py [--quick] [--repeat N] [--threads N] [--mcpu CPU]
                                 [--tile RxC] [--only ew,matmul] [--set all|plain|scheduled]
-                                [--tvm | --no-tvm] [--sample-ms MS]
+                                [--tvm | --no-tvm] [--omp-proc-bind POLICY] [--sample-ms MS]
                                 [--max-other-load F] [--wait-quiet S] [--keep DIR]
 
 ``--quick`` shrinks the plain kernels only (the scheduled texts have fixed sizes).
@@ -551,6 +554,10 @@ def main(argv=None) -> int:
     ap.add_argument("--wait-quiet", type=float, default=60.0, metavar="S",
                     help="per kernel, wait up to S seconds in all for quiet moments before "
                          "samples (default 60; 0: never wait)")
+    ap.add_argument("--omp-proc-bind", default=None, metavar="POLICY",
+                    help="set OMP_PROC_BIND for tirc's libgomp threads (true, close, spread; "
+                         "default: libgomp's, threads not bound). TVM pins its pool's threads "
+                         "to cores by default (TVM_BIND_THREADS)")
     ap.add_argument("--keep", default=None, help="write the libraries here and keep them")
     args = ap.parse_args(argv)
 
@@ -559,6 +566,8 @@ def main(argv=None) -> int:
     os.environ["OMP_NUM_THREADS"] = str(args.threads)
     os.environ["TVM_NUM_THREADS"] = str(args.threads)
     os.environ["OPENBLAS_NUM_THREADS"] = str(args.threads)
+    if args.omp_proc_bind:
+        os.environ["OMP_PROC_BIND"] = args.omp_proc_bind
 
     import numpy as np
     import tvm_ffi
@@ -606,7 +615,8 @@ def main(argv=None) -> int:
           f"{llvm.get_host_cpu_name()}; Python {platform.python_version()}")
     print(f"target: tirc '{target}'"
           + (f", TVM {tvm_target(mcpu)}" if use_tvm else "")
-          + f"; threads: OMP_NUM_THREADS=TVM_NUM_THREADS=OPENBLAS_NUM_THREADS={args.threads}; "
+          + f"; threads: OMP_NUM_THREADS=TVM_NUM_THREADS=OPENBLAS_NUM_THREADS={args.threads}"
+          + f" OMP_PROC_BIND={os.environ.get('OMP_PROC_BIND', '(unset)')}; "
           f"{repeat} quiet samples wanted per tool, ~{sample_s * 1e3:.0f} ms each")
     print()
 
