@@ -192,8 +192,8 @@ def test_register_overflow_is_a_warning_at_the_kernel(tmp_path, monkeypatch):
     known only at launch; the figures are stood in for here.)"""
     real = nvptx_cubin.compile_cubin
 
-    def heavy(ptx, arch, name="module", span=None):
-        cubin = real(ptx, arch, name, span)
+    def heavy(ptx, arch, name="module", span=None, line_info=False):
+        cubin = real(ptx, arch, name, span, line_info)
         return nvptx_cubin.Cubin(cubin.data, arch, {s: {**f, "registers": 128}
                                                     for s, f in cubin.resources.items()})
 

@@ -93,7 +93,7 @@ class Compiled:
 def compile(source, target=None, host=None, abi: str = "packed", *,  # noqa: A001
             name: str | None = None, filename: str | None = None,
             device_format: str = "ptx", emit=(), load: bool = True,
-            symbol_prefix: str = "") -> Compiled:
+            symbol_prefix: str = "", line_info: bool = False, debug: bool = False) -> Compiled:
     """Compile ``source`` and load it: a :class:`Compiled` with the ``tvm_ffi.Module``
     and the build's facts.
 
@@ -110,13 +110,15 @@ def compile(source, target=None, host=None, abi: str = "packed", *,  # noqa: A00
     source given as text (default ``<string>``). ``symbol_prefix``: ``P`` put before
     every exported symbol, as ``tirc build --symbol-prefix`` (``compiled["f"]`` still
     finds ``f``, exported as ``Pf``); ValueError unless it starts a C identifier.
+    ``line_info``: device code carries the ``.tir`` lines (``tirc build -lineinfo``);
+    ``debug``: the host object has DWARF line tables (``tirc build -g``).
 
     Raises :class:`CompileError` for every error in the input or the targets."""
     src, name = _resolve(source, filename, name)
     try:
         return build_and_load(src, target, host, abi=abi, name=name,
                               device_format=device_format, emit=emit, load=load,
-                              symbol_prefix=symbol_prefix)
+                              symbol_prefix=symbol_prefix, line_info=line_info, debug=debug)
     except Diagnostic as d:
         raise CompileError.of(d, src if isinstance(src, SourceFile) else None) from None
 
@@ -174,7 +176,8 @@ def lower_source(src: SourceFile | IRModule, target=None, host=None, abi: str = 
 def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: str = "packed",
                    name: str | None = None, device_format: str = "ptx", emit=(),
                    load: bool = True, out_dir: str | os.PathLike | None = None,
-                   symbol_prefix: str = "") -> Compiled:
+                   symbol_prefix: str = "", line_info: bool = False,
+                   debug: bool = False) -> Compiled:
     """Build ``src`` into ``out_dir`` (None: a private temporary directory, removed
     before returning) and load the library; raises Diagnostic for errors in the input.
     ``tirc run`` calls it with its ``-o`` directory."""
@@ -196,7 +199,7 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
             result = build(mod, bind, None, out, name, shared=load, emit=emit,
                            filename=_filename(src, mod), device_format=device_format, abi=abi,
                            also_ptx=device_format in ("cubin", "fatbin"),
-                           symbol_prefix=symbol_prefix)
+                           symbol_prefix=symbol_prefix, line_info=line_info, debug=debug)
             files = {p.name: p.read_bytes() for p in result.files}
             module = None
             if load:

@@ -132,13 +132,16 @@ def build(source: str | IRModule, target: Target | str | None = None,
           filename: str = "<input>", cc: str = "cc", device_format: str = "ptx",
           device_only: bool = False, abi: str = "packed",
           depfile: str | os.PathLike | None = None, also_ptx: bool = False,
-          depfile_targets: tuple[str, ...] = (), symbol_prefix: str = "") -> BuildResult:
+          depfile_targets: tuple[str, ...] = (), symbol_prefix: str = "",
+          line_info: bool = False, debug: bool = False) -> BuildResult:
     """Compile ``source`` and write ``OUT/NAME.o`` (+ ``.so``, ``.ll``) and the device
     images (``device_only``: those alone). ``depfile``: also write there a Make rule
     with every output as a target (``depfile_targets``: those instead, as ``cc -MT``)
     and ``filename`` as its prerequisite (atomically, with the other outputs).
     ``symbol_prefix``: put before every symbol the object exports (``--symbol-prefix``;
-    ValueError unless it starts a C identifier).
+    ValueError unless it starts a C identifier). ``line_info`` (``-lineinfo``): device
+    code carries the ``.tir`` line of each statement (PTX ``.loc``, kept in cubins);
+    ``debug`` (``-g``): the host object has DWARF line tables for them.
     Diagnostics for every user error; TargetError for a bad target."""
     from tirc.backends.registry import get_backend
     from tirc.passes.pipeline import PassContext, run_pipeline
@@ -164,7 +167,7 @@ def build(source: str | IRModule, target: Target | str | None = None,
     device_code = new_device_code() if devices and not device_only else None
     # ``also_ptx``: both formats asked for (--device-format ptx,cubin): PTX next to cubins.
     device_emit = emit + ("ptx",) if also_ptx and "ptx" not in emit else emit
-    dev = device_images(devices, out, name, device_format, device_code, device_emit)
+    dev = device_images(devices, out, name, device_format, device_code, device_emit, line_info)
     images = dev.images
     outputs: list[tuple[Path, bytes]] = []
     if "tir" in emit:
@@ -174,7 +177,7 @@ def build(source: str | IRModule, target: Target | str | None = None,
     if not device_only:
         launches = {"device_code": device_code} if device_code is not None else {}
         obj = get_backend(host_target.kind).load()(host_mod, host_target, name,
-                                                   keep_ir="llvm" in emit, **launches)
+                                                   keep_ir="llvm" in emit, debug=debug, **launches)
         outputs.append((out / f"{name}.o", obj.object))
         if "llvm" in emit:
             outputs.append((out / f"{name}.ll", obj.llvm_ir.encode()))

@@ -58,8 +58,8 @@ class DeviceOutputs:
 
 
 def device_images(devices: dict[Target, IRModule], out: Path, name: str,
-                  device_format: str, device_code=None, emit: tuple[str, ...] = ()
-                  ) -> DeviceOutputs:
+                  device_format: str, device_code=None, emit: tuple[str, ...] = (),
+                  line_info: bool = False) -> DeviceOutputs:
     """Compile each device module, once per arch of its target (``cuda -arch=sm_80,sm_90``
     lists several): per image its arch, file (``NAME.ptx``; ``NAME.<arch>.ptx`` when
     there are several images, ``NAME.<arch>.<n>.ptx`` when two targets share an arch) and
@@ -67,7 +67,8 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
     module's images also go into ``device_code`` (a ``cuda_launch.DeviceCode``) when
     given: the host picks one per device at load time (the driver picks from a fatbin).
     Also the emitted intermediates (``emit``): ``<stem>.device.ll`` (llvm) and, for
-    cubins and fatbins, ``<stem>.ptx`` (ptx)."""
+    cubins and fatbins, ``<stem>.ptx`` (ptx). ``line_info``: PTX and cubins carry the
+    ``.tir`` lines of their code (``-lineinfo``)."""
     from tirc.backends.registry import get_backend
 
     result = DeviceOutputs()
@@ -90,10 +91,10 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
         variants, ptx, cubins = [], {}, {}
         for arch in archs:
             image = get_backend(t.kind).load()(m, arch_target(t, arch, len(archs)), name,
-                                               keep_ir="llvm" in emit)
+                                               keep_ir="llvm" in emit, line_info=line_info)
             ptx[image.arch] = image.ptx
             if device_format != "ptx":
-                cubin = _cubin(image, name, span, device_format, result.warnings)
+                cubin = _cubin(image, name, span, device_format, result.warnings, line_info)
                 if cubin is not None:
                     cubins[image.arch] = cubin.data
                     for symbol, figures in cubin.resources.items():
@@ -126,13 +127,13 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
     return result
 
 
-def _cubin(image, name: str, span, device_format: str, warnings: list):
+def _cubin(image, name: str, span, device_format: str, warnings: list, line_info: bool):
     """The cubin of one device image (``nvptx_cubin.Cubin``); for a fatbin, None for an
     arch nvJitLink makes no cubin for (its PTX goes in instead, with a warning)."""
     from tirc.backends.nvptx_cubin import UnsupportedArch, compile_cubin
 
     try:
-        return compile_cubin(image.ptx, image.arch, name, span)
+        return compile_cubin(image.ptx, image.arch, name, span, line_info)
     except UnsupportedArch as e:
         if device_format != "fatbin":
             raise

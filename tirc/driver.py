@@ -231,6 +231,12 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               "PNAME_last_error (--abi c), __tvm_ffi_Pf (packed; tvm-ffi calls it Pf), so "
               "that modules with the same function names (te.create_prim_func's main) "
               "link into one program")
+@click.option("-lineinfo", "--lineinfo", "line_info", is_flag=True,
+              help="device code carries the .tir line of each statement: .file/.loc in the "
+              "PTX, kept in cubins and fatbins (Nsight Compute, nvdisasm -g), as nvcc -lineinfo")
+@click.option("-g", "--debug", "debug", is_flag=True,
+              help="DWARF line tables in the host object (gdb, perf annotate, addr2line show "
+              ".tir lines)")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               metavar="N", help="build N inputs at a time, in worker processes")
 @click.option("-MD", "depfile", is_flag=True,
@@ -245,8 +251,8 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               help="say what is built and where: targets, files written, timings")
 @click.option("-q", "--quiet", is_flag=True, help="print nothing but diagnostics")
 def build(files, target, host, out_dir, shared, emit, device_format, resource_usage,
-          device_only, abi, symbol_prefix, jobs, depfile, depfile_path, depfile_targets,
-          verbose, quiet) -> None:
+          device_only, abi, symbol_prefix, line_info, debug, jobs, depfile, depfile_path,
+          depfile_targets, verbose, quiet) -> None:
     """Compile each FILE (NAME.tir): write OUTDIR/NAME.o, the host object with the
     device images embedded, NAME.h (its declarations), NAME.json (a manifest of
     functions and kernels), one device image per device target (NAME.ptx, or
@@ -314,7 +320,7 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
                                                          "cubin" if "cubin" in formats else "ptx"),
                         also_ptx=formats == {"ptx", "cubin"}, device_only=device_only, abi=abi,
                         resource_usage=resource_usage, symbol_prefix=symbol_prefix,
-                        depfile=depfile or depfile_path is not None or bool(depfile_targets),
+                        line_info=line_info, debug=debug, depfile=depfile or depfile_path is not None or bool(depfile_targets),
                         depfile_path=depfile_path, depfile_targets=tuple(depfile_targets),
                         verbose=verbose)
     status = build_many(files, opts, jobs, quiet, lambda line: click.echo(line, err=True))

@@ -46,6 +46,8 @@ class BuildOptions:
     verbose: bool = False
     resource_usage: bool = False  # --resource-usage: the cubins' figures, as nvcc prints them
     symbol_prefix: str = ""  # --symbol-prefix P: before every exported symbol
+    line_info: bool = False  # -lineinfo: .tir lines in device code
+    debug: bool = False  # -g: DWARF line tables in the host object
 
 
 @dataclass
@@ -110,7 +112,8 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
                            device_format=opts.device_format, device_only=opts.device_only,
                            also_ptx=opts.also_ptx,
                            abi=opts.abi, depfile=depfile, depfile_targets=opts.depfile_targets,
-                           symbol_prefix=opts.symbol_prefix)
+                           symbol_prefix=opts.symbol_prefix, line_info=opts.line_info,
+                           debug=opts.debug)
         except RecursionError:
             raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
         outcome.files = [str(p) for p in result.files]

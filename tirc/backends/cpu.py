@@ -144,20 +144,22 @@ class HostObject:
 
 
 def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
-                  device_code=None) -> tuple[str, CPUContext]:
+                  device_code=None, debug: bool = False) -> tuple[str, CPUContext]:
     """The module as LLVM IR text, before optimisation; ``device_code`` (a
-    ``cuda_launch.DeviceCode``) holds the device images its kernel launches embed."""
+    ``cuda_launch.DeviceCode``) holds the device images its kernel launches embed;
+    ``debug``: DWARF line tables mapping the code to the ``.tir`` lines (``-g``)."""
     ctx = CPUContext(target, device_code)
-    lowering = ModuleLowering(mod, ctx, name)
+    lowering = ModuleLowering(mod, ctx, name, "lines" if debug else None)
     text = str(lowering.lower())
     ctx.loop_functions = lowering.loop_functions
     return text, ctx
 
 
 def generate(mod: IRModule, target: Target, name: str = "module", device_code=None,
-             keep_ir: bool = True) -> HostObject:
-    """The host object of ``mod``; ``keep_ir``: also its optimised LLVM IR as text."""
-    text, ctx = lower_to_llvm(mod, target, name, device_code)
+             keep_ir: bool = True, debug: bool = False) -> HostObject:
+    """The host object of ``mod``; ``keep_ir``: also its optimised LLVM IR as text;
+    ``debug``: with DWARF line tables (``-g``)."""
+    text, ctx = lower_to_llvm(mod, target, name, device_code, debug)
     parsed = llvm.parse_assembly(text)
     parsed.verify()
     machine = optimize(parsed, ctx, int(target.get("opt-level", 3)))

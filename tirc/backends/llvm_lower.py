@@ -16,6 +16,7 @@ from llvmlite import ir
 from tirc.backends import llvm_types as lt
 from tirc.backends.llvm_alias import AliasScopes, is_argument_data, is_noalias
 from tirc.backends.llvm_context import LLVMTargetContext
+from tirc.backends.llvm_debug import DebugInfo
 from tirc.backends.llvm_expr import ExprLowering
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.dtype import DataType
@@ -44,12 +45,18 @@ class ModuleLowering:
     """One LLVM module: declares every function first (so calls may go forward), then
     lowers each body. Names and constants are created in a fixed order: same input, same IR."""
 
-    def __init__(self, mod: IRModule, ctx: LLVMTargetContext, name: str = "module"):
+    def __init__(self, mod: IRModule, ctx: LLVMTargetContext, name: str = "module",
+                 debug: str | None = None):
         self.mod, self.ctx = mod, ctx
         self.ir = ir.Module(name)
         self.ir.triple = ctx.triple
         if ctx.data_layout:
             self.ir.data_layout = ctx.data_layout
+        # ``debug``: a kind of llvm_debug.KINDS, source lines in the IR; None: none
+        self.debug: DebugInfo | None = None
+        if debug is not None:
+            spans = (f.span for f in mod.functions.values() if f.span is not None)
+            self.debug = DebugInfo(self.ir, debug, next(spans, Span("<input>", 0, 0)).file)
         self.functions: dict[str, tuple[ir.Function, PrimFunc]] = {}
         self.strings: dict[str, ir.GlobalVariable] = {}
         self.loop_functions: set[str] = set()  # LLVM names of functions with a loop
@@ -123,6 +130,11 @@ class FunctionLowering(ExprLowering):
         self.counter = 0
         self.alias = AliasScopes() if self.ctx.alias_scopes else None
         self.noalias = is_noalias(func)
+        self.scope = None  # the function's DISubprogram, with line info
+        if module.debug is not None:
+            self.scope = module.debug.subprogram(llfunc, func.span)
+            if func.span is not None:
+                self.b.debug_metadata = module.debug.location(func.span, self.scope)
 
     def run(self) -> None:
         for arg, p in zip(self.llfunc.args, self.func.params):
@@ -240,7 +252,13 @@ class FunctionLowering(ExprLowering):
         if method is None:
             raise Diagnostic(f"the LLVM backend cannot compile a {type(s).__name__} statement",
                              getattr(s, "span", None))
+        if self.scope is None or s.span is None:
+            method(s)
+            return
+        outer = self.b.debug_metadata  # the enclosing statement's line, restored after
+        self.b.debug_metadata = self.module.debug.location(s.span, self.scope)
         method(s)
+        self.b.debug_metadata = outer
 
     def stmt_SeqStmt(self, s: SeqStmt) -> None:
         for item in s.stmts:

@@ -265,15 +265,19 @@ class DeviceImage:
     kernels: tuple[str, ...]  # entry symbols, in module order
 
 
-def lower_to_llvm(mod: IRModule, target: Target, name: str = "module") -> tuple[str, NVPTXContext]:
-    """The device module as LLVM IR text, before optimisation and libdevice."""
+def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
+                  line_info: bool = False) -> tuple[str, NVPTXContext]:
+    """The device module as LLVM IR text, before optimisation and libdevice;
+    ``line_info``: with ``.file``/``.loc`` directives for the ``.tir`` lines."""
     ctx = NVPTXContext(target)
-    return str(ModuleLowering(mod, ctx, name).lower()), ctx
+    lowering = ModuleLowering(mod, ctx, name, "directives" if line_info else None)
+    return str(lowering.lower()), ctx
 
 
 def generate(mod: IRModule, target: Target, name: str = "module",
-             keep_ir: bool = True) -> DeviceImage:
-    text, ctx = lower_to_llvm(mod, target, name)
+             keep_ir: bool = True, line_info: bool = False) -> DeviceImage:
+    """The PTX of ``mod``; ``line_info``: with ``.loc`` directives (``-lineinfo``)."""
+    text, ctx = lower_to_llvm(mod, target, name, line_info)
     parsed = llvm.parse_assembly(text)
     parsed.verify()
     if ctx.uses_libdevice:

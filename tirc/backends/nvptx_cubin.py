@@ -64,13 +64,15 @@ def ptx_to_cubin(ptx: str, arch: str, name: str = "module", span=None) -> bytes:
     return compile_cubin(ptx, arch, name, span).data
 
 
-def compile_cubin(ptx: str, arch: str, name: str = "module", span=None) -> Cubin:
+def compile_cubin(ptx: str, arch: str, name: str = "module", span=None,
+                  line_info: bool = False) -> Cubin:
     """Assemble and link ``ptx`` for ``arch`` (``sm_90``) into a cubin, with its
-    resource usage. An arch the installed nvJitLink cannot compile for (CUDA 13 dropped
-    offline compilation before sm_75) is :class:`UnsupportedArch` at ``span`` (the
-    kernel's) suggesting PTX instead."""
+    resource usage; ``line_info``: keep the PTX's ``.loc`` lines in it (``-lineinfo``).
+    An arch the installed nvJitLink cannot compile for (CUDA 13 dropped offline
+    compilation before sm_75) is :class:`UnsupportedArch` at ``span`` (the kernel's)
+    suggesting PTX instead."""
     nvjl = _nvjitlink()
-    options = [f"-arch={arch}", "-O3", "-verbose"]
+    options = [f"-arch={arch}", "-O3", "-verbose"] + (["-lineinfo"] if line_info else [])
     try:
         handle = nvjl.create(len(options), options)
     except nvjl.nvJitLinkError as e:

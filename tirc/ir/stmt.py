@@ -168,7 +168,8 @@ def is_loop_pragma(s: AttrStmt) -> bool:
 
 
 def seq(stmts: list[Stmt] | tuple[Stmt, ...], span: Span | None = None) -> Stmt:
-    """One statement for a list: the statement itself when there is one."""
+    """One statement for a list: the statement itself when there is one. A sequence
+    given no location is located at its first statement."""
     flat: list[Stmt] = []
     for s in stmts:
         if isinstance(s, SeqStmt):
@@ -177,6 +178,8 @@ def seq(stmts: list[Stmt] | tuple[Stmt, ...], span: Span | None = None) -> Stmt:
             flat.append(s)
     if len(flat) == 1:
         return flat[0]
+    if span is None and flat:
+        span = flat[0].span
     return SeqStmt(tuple(flat), span)
 
 

@@ -60,11 +60,18 @@ class Visitor:
 
 
 class Mutator:
+    """Rebuilds nodes. A statement a ``visit_*`` method puts in place of another one
+    takes the replaced statement's source location when it has none of its own, so the
+    location survives passes (line info, diagnostics after lowering)."""
+
     def visit(self, node: Node) -> Node:
         method = getattr(self, "visit_" + type(node).__name__, None)
-        if method is not None:
-            return method(node)
-        return self.generic_visit(node)
+        if method is None:
+            return self.generic_visit(node)
+        out = method(node)
+        if out is not node and isinstance(out, Stmt) and out.span is None:
+            return carry_span(out, node)
+        return out
 
     def generic_visit(self, node: Node) -> Node:
         changes: dict[str, object] = {}
@@ -88,6 +95,31 @@ class Mutator:
 
     def visit_buffer(self, buffer: Buffer) -> Buffer:
         return buffer
+
+
+def carry_span(new: Stmt, old: Node) -> Stmt:
+    """``new`` located at ``old`` when it has no location of its own (code a pass wrote
+    in place of ``old``): see :func:`fill_span`."""
+    span = getattr(old, "span", None)
+    if span is None or new.span is not None:
+        return new
+    return fill_span(new, span)
+
+
+def fill_span(s: Stmt, span) -> Stmt:
+    """``s`` with ``span`` on itself and on every statement under it that has no location,
+    down to the statements that have one (those keep theirs, and so does their code)."""
+    changes: dict[str, object] = {} if s.span is not None else {"span": span}
+    for name in _child_fields(type(s)):
+        value = getattr(s, name)
+        if isinstance(value, Stmt):
+            if value.span is None:
+                changes[name] = fill_span(value, span)
+        elif isinstance(value, tuple) and any(isinstance(v, Stmt) and v.span is None
+                                              for v in value):
+            changes[name] = tuple(fill_span(v, span) if isinstance(v, Stmt) and v.span is None
+                                  else v for v in value)
+    return replace(s, **changes) if changes else s
 
 
 def walk(node: Node):

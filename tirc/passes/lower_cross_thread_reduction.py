@@ -48,7 +48,7 @@ from tirc.ir.function import IRModule
 from tirc.ir.reducer import CommReducer
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import AttrStmt, BufferStore, Evaluate, For, LetStmt, SeqStmt, Stmt, seq
-from tirc.ir.visitor import Mutator, walk
+from tirc.ir.visitor import Mutator, fill_span, walk
 from tirc.passes.reducer_match import deep_equal, find_reducer
 
 
@@ -216,9 +216,11 @@ def _rewrite(realize: SBlockRealize, loops: list[For], reducer: CommReducer, rhs
     stmts: list[Stmt] = []
     if partial is not None:
         partial_regions = tuple(_one_region(b) for b in partial)
-        inits = [BufferStore(b, ident, (_zero(),)) for b, ident in zip(partial, reducer.identity)]
+        inits = [BufferStore(b, ident, (_zero(),), block.span)
+                 for b, ident in zip(partial, reducer.identity)]
         stmts.append(SBlockRealize((), IntImm(BOOL, 1), SBlock(
-            f"{name}_in_thread_init", (), (), partial_regions, seq(inits), span=block.span)))
+            f"{name}_in_thread_init", (), (), partial_regions, seq(inits, block.span),
+            span=block.span), span=block.span))
         body = _ToScratch({id(o): p for o, p in zip(outputs, partial)}).visit(block.body)
         in_thread = replace(realize, block=replace(block, name_hint=f"{name}_in_thread",
                                                    writes=partial_regions, body=body, init=None))
@@ -233,15 +235,17 @@ def _rewrite(realize: SBlockRealize, loops: list[For], reducer: CommReducer, rhs
     args = (IntImm(UINT32, len(outputs)), *sources, IntImm(BOOL, 1),
             *(BufferLoad(b, (_zero(),), b.dtype) for b in cross), *threads)
     allreduce = AttrStmt(reducer, "reduce_scope", _zero(),
-                         Evaluate(Call(VOID, "tvm_thread_allreduce", tuple(args))), block.span)
+                         Evaluate(Call(VOID, "tvm_thread_allreduce", tuple(args)), block.span),
+                         block.span)
     if partial is not None:
         cross_block = SBlock(f"{name}_cross_thread", (), partial_regions, cross_regions, allreduce,
                              span=block.span)
-        stmts.append(SBlockRealize((), IntImm(BOOL, 1), cross_block))
+        stmts.append(SBlockRealize((), IntImm(BOOL, 1), cross_block, span=block.span))
     else:
         cross_block = SBlock(f"{name}_cross_thread", block.iter_vars, block.reads, cross_regions,
                              allreduce, span=block.span)
-        stmts.append(SBlockRealize(realize.iter_values, IntImm(BOOL, 1), cross_block))
+        stmts.append(SBlockRealize(realize.iter_values, IntImm(BOOL, 1), cross_block,
+                                  span=block.span))
 
     # Write-back: spatial iterators renewed; the predicate's clauses free of reduction
     # loops kept, plus ``t == 0`` for each reduction thread unless the output is local.
@@ -256,7 +260,8 @@ def _rewrite(realize: SBlockRealize, loops: list[For], reducer: CommReducer, rhs
         values.append(value)
     region = tuple(substitute(r, renamed) for r in block.writes[0].region)
     index = tuple(substitute(i, renamed) for i in out_index)
-    stores = [BufferStore(o, BufferLoad(c, (_zero(),), c.dtype), index) for o, c in zip(outputs, cross)]
+    stores = [BufferStore(o, BufferLoad(c, (_zero(),), c.dtype), index, block.span)
+              for o, c in zip(outputs, cross)]
     loop_ids = {id(lp.loop_var) for lp in loops}
     pred = IntImm(BOOL, 1)
     for clause in _conjuncts(realize.predicate):
@@ -267,9 +272,10 @@ def _rewrite(realize: SBlockRealize, loops: list[For], reducer: CommReducer, rhs
             pred = _and(pred, BinOp("eq", v, IntImm(v.dtype, 0), BOOL))
     stmts.append(SBlockRealize(tuple(values), pred, SBlock(
         f"{name}_write_back", tuple(iters), cross_regions,
-        tuple(BufferRegion(o, region) for o in outputs), seq(stores), span=block.span)))
+        tuple(BufferRegion(o, region) for o in outputs), seq(stores, block.span),
+        span=block.span), span=block.span))
 
-    result = seq(stmts)
+    result = fill_span(seq(stmts, realize.span), realize.span or block.span)
     for lp in reversed(loops):
         if _is_thread_loop(lp):
             result = replace(lp, body=result)

@@ -145,14 +145,14 @@ class _CFunction:
             params.append(out)
         for _, buf, ptr in reversed(buffers):
             body = DeclBuffer(buf, body, buf.span)
-            body = LetStmt(buf.data, ptr, body, form="let")
+            body = LetStmt(buf.data, ptr, body, span, form="let")
         for p, buf, ptr in reversed(buffers):
             if any(node is p for node in walk(f.body)):
-                body = LetStmt(p, ptr, body, form="let")
+                body = LetStmt(p, ptr, body, span, form="let")
         for cond, kind, msg in reversed(self.checks):
-            body = AssertStmt(cond, kind, (msg,), body)
+            body = AssertStmt(cond, kind, (msg,), body, span)
         for var, value in reversed(self.lets):
-            body = LetStmt(var, value, body, form="let")
+            body = LetStmt(var, value, body, span, form="let")
         attrs = {**f.attrs, C_API: True}  # the symbol: "global_symbol", else the name
         if self.prefix:
             attrs.update({"global_symbol": self.symbol, SYMBOL_PREFIX: self.prefix})
@@ -185,7 +185,7 @@ class _CFunction:
         f = self.func
         ret = f.ret_type
         if ret is None or ret.is_void:
-            return seq([f.body, Return(i32(0))]), None
+            return seq([f.body, Return(i32(0), f.span)], f.span), None
         _scalar_ok(ret, "a return value", f"function '{self.name}'", f.span)
         taken = {p.name for p in params}
         name = "out"
@@ -195,7 +195,7 @@ class _CFunction:
         out_buf = Buffer(f"{name}_buf", out, ret, (i32(1),), span=f.span)
         body = _Returns(out_buf).visit(f.body)
         if not ends_with_return(body):
-            body = seq([body, Return(i32(0))])
+            body = seq([body, Return(i32(0), f.span)], f.span)
         self.checks.append((not_null(out), "ValueError",
                             f"the result pointer '{name}' of {self.symbol} is NULL"))
         return DeclBuffer(out_buf, body, f.span), out

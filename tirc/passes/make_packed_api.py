@@ -41,7 +41,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tirc.diagnostics import Diagnostic
+from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, HANDLE, INT32, INT64
 from tirc.ir.expr import BinOp, Call, Cast, IntImm, PrimExpr, Select, StringImm, Var
@@ -134,6 +134,7 @@ class _Packer:
 
     def run(self) -> PrimFunc:
         f, n = self.func, len(self.func.params)
+        sp = f.span  # the code this pass writes stands for the function's signature
         num_args, result = Var("num_args", INT32), Var("result", HANDLE)
         self.check(binop("eq", num_args, i32(n)), "TypeError", self.msg(f"Expected {n} arguments"))
         if n:
@@ -154,22 +155,22 @@ class _Packer:
             self.data_check(i, buf, handle)
         body = self.body(result)
         if tensors:
-            body = AttrStmt(StringImm("default"), "device_type", i32(self.dev_type), body)
-            body = AttrStmt(StringImm("default"), "device_id", dev_id, body)
+            body = AttrStmt(StringImm("default"), "device_type", i32(self.dev_type), body, sp)
+            body = AttrStmt(StringImm("default"), "device_id", dev_id, body, sp)
         for i, p, buf, handle in reversed(tensors):
             body = DeclBuffer(buf, body, buf.span)
             if any(node is p for node in walk(f.body)):
-                body = LetStmt(p, handle, body, form="let")
+                body = LetStmt(p, handle, body, sp, form="let")
             data = struct_get(handle, 0, abi.ARR_DATA, HANDLE)
-            body = LetStmt(buf.data, data, body, form="let")
+            body = LetStmt(buf.data, data, body, sp, form="let")
         for item in reversed(self.early + self.late):
             if item[0] == "let":
-                body = LetStmt(item[1], item[2], body, form="let")
+                body = LetStmt(item[1], item[2], body, sp, form="let")
             elif item[0] == "if_strides":  # a NULL strides array means compact
-                check = AssertStmt(item[2], "ValueError", item[3], SeqStmt(()))
-                body = seq([IfThenElse(not_null(item[1]), check), body])
+                check = AssertStmt(item[2], "ValueError", item[3], SeqStmt((), sp), sp)
+                body = seq([IfThenElse(not_null(item[1]), check, None, sp), body], sp)
             else:
-                body = AssertStmt(item[1], item[2], item[3], body)
+                body = AssertStmt(item[1], item[2], item[3], body, sp)
         params = (Var("self_handle", HANDLE), self.args, num_args, result)
         attrs = {**f.attrs, "calling_conv": 1,
                  "global_symbol": f"__tvm_ffi_{self.prefix}{self.name}"}
@@ -351,17 +352,17 @@ class _Packer:
     # -- body and result -----------------------------------------------------------------
     def body(self, result: Var) -> Stmt:
         """The original body; returns store into ``result`` and return 0."""
-        ret = self.func.ret_type
+        ret, sp = self.func.ret_type, self.func.span
         if ret is None or ret.is_void:
-            none = self.store(result, abi.NONE, IntImm(INT64, 0))
-            return seq([self.func.body, *none, Return(i32(0))])
+            none = self.store(result, abi.NONE, IntImm(INT64, 0), sp)
+            return seq([self.func.body, *none, Return(i32(0), sp)], sp)
         body = _Returns(self, result).visit(self.func.body)
-        return body if ends_with_return(body) else seq([body, Return(i32(0))])
+        return body if ends_with_return(body) else seq([body, Return(i32(0), sp)], sp)
 
-    def store(self, result: Var, index: int, value: PrimExpr) -> list[Stmt]:
-        return [struct_set(result, abi.ANY_TYPE_INDEX, i32(index)),
-                struct_set(result, abi.ANY_PADDING, i32(0)),
-                struct_set(result, abi.ANY_VALUE, value)]
+    def store(self, result: Var, index: int, value: PrimExpr, span: Span | None) -> list[Stmt]:
+        return [struct_set(result, abi.ANY_TYPE_INDEX, i32(index), span),
+                struct_set(result, abi.ANY_PADDING, i32(0), span),
+                struct_set(result, abi.ANY_VALUE, value, span)]
 
     def returned(self, result: Var, r: Return) -> Stmt:
         d, span = r.value.dtype, r.span or self.func.span
@@ -369,7 +370,7 @@ class _Packer:
         if stored is None:
             what = f"a vector ({d})" if d.lanes != 1 else str(d)
             raise Diagnostic(f"a packed function cannot return {what}", span)
-        return seq([*self.store(result, *stored), Return(i32(0), r.span)])
+        return seq([*self.store(result, *stored, span), Return(i32(0), span)], span)
 
 
 class _Returns(Mutator):

@@ -24,6 +24,7 @@ TVMFFIAny* result)`` (``tvm/ffi/c_api.h``). Intrinsics (declared in ``tirc.ir.op
 """
 from __future__ import annotations
 
+from tirc.diagnostics import Span
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, INT32, INT64, DataType
 from tirc.ir.expr import BinOp, Call, Cast, FloatImm, IntImm, Not, PrimExpr, Var
@@ -66,8 +67,8 @@ def struct_get(ptr: PrimExpr, index: int, field: int, dtype: DataType) -> Call:
     return Call(dtype, "tvm_struct_get", (ptr, i32(index), i32(field)))
 
 
-def struct_set(ptr: PrimExpr, field: int, value: PrimExpr) -> Stmt:
-    return Evaluate(Call(INT32, "tvm_struct_set", (ptr, i32(0), i32(field), value)))
+def struct_set(ptr: PrimExpr, field: int, value: PrimExpr, span: Span | None = None) -> Stmt:
+    return Evaluate(Call(INT32, "tvm_struct_set", (ptr, i32(0), i32(field), value)), span)
 
 
 def not_null(ptr: PrimExpr) -> PrimExpr:

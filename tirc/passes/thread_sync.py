@@ -57,8 +57,9 @@ class _Summary:
     syncs: bool = False
 
 
-def barrier(scope: str = "shared") -> Evaluate:
-    return Evaluate(Call(INT32, "tvm_storage_sync", (StringImm(scope),)))
+def barrier(scope: str = "shared", span=None) -> Evaluate:
+    """A barrier; ``span``: the statement it is placed for (its accesses need it)."""
+    return Evaluate(Call(INT32, "tvm_storage_sync", (StringImm(scope),)), span)
 
 
 def is_barrier(s: Stmt) -> bool:
@@ -191,7 +192,7 @@ class _Kernel:
         the top of the body)."""
         new, sm = self.stmt(body, ok)
         (_, top), whole = self.fold([_Summary(pre, pre), sm], [False, ok])
-        return (new if top is None else seq([barrier(top), new])), whole
+        return (new if top is None else seq([barrier(top, new.span), new])), whole
 
     def stmt(self, s: Stmt, ok: bool) -> tuple[Stmt, _Summary]:
         """``s`` with barriers added (only if ``ok``: not in divergent code), summarised."""
@@ -201,7 +202,7 @@ class _Kernel:
             out: list[Stmt] = []
             for (new, _), scope in zip(done, scopes):
                 if scope is not None:
-                    out.append(barrier(scope))
+                    out.append(barrier(scope, new.span))
                 out.append(new)
             same = len(out) == len(s.stmts) and all(a is b for a, b in zip(out, s.stmts))
             return (s if same else SeqStmt(tuple(out), s.span)), whole
@@ -253,11 +254,11 @@ class _Kernel:
         if cond:  # a While re-reads its condition before every iteration
             (_, top), sm = self.fold([_Summary(cond, cond), sm], [False, ok_body])
             if top is not None:
-                body = seq([barrier(top), body])
+                body = seq([barrier(top, s.span), body])
         if ok_body and (extent is None or extent > 1):
             scope = self.conflicts(sm.tail, _union(cond, sm.head))
             if scope is not None:  # loop-carried: iteration i's tail against i + 1's head
-                body = seq([body, barrier(scope)])
+                body = seq([body, barrier(scope, s.span)])
                 sm = _Summary(sm.head, [], True)
         if _jumps(s.body):  # break/continue: any access may be the last or the first
             every = _union(sm.head, sm.tail)
