@@ -4,7 +4,7 @@ from __future__ import annotations
 from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
 from tirc.passes.pipeline import PassContext
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

@@ -5,7 +5,7 @@ import pytest
 
 from split_helpers import DEV, FULL, HOST, check, run
 from tirc.diagnostics import Diagnostic
-from tirc.passes.annotate_device_regions import annotate_device_regions
+from tirc.passes.split.annotate_device_regions import annotate_device_regions
 
 
 def test_outermost_thread_scopes_are_wrapped_with_the_device_target():

@@ -8,7 +8,7 @@ import pytest
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import BinOp, IntImm, Var
 from tirc.ir.print_expr import ExprPrinter
-from tirc.passes.arith_analyzer import Analyzer
+from tirc.passes.analysis.arith_analyzer import Analyzer
 
 
 class _Printer(ExprPrinter):

@@ -13,10 +13,10 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.visitor import walk
 from tirc.parser import parse
-from tirc.passes.bf16_storage_legalize import BF16, bf16_native, bf16_storage_legalize
-from tirc.passes.narrow_float import legalize_module
+from tirc.passes.legalize.bf16_storage_legalize import BF16, bf16_native, bf16_storage_legalize
+from tirc.passes.legalize.narrow_float import legalize_module
 from tirc.passes.pipeline import PassContext
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
@@ -260,7 +260,7 @@ class Module:
     decoded = evaluate(stored_value(after["dec"]), {"B": codes})
     assert np.array_equal(decoded.view(np.uint32), codes.astype(np.uint32) << 16)
     # constants use the same rounding as the emitted code
-    from tirc.passes.bf16_storage_legalize import BF16
+    from tirc.passes.legalize.bf16_storage_legalize import BF16
     sample = x[~nan][:500]
     assert [BF16.encode_const(float(v)) for v in sample] == got[~nan][:500].tolist()
     assert struct.pack("<f", BF16.round_const(1.00390625)) == struct.pack("<f", 1.0)

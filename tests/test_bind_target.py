@@ -8,8 +8,8 @@ from tirc.ir.equal import assert_structural_equal
 from tirc.ir.visitor import walk
 from tirc.ir.expr import Var
 from tirc.parser import parse
-from tirc.passes.bind_target import bind_target
-from tirc.passes.verify import verify
+from tirc.passes.prepare.bind_target import bind_target
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 CUDA = parse_target("cuda -arch=sm_90", host="llvm")

@@ -27,7 +27,7 @@ from tirc.passes.pipeline import (
     pipeline,
     run_pipeline,
 )
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 
 SAMPLES = ROOT / "samples"
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"

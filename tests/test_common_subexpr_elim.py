@@ -1,4 +1,4 @@
-"""CommonSubexprElim (tirc/passes/common_subexpr_elim.py). TVM's own cases are in
+"""CommonSubexprElim (tirc/passes/lower/common_subexpr_elim.py). TVM's own cases are in
 test_sblock_pass_pairs.py; here: TVM's case whose statements are shared objects, the
 pipeline's output on the block-level corpus (well-formed, bindings before their uses),
 and a tree that reuses a variable in two scopes."""
@@ -14,9 +14,9 @@ from tirc.ir.equal import assert_structural_equal
 from tirc.ir.stmt import For, LetStmt, SeqStmt
 from tirc.ir.visitor import walk
 from tirc.parser import parse
-from tirc.passes.common_subexpr_elim import common_subexpr_elim
+from tirc.passes.lower.common_subexpr_elim import common_subexpr_elim
 from tirc.passes.pipeline import PassContext, VerifyEach, run_pipeline
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 from tirc.testing.evaluate import run
 

@@ -12,7 +12,7 @@ import pytest
 from tirc.diagnostics import Diagnostic
 from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
-from tirc.passes.compact_buffer_allocation import compact_buffer_allocation
+from tirc.passes.blocks.compact_buffer_allocation import compact_buffer_allocation
 from tirc.passes.pipeline import PassContext, run_pipeline
 from tirc.target import parse_target
 

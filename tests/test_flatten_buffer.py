@@ -10,9 +10,9 @@ from tirc.ir.printer import print_module
 from tirc.ir.stmt import AllocBuffer, BufferStore
 from tirc.ir.visitor import walk
 from tirc.parser import parse
-from tirc.passes.flatten_buffer import flatten_buffer
+from tirc.passes.lower.flatten_buffer import flatten_buffer
 from tirc.passes.pipeline import PassContext
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

@@ -12,10 +12,10 @@ from tirc.ir.equal import assert_structural_equal
 from tirc.ir.printer import print_module
 from tirc.ir.visitor import walk
 from tirc.parser import parse
-from tirc.passes.bf16_storage_legalize import bf16_storage_legalize
-from tirc.passes.fp8_storage_legalize import SPECS, fp8_native, fp8_storage_legalize
+from tirc.passes.legalize.bf16_storage_legalize import bf16_storage_legalize
+from tirc.passes.legalize.fp8_storage_legalize import SPECS, fp8_native, fp8_storage_legalize
 from tirc.passes.pipeline import PassContext
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 
-import tirc.passes.hoist_if_then_else as hoist_module
+import tirc.passes.lower.hoist_if_then_else as hoist_module
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.expr import BinOp
 from tirc.ir.stmt import For
 from tirc.ir.visitor import Mutator, walk
 from tirc.parser import parse
-from tirc.passes.hoist_if_then_else import hoist_if_then_else
-from tirc.passes.verify import verify
+from tirc.passes.lower.hoist_if_then_else import hoist_if_then_else
+from tirc.passes.prepare.verify import verify
 
 HEADER = "# from tvm.script import tirx as T\n\n"
 PAIRS = Path(__file__).resolve().parent / "corpus" / "sblock_passes"

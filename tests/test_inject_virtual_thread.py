@@ -11,9 +11,9 @@ from test_backend_nvptx import filecheck, images
 from tirc.diagnostics import Diagnostic
 from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
-from tirc.passes.inject_virtual_thread import inject_virtual_thread
+from tirc.passes.lower.inject_virtual_thread import inject_virtual_thread
 from tirc.passes.pipeline import PassContext
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

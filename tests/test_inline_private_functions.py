@@ -6,9 +6,9 @@ import pytest
 from tirc.diagnostics import Diagnostic
 from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
-from tirc.passes.inline_private_functions import inline_private_functions
+from tirc.passes.lower.inline_private_functions import inline_private_functions
 from tirc.passes.pipeline import PassContext
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 CTX = PassContext(parse_target("cuda -arch=sm_90", host="llvm"))

@@ -8,7 +8,7 @@ import pytest
 from tirc.diagnostics import Diagnostic
 from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
-from tirc.passes.lift_thread_binding import lift_thread_binding
+from tirc.passes.blocks.lift_thread_binding import lift_thread_binding
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 

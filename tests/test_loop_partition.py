@@ -1,4 +1,4 @@
-"""LoopPartition (tirc/passes/loop_partition.py). TVM's own cases are in
+"""LoopPartition (tirc/passes/lower/loop_partition.py). TVM's own cases are in
 test_sblock_pass_pairs.py; here: the default configuration of TVM's pipeline, the
 symbolic cases run on the IR evaluator against the loop as written (every part of a
 partitioned loop within the loop's range, none overlapping), and the pipeline."""
@@ -12,9 +12,9 @@ from tirc.ir.expr import Call
 from tirc.ir.stmt import AttrStmt, For
 from tirc.ir.visitor import walk
 from tirc.parser import parse
-from tirc.passes.loop_partition import loop_partition
+from tirc.passes.lower.loop_partition import loop_partition
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 from tirc.testing.evaluate import run
 

@@ -5,8 +5,8 @@ import pytest
 
 from split_helpers import DEV, FULL, check, run
 from tirc.diagnostics import Diagnostic
-from tirc.passes.lower_device_kernel_launch import lower_device_kernel_launch
-from tirc.passes.split_host_device import split_host_device
+from tirc.passes.split.lower_device_kernel_launch import lower_device_kernel_launch
+from tirc.passes.split.split_host_device import split_host_device
 
 KERNEL = '"calling_conv": 2, "target": {dev}, "tirx.is_global_func": True'.format(dev=DEV)
 

@@ -12,7 +12,7 @@ import pytest
 from tirc.diagnostics import Diagnostic
 from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
-from tirc.passes.lower_match_buffer import lower_match_buffer
+from tirc.passes.blocks.lower_match_buffer import lower_match_buffer
 
 HEADER = "# from tvm.script import tirx as T\n\n"
 

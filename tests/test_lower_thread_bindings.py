@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from split_helpers import FULL, check
-from tirc.passes.lower_thread_bindings import lower_thread_bindings
+from tirc.passes.lower.lower_thread_bindings import lower_thread_bindings
 
 
 def test_thread_bindings_become_launch_threads():

@@ -13,9 +13,9 @@ from tirc.ir.printer import print_module, quote
 from tirc.ir.stmt import AssertStmt, LetStmt
 from tirc.ir.visitor import walk
 from tirc.parser import parse
-from tirc.passes.make_packed_api import make_packed_api
+from tirc.passes.abi.make_packed_api import make_packed_api
 from tirc.passes.pipeline import PassContext
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

@@ -8,12 +8,12 @@ from tirc.ir.equal import assert_structural_equal
 from tirc.ir.stmt import AllocBuffer
 from tirc.ir.visitor import walk
 from tirc.parser import parse
-from tirc.passes.annotate_device_regions import annotate_device_regions
-from tirc.passes.lower_device_kernel_launch import lower_device_kernel_launch
-from tirc.passes.merge_shared_memory_allocations import merge_shared_memory_allocations
+from tirc.passes.split.annotate_device_regions import annotate_device_regions
+from tirc.passes.split.lower_device_kernel_launch import lower_device_kernel_launch
+from tirc.passes.lower.merge_shared_memory_allocations import merge_shared_memory_allocations
 from tirc.passes.pipeline import PassContext
-from tirc.passes.split_host_device import split_host_device
-from tirc.passes.verify import verify
+from tirc.passes.split.split_host_device import split_host_device
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 CTX = PassContext(parse_target("cuda -arch=sm_80", host="llvm"))

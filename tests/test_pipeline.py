@@ -111,7 +111,7 @@ def test_seed_000_lowers_cleanly_where_tvm_fails_in_make_packed_api():
     are used, but are not passed in as API arguments"); tirc folds the host call of the
     helper and lowers the whole module."""
     from conftest import ROOT
-    from tirc.passes.verify import verify
+    from tirc.passes.prepare.verify import verify
     mod = parse((ROOT / "samples" / "device_call_add.tir").read_text())
     out = run_pipeline(mod, PassContext(parse_target("cuda -arch=sm_90", host="llvm")))
     verify(out)
@@ -152,3 +152,27 @@ def test_verify_each_accepts_loop_pragmas():
     result = CliRunner().invoke(cli, ["lower", str(path), "--target", "cuda -arch=sm_80",
                                       "--verify-each"])
     assert result.exit_code == 0, result.output
+
+
+def test_passes_live_in_the_folders_of_their_phases_in_pipeline_order():
+    """tirc/passes/ reads as the pipeline does: one folder per phase, the phases in
+    pipeline order, each pass (but Verify and BindTarget, run by functions here) the
+    module of its name's snake_case in its phase's folder; `tirc passes` shows them."""
+    import re
+
+    from conftest import ROOT
+    from tirc.passes.pipeline import MAKE_C_API, PHASES, PIPELINE
+    order = [name for name, _ in PHASES]
+    seen = [p.phase for p in PIPELINE]
+    assert seen == sorted(seen, key=order.index), "phases out of order"
+    assert set(seen) == set(order)
+    for p in [*PIPELINE, MAKE_C_API]:
+        snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", p.name).lower()
+        snake = {"make_capi": "make_c_api"}.get(snake, snake)
+        path = ROOT / "tirc" / "passes" / p.phase / f"{snake}.py"
+        assert path.is_file(), f"{p.name}: no {path.relative_to(ROOT)}"
+    flat = [f.name for f in (ROOT / "tirc" / "passes").glob("*.py")]
+    assert sorted(flat) == ["__init__.py", "pipeline.py"]
+    out = CliRunner().invoke(cli, ["passes"]).output
+    heads = [m.group(1) for m in re.finditer(r"^(\w+): ", out, re.M)]
+    assert heads == order

@@ -7,8 +7,8 @@ from tirc.ir.equal import assert_structural_equal
 from tirc.ir.stmt import For
 from tirc.ir.visitor import walk
 from tirc.parser import parse
-from tirc.passes.lower_init_block import lower_init_block
-from tirc.passes.plan_and_update_buffer_allocation_location import (
+from tirc.passes.blocks.lower_init_block import lower_init_block
+from tirc.passes.blocks.plan_and_update_buffer_allocation_location import (
     plan_and_update_buffer_allocation_location as plan)
 
 HEADER = "# from tvm.script import tirx as T\n\n"

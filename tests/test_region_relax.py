@@ -1,4 +1,4 @@
-"""Region relaxation (tirc/passes/region_relax.py, region_bounds.py): the intervals an
+"""Region relaxation (tirc/passes/analysis/region_relax.py, region_bounds.py): the intervals an
 index covers while loop variables range over their domains, as TVM's EvalSet gives
 them (bounds simplified into TVM's printed form)."""
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from tirc.ir.block import Range
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import BinOp, IntImm, Not
-from tirc.passes.region_bounds import predicate_refiner, solve_condition
-from tirc.passes.region_relax import (cover_range, eval_set, from_range,
+from tirc.passes.analysis.region_bounds import predicate_refiner, solve_condition
+from tirc.passes.analysis.region_relax import (cover_range, eval_set, from_range,
                                       need_relax_thread, union)
 from test_arith_simplify import i, j, k, text
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.stmt import LetStmt, SeqStmt
 from tirc.parser import parse
-from tirc.passes.remove_no_op import remove_no_op
-from tirc.passes.verify import verify
+from tirc.passes.lower.remove_no_op import remove_no_op
+from tirc.passes.prepare.verify import verify
 
 HEADER = "# from tvm.script import tirx as T\n\n"
 

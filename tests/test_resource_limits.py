@@ -68,7 +68,7 @@ def test_long_string_literal_uses_memory_in_proportion():
 NESTED = """
 import sys, time
 from tirc.parser import parse
-from tirc.passes.simplify import simplify
+from tirc.passes.lower.simplify import simplify
 d = 40
 fs = []
 for k in range(d):

@@ -8,7 +8,7 @@ from conftest import ALL_TIR, ids
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.printer import print_module
 from tirc.parser import parse, parse_file
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 
 
 @pytest.mark.parametrize("path", ALL_TIR, ids=ids(ALL_TIR))

@@ -12,7 +12,7 @@ import pytest
 
 from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "sblock_passes"
 INDEX = json.loads((CORPUS / "index.json").read_text())
@@ -23,24 +23,24 @@ def _read(path: str) -> str:
 
 
 def _passes():
-    from tirc.passes.canonicalize_loop import canonicalize_loop
-    from tirc.passes.common_subexpr_elim import common_subexpr_elim
-    from tirc.passes.compact_buffer_allocation import compact_buffer_allocation
-    from tirc.passes.convert_blocks_to_opaque import convert_blocks_to_opaque
-    from tirc.passes.hoist_if_then_else import hoist_if_then_else
-    from tirc.passes.lift_thread_binding import lift_thread_binding
-    from tirc.passes.loop_partition import loop_partition
-    from tirc.passes.lower_cross_thread_reduction import lower_cross_thread_reduction
-    from tirc.passes.lower_init_block import lower_init_block
-    from tirc.passes.lower_match_buffer import lower_match_buffer
-    from tirc.passes.lower_opaque_block import lower_opaque_block
-    from tirc.passes.lower_thread_allreduce import lower_thread_allreduce
-    from tirc.passes.remove_no_op import remove_no_op
-    from tirc.passes.storage_rewrite import storage_rewrite
-    from tirc.passes.plan_and_update_buffer_allocation_location import (
+    from tirc.passes.blocks.canonicalize_loop import canonicalize_loop
+    from tirc.passes.lower.common_subexpr_elim import common_subexpr_elim
+    from tirc.passes.blocks.compact_buffer_allocation import compact_buffer_allocation
+    from tirc.passes.blocks.convert_blocks_to_opaque import convert_blocks_to_opaque
+    from tirc.passes.lower.hoist_if_then_else import hoist_if_then_else
+    from tirc.passes.blocks.lift_thread_binding import lift_thread_binding
+    from tirc.passes.lower.loop_partition import loop_partition
+    from tirc.passes.blocks.lower_cross_thread_reduction import lower_cross_thread_reduction
+    from tirc.passes.blocks.lower_init_block import lower_init_block
+    from tirc.passes.blocks.lower_match_buffer import lower_match_buffer
+    from tirc.passes.blocks.lower_opaque_block import lower_opaque_block
+    from tirc.passes.lower.lower_thread_allreduce import lower_thread_allreduce
+    from tirc.passes.lower.remove_no_op import remove_no_op
+    from tirc.passes.lower.storage_rewrite import storage_rewrite
+    from tirc.passes.blocks.plan_and_update_buffer_allocation_location import (
         plan_and_update_buffer_allocation_location)
-    from tirc.passes.lower_thread_bindings import lower_thread_bindings
-    from tirc.passes.unify_thread_binding import unify_thread_binding
+    from tirc.passes.lower.lower_thread_bindings import lower_thread_bindings
+    from tirc.passes.blocks.unify_thread_binding import unify_thread_binding
 
     def lower_opaque_block_and_threads(mod, ctx=None):
         # TVM's LowerOpaqueBlock also turns thread-bound loops into launch_thread scopes;

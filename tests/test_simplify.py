@@ -5,10 +5,10 @@ from pathlib import Path
 
 from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
-from tirc.passes.bind_target import bind_target
+from tirc.passes.prepare.bind_target import bind_target
 from tirc.passes.pipeline import PassContext
-from tirc.passes.simplify import simplify
-from tirc.passes.verify import verify
+from tirc.passes.lower.simplify import simplify
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 CUDA = parse_target("cuda -arch=sm_90", host="llvm")

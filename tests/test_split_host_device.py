@@ -5,7 +5,7 @@ from __future__ import annotations
 from split_helpers import DEV, FULL, HOST, check, run
 from tirc.ir.expr import Var
 from tirc.ir.visitor import walk
-from tirc.passes.split_host_device import split_host_device
+from tirc.passes.split.split_host_device import split_host_device
 
 KERNEL = '"calling_conv": 2, "target": {dev}, "tirx.is_global_func": True'.format(dev=DEV)
 
@@ -137,7 +137,7 @@ def test_seed_001_value_returning_host_helper_is_never_a_kernel():
 
 
 def test_seed_001_host_to_host_calls_between_host_targets_are_plain_calls():
-    from tirc.passes.lower_device_kernel_launch import lower_device_kernel_launch
+    from tirc.passes.split.lower_device_kernel_launch import lower_device_kernel_launch
     after = run([split_host_device, lower_device_kernel_launch], SEED_001)
     launches = [n for n in walk(after["main"].body) if getattr(n, "op", None) == "call_ffi_kernel"]
     assert len(launches) == 1 and launches[0].args[0].value == "main_kernel"

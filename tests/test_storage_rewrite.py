@@ -1,4 +1,4 @@
-"""StorageRewrite (tirc/passes/storage_rewrite.py). TVM's own cases are in
+"""StorageRewrite (tirc/passes/lower/storage_rewrite.py). TVM's own cases are in
 test_sblock_pass_pairs.py; here: the pipeline's allocations against TVM's lowering of
 the block-level corpus, programs run on the IR evaluator before and after, and what
 tirc keeps in place where moving it would be wrong."""
@@ -16,8 +16,8 @@ from tirc.ir.stmt import AllocBuffer, DeclBuffer, For
 from tirc.ir.visitor import walk
 from tirc.parser import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.passes.storage_rewrite import storage_rewrite
-from tirc.passes.verify import verify
+from tirc.passes.lower.storage_rewrite import storage_rewrite
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 from tirc.testing.evaluate import run
 

@@ -5,10 +5,10 @@ from conftest import ROOT
 
 from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
-from tirc.passes.lower_thread_bindings import lower_thread_bindings
+from tirc.passes.lower.lower_thread_bindings import lower_thread_bindings
 from tirc.passes.pipeline import PassContext
-from tirc.passes.thread_sync import thread_sync
-from tirc.passes.verify import verify
+from tirc.passes.lower.thread_sync import thread_sync
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 CTX = PassContext(parse_target("cuda -arch=sm_80", host="llvm"))

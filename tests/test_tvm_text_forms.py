@@ -19,7 +19,7 @@ from tirc.ir.printer import print_module
 from tirc.ir.stmt import AttrStmt, DeclBuffer, IfThenElse, IterVar
 from tirc.ir.visitor import walk
 from tirc.parser import parse
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 
@@ -377,7 +377,7 @@ def test_tvm_printed_corpora_round_trip(path):
 
 def test_unknown_offset_is_bound_from_the_tensor_and_checked_against_its_factor():
     from tirc.ir.stmt import AssertStmt, LetStmt
-    from tirc.passes.make_packed_api import make_packed_api
+    from tirc.passes.abi.make_packed_api import make_packed_api
     from tirc.passes.pipeline import PassContext
     from tirc.target import parse_target
     mod = verify(read("""

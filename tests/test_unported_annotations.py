@@ -12,8 +12,8 @@ import pytest
 from tirc.build import build
 from tirc.diagnostics import Diagnostic
 from tirc.parser import parse
-from tirc.passes.inject_double_buffer import inject_double_buffer
-from tirc.passes.inject_software_pipeline import inject_software_pipeline
+from tirc.passes.blocks.inject_double_buffer import inject_double_buffer
+from tirc.passes.blocks.inject_software_pipeline import inject_software_pipeline
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "sblock_passes"
 INDEX = json.loads((CORPUS / "index.json").read_text())

@@ -9,8 +9,8 @@ from tirc.ir.stmt import AllocBuffer, For, LetStmt
 from tirc.ir.visitor import walk
 from tirc.parser import parse
 from tirc.passes.pipeline import PassContext
-from tirc.passes.unroll_loop import MAX_COPIES, unroll_loop
-from tirc.passes.verify import verify
+from tirc.passes.lower.unroll_loop import MAX_COPIES, unroll_loop
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
@@ -224,7 +224,7 @@ def test_loop_pragmas_from_a_schedule_are_consumed():
     # around the loop; the attribute names the loop variable outside the loop, so it must
     # not reach SplitHostDevice (the variable would become a kernel input).
     from tirc.ir.stmt import AttrStmt
-    from tirc.passes.lower_opaque_block import lower_opaque_block
+    from tirc.passes.blocks.lower_opaque_block import lower_opaque_block
     mod = lower_opaque_block(parse(HEADER + """
 @T.prim_func(s_tir=True)
 def main(A: T.Buffer((16,), "float32")):

@@ -7,8 +7,8 @@ from tirc.ir.stmt import For
 from tirc.ir.visitor import walk
 from tirc.parser import parse
 from tirc.passes.pipeline import PassContext
-from tirc.passes.vectorize_loop import vectorize_loop
-from tirc.passes.verify import verify
+from tirc.passes.lower.vectorize_loop import vectorize_loop
+from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

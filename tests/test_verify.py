@@ -11,7 +11,7 @@ from tirc.diagnostics import Diagnostic
 from tirc.ir import (IRModule, PrimFunc, Var, Buffer, BufferStore, IntImm, Call, GlobalVar,
                      INT32, HANDLE, PointerType, AllocBuffer, DataType, Evaluate)
 from tirc.parser import parse
-from tirc.passes.verify import verify
+from tirc.passes.prepare.verify import verify
 
 CASES_FILE = Path(__file__).parent / "errors" / "verify.tir"
 EXPECT = re.compile(r"#\s*E:\s*(?P<text>.+)$")

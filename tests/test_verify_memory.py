@@ -32,7 +32,7 @@ def test_same_module_for_the_cpu_is_fine():
 
 
 def test_host_locals_and_kernels_are_fine():
-    from tirc.passes.verify_memory import verify_memory
+    from tirc.passes.split.verify_memory import verify_memory
     mod = run([], """
 @I.ir_module
 class Module:

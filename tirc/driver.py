@@ -41,7 +41,7 @@ def load_checked(path: str):
 def _parse_checked(source: SourceFile, path: str):
     """Parse and verify ``source``; Diagnostic for an error."""
     from tirc.parser import parse
-    from tirc.passes.verify import verify
+    from tirc.passes.prepare.verify import verify
 
     try:
         mod = parse(source.text, source.name)
@@ -389,9 +389,14 @@ def run_cmd(file, target, host, func, inputs, random_, seed, dim, arg, repeat, c
 
 @cli.command()
 def passes() -> None:
-    """List the passes of the pipeline, in order."""
-    from tirc.passes.pipeline import MAKE_C_API, PIPELINE
+    """List the passes of the pipeline, in order, under their phases."""
+    from tirc.passes.pipeline import MAKE_C_API, PHASES, PIPELINE
+    titles = dict(PHASES)
+    phase = None
     for i, p in enumerate(PIPELINE, 1):
+        if p.phase != phase:
+            phase = p.phase
+            click.echo(f"{phase}: {titles[phase]}")
         click.echo(f"{i:2d}. {p.name:<29} {p.doc}")
         if p.name == "MakePackedAPI":  # --abi c runs MakeCAPI in its place
             click.echo(f"    {MAKE_C_API.name + ' (--abi c)':<29} {MAKE_C_API.doc}")

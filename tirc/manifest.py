@@ -107,7 +107,7 @@ def manifest(mod: IRModule, name: str, abi: str, original: IRModule | None = Non
     ``device_facts`` a device target's canonical string to what its device stage
     recorded: ``"resource_usage"`` (``{kernel symbol: {arch: figures}}``) and
     ``"fatbin"`` (the fatbin's entries)."""
-    from tirc.passes.lower_device_kernel_launch import is_kernel, launch_params
+    from tirc.passes.split.lower_device_kernel_launch import is_kernel, launch_params
 
     orig = original.functions if original is not None else {}
     images = images or {}

@@ -7,7 +7,7 @@ order of the list against those declarations.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from tirc.diagnostics import Diagnostic
@@ -35,6 +35,19 @@ class Pass:
     # a block-lowering pass: the identity on a module without schedulable (block-level)
     # functions, so the pipeline does not run (or even import) it there
     blocks_only: bool = False
+    phase: str = "prepare"  # its folder under tirc/passes/ (PHASES)
+
+
+# The phases of the pipeline, in order: each is a folder of tirc/passes/ holding its passes
+# (tirc/passes/analysis/ holds the analyses they share).
+PHASES: tuple[tuple[str, str], ...] = (
+    ("prepare", "check the module and bind targets"),
+    ("blocks", "block-level TIR to loops and allocations"),
+    ("lower", "lowering within each function"),
+    ("split", "host/device split and kernel launches"),
+    ("abi", "the host ABI of public functions"),
+    ("legalize", "storage of narrow float types"),
+)
 
 
 def has_blocks(mod: IRModule) -> bool:
@@ -73,7 +86,7 @@ class PrintAfter(Instrument):
 
 class VerifyEach(Instrument):
     def after(self, p: Pass, mod: IRModule) -> None:
-        from tirc.passes.verify import verify
+        from tirc.passes.prepare.verify import verify
         try:
             verify(mod)
         except Diagnostic as d:
@@ -98,17 +111,18 @@ class TimePasses(Instrument):
 
 
 def _verify(mod: IRModule, ctx: PassContext) -> IRModule:
-    from tirc.passes.verify import verify
+    from tirc.passes.prepare.verify import verify
     return verify(mod)
 
 
 def _bind_target(mod: IRModule, ctx: PassContext) -> IRModule:
-    from tirc.passes.bind_target import bind_target
+    from tirc.passes.prepare.bind_target import bind_target
     return bind_target(mod, ctx.target)
 
 
 def _lazy(module: str, function: str) -> Callable[[IRModule, PassContext], IRModule]:
-    """The pass function ``tirc.passes.<module>.<function>``, imported when first run."""
+    """The pass function ``tirc.passes.<phase>.<module>.<function>`` (``module``:
+    ``phase.module``), imported when first run."""
     def run(mod: IRModule, ctx: PassContext) -> IRModule:
         import importlib
         return getattr(importlib.import_module(f"tirc.passes.{module}"), function)(mod, ctx)
@@ -117,7 +131,10 @@ def _lazy(module: str, function: str) -> Callable[[IRModule, PassContext], IRMod
 
 def _pass(name: str, module: str, doc: str, requires: tuple[str, ...] = (),
           blocks_only: bool = False) -> Pass:
-    return Pass(name, _lazy(module, module), doc, requires, blocks_only)
+    """The pass ``name`` run by the function of the same name as its module
+    (``"lower.flatten_buffer"``: ``tirc.passes.lower.flatten_buffer.flatten_buffer``)."""
+    phase, _, function = module.partition(".")
+    return Pass(name, _lazy(module, function), doc, requires, blocks_only, phase)
 
 
 def _block_pass(name: str, module: str, doc: str, requires: tuple[str, ...] = ()) -> Pass:
@@ -129,103 +146,103 @@ PIPELINE: list[Pass] = [
     Pass("BindTarget", _bind_target, "give every function a target; duplicate host-and-device helpers",
          requires=("Verify",)),
     # Block lowering (TVM 0.27's S-TIR order); a module without blocks passes unchanged.
-    _pass("CanonicalizeLoop", "canonicalize_loop",
+    _pass("CanonicalizeLoop", "blocks.canonicalize_loop",
           "loops start at 0 with step 1", ("BindTarget",)),
-    _block_pass("LowerCrossThreadReduction", "lower_cross_thread_reduction",
+    _block_pass("LowerCrossThreadReduction", "blocks.lower_cross_thread_reduction",
           "reductions across threads become T.tvm_thread_allreduce between per-thread "
           "partial results and a write-back",
           ("BindTarget",)),
-    _block_pass("LowerInitBlock", "lower_init_block",
+    _block_pass("LowerInitBlock", "blocks.lower_init_block",
           "a block's T.init() runs at the first step of its reduction",
           ("LowerCrossThreadReduction",)),
-    _block_pass("PlanAndUpdateBufferAllocationLocation", "plan_and_update_buffer_allocation_location",
+    _block_pass("PlanAndUpdateBufferAllocationLocation", "blocks.plan_and_update_buffer_allocation_location",
                 "block allocations move to the lowest common ancestor of their accesses",
                 ("LowerInitBlock",)),
-    _block_pass("ConvertBlocksToOpaque", "convert_blocks_to_opaque",
+    _block_pass("ConvertBlocksToOpaque", "blocks.convert_blocks_to_opaque",
           "block iterators replaced by their bindings", ("LowerInitBlock",)),
-    _block_pass("LiftThreadBinding", "lift_thread_binding",
+    _block_pass("LiftThreadBinding", "blocks.lift_thread_binding",
           "in a kernel, the loops of one thread tag become one loop at their common ancestor",
           ("ConvertBlocksToOpaque",)),
-    _block_pass("CompactBufferAllocation", "compact_buffer_allocation",
+    _block_pass("CompactBufferAllocation", "blocks.compact_buffer_allocation",
           "allocated buffers shrink to the region their code touches", ("ConvertBlocksToOpaque",)),
-    _block_pass("UnifyThreadBinding", "unify_thread_binding",
+    _block_pass("UnifyThreadBinding", "blocks.unify_thread_binding",
           "each kernel binds every thread tag once, in a loop at its top",
           ("LiftThreadBinding",)),
-    _block_pass("LowerMatchBuffer", "lower_match_buffer",
+    _block_pass("LowerMatchBuffer", "blocks.lower_match_buffer",
           "accesses of a block's matched buffers become accesses of their sources",
           ("CompactBufferAllocation",)),
-    _pass("InjectSoftwarePipeline", "inject_software_pipeline",
+    _pass("InjectSoftwarePipeline", "blocks.inject_software_pipeline",
           "loops annotated for software pipelining are refused (not ported)", ("BindTarget",)),
-    _pass("InjectDoubleBuffer", "inject_double_buffer",
+    _pass("InjectDoubleBuffer", "blocks.inject_double_buffer",
           "buffers marked for double buffering are refused (not ported)", ("BindTarget",)),
-    _pass("LowerOpaqueBlock", "lower_opaque_block",
+    _pass("LowerOpaqueBlock", "blocks.lower_opaque_block",
           "blocks become allocations and ifs; loop pragmas become attributes",
           ("ConvertBlocksToOpaque",)),
-    _pass("LowerThreadBindings", "lower_thread_bindings",
+    _pass("LowerThreadBindings", "lower.lower_thread_bindings",
           "thread-bound loops become T.launch_thread scopes", ("BindTarget", "LowerOpaqueBlock")),
-    _pass("FlattenBuffer", "flatten_buffer",
+    _pass("FlattenBuffer", "lower.flatten_buffer",
           "multi-dimensional and strided buffers become flat ones", ("LowerThreadBindings",)),
-    _pass("LoopPartition", "loop_partition",
+    _pass("LoopPartition", "lower.loop_partition",
           "loops whose body tests T.likely conditions on their variable (or that carry a "
           "partition hint) split so the steady state runs without the tests",
           ("FlattenBuffer",)),
-    _pass("InjectVirtualThread", "inject_virtual_thread",
+    _pass("InjectVirtualThread", "lower.inject_virtual_thread",
           "virtual thread axes (vthread) become unrolled loops inside each thread",
           ("FlattenBuffer",)),
-    _pass("Simplify", "simplify",
+    _pass("Simplify", "lower.simplify",
           "fold constants and pure private calls, drop always-true checks", ("BindTarget",)),
-    _pass("InlinePrivateFunctions", "inline_private_functions",
+    _pass("InlinePrivateFunctions", "lower.inline_private_functions",
           "inline private callees where the target's code generator has no calls", ("BindTarget",)),
-    _pass("VectorizeLoop", "vectorize_loop", "T.vectorized loops become vector code",
+    _pass("VectorizeLoop", "lower.vectorize_loop", "T.vectorized loops become vector code",
           ("FlattenBuffer",)),
-    _pass("StorageRewrite", "storage_rewrite",
+    _pass("StorageRewrite", "lower.storage_rewrite",
           "allocations move to the start of their kernel, parallel loop or function and "
           "share memory when their lifetimes do not overlap", ("VectorizeLoop", "InjectVirtualThread")),
-    _pass("HoistIfThenElse", "hoist_if_then_else",
+    _pass("HoistIfThenElse", "lower.hoist_if_then_else",
           "an if whose condition a loop does not change moves above the loop",
           ("LowerThreadBindings", "VectorizeLoop")),
-    _pass("UnrollLoop", "unroll_loop", "T.unroll loops become copies of their body",
+    _pass("UnrollLoop", "lower.unroll_loop", "T.unroll loops become copies of their body",
           ("FlattenBuffer",)),
-    _pass("RemoveNoOp", "remove_no_op",
+    _pass("RemoveNoOp", "lower.remove_no_op",
           "drop statements that do nothing (empty loops and branches, stores of the value "
           "already there)", ("HoistIfThenElse", "UnrollLoop")),
-    _pass("VerifyConstants", "verify_constants",
+    _pass("VerifyConstants", "lower.verify_constants",
           "no integer division by a constant 0, no constant index outside its buffer or the "
           "memory under it, once unrolling, inlining and folding made them constant",
           ("Simplify", "InlinePrivateFunctions", "UnrollLoop")),
-    _pass("CommonSubexprElim", "common_subexpr_elim",
+    _pass("CommonSubexprElim", "lower.common_subexpr_elim",
           "an expression computed more than once is bound to a variable once, before its "
           "first use in the innermost scope holding all its uses", ("Simplify", "UnrollLoop")),
-    _pass("ThreadSync", "thread_sync",
+    _pass("ThreadSync", "lower.thread_sync",
           "insert the barriers shared-memory accesses across threads need", ("UnrollLoop",)),
-    _pass("LowerThreadAllreduce", "lower_thread_allreduce",
+    _pass("LowerThreadAllreduce", "lower.lower_thread_allreduce",
           "T.tvm_thread_allreduce becomes warp shuffles, or a shared-memory tree",
           ("ThreadSync",)),
-    _pass("MergeSharedMemoryAllocations", "merge_shared_memory_allocations",
+    _pass("MergeSharedMemoryAllocations", "lower.merge_shared_memory_allocations",
           "one dynamic shared buffer per kernel launch; shared-memory limits checked",
           ("ThreadSync",)),
-    _pass("AnnotateDeviceRegions", "annotate_device_regions",
+    _pass("AnnotateDeviceRegions", "split.annotate_device_regions",
           "wrap each kernel region of host code in T.attr(<device target>, \"target\", 0)",
           ("MergeSharedMemoryAllocations",)),
-    _pass("SplitHostDevice", "split_host_device",
+    _pass("SplitHostDevice", "split.split_host_device",
           "device regions become kernel functions; host code calls them", ("AnnotateDeviceRegions",)),
-    _pass("LowerDeviceKernelLaunch", "lower_device_kernel_launch",
+    _pass("LowerDeviceKernelLaunch", "split.lower_device_kernel_launch",
           "host calls of kernels become launches with grid, block and shared-memory sizes",
           ("SplitHostDevice",)),
-    _pass("VerifyMemory", "verify_memory",
+    _pass("VerifyMemory", "split.verify_memory",
           "host code never loads or stores device memory", ("LowerDeviceKernelLaunch",)),
-    _pass("MakePackedAPI", "make_packed_api",
+    _pass("MakePackedAPI", "abi.make_packed_api",
           "public host functions take tvm-ffi packed arguments, checked", ("VerifyMemory",)),
-    _pass("BF16StorageLegalize", "bf16_storage_legalize",
+    _pass("BF16StorageLegalize", "legalize.bf16_storage_legalize",
           "bfloat16 stored as uint16 and computed in float32 where the target lacks it",
           ("MakePackedAPI",)),
-    _pass("FP8StorageLegalize", "fp8_storage_legalize",
+    _pass("FP8StorageLegalize", "legalize.fp8_storage_legalize",
           "float8 stored as uint8 and computed in float32", ("MakePackedAPI",)),
 ]
 
 
 # ``--abi c``: MakeCAPI runs in place of MakePackedAPI (PIPELINE is the packed ABI's list).
-MAKE_C_API = _pass("MakeCAPI", "make_c_api",
+MAKE_C_API = _pass("MakeCAPI", "abi.make_c_api",
                    "public host functions become plain C functions (pointers, scalars, "
                    "0 or an error code)", ("VerifyMemory",))
 ABIS = ("packed", "c")
@@ -239,7 +256,7 @@ def pipeline(abi: str = "packed") -> list[Pass]:
         return list(PIPELINE)
     swap = {"MakePackedAPI": MAKE_C_API.name}
     return [MAKE_C_API if p.name == "MakePackedAPI" else
-            Pass(p.name, p.run, p.doc, tuple(swap.get(r, r) for r in p.requires)) for p in PIPELINE]
+            replace(p, requires=tuple(swap.get(r, r) for r in p.requires)) for p in PIPELINE]
 
 
 def pass_names(abi: str | None = "packed") -> list[str]:

@@ -1,0 +1,311 @@
+"""ThreadSync: insert the shared-memory barriers ``T.tvm_storage_sync("shared")`` a kernel
+needs between threads (DESIGN §4.3).
+
+Inside each kernel (an outermost ``thread_extent`` scope) every statement is summarised
+by the shared-memory accesses it makes before its first barrier (``head``), after its
+last barrier (``tail``) and whether every path through it reaches a barrier. Walking a
+statement sequence, the accesses since the last barrier are pending; a statement whose
+head reads what a pending access wrote, or writes what one read or wrote, gets a barrier
+before it. A loop whose body's tail conflicts with its head (a write late in iteration
+``i`` against an access early in ``i + 1``) gets a barrier at the end of its body.
+Two accesses do not conflict when no element either touches can be touched by another
+thread (:mod:`tirc.passes.lower.thread_sync_index`): the same index expression, linear in the
+thread and loop variables with coefficients that give every (thread, iteration) its own
+element, as in ``s[tx]`` written and read (or such indices a small constant apart, as
+``s[2 * tx]`` and ``s[2 * tx + 1]``). Existing barriers (``"shared"`` or
+``"shared.dyn"``) are respected, so a module that has its barriers is returned as it
+is. No barrier is placed inside code whose condition (an ``if``, a loop bound) depends
+on ``threadIdx``: a barrier there deadlocks, so the conflict is resolved before that
+statement when it is with earlier code, and left alone when it lies wholly inside.
+A barrier is ``"shared.dyn"`` when every access it orders is to dynamic shared memory.
+
+Preconditions: LowerThreadBindings ran (thread axes are ``T.launch_thread`` scopes;
+``thread_binding`` loops are tolerated); buffers are flat. Guarantees: only
+``Evaluate(tvm_storage_sync)`` statements are added, never inside thread-dependent
+control flow; code outside kernels is untouched.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import INT32
+from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
+from tirc.ir.function import IRModule
+from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore, Continue,
+                          DeclBuffer, Evaluate, For, IfThenElse, LetStmt, Return, SeqStmt, Stmt,
+                          While, seq)
+from tirc.ir.visitor import Mutator, Visitor
+from tirc.passes.lower.thread_sync_index import ThreadIndices
+
+SHARED_SCOPES = ("shared", "shared.dyn")
+
+
+@dataclass(frozen=True)
+class _Access:
+    data: Var  # the buffer's pointer (compared by identity)
+    write: bool
+    indices: tuple[PrimExpr, ...] | None  # None: unknown elements (the pointer escaped)
+    scope: str
+    unit: tuple = ()  # the view's dtype and element offset: indices compare only within one
+
+
+@dataclass
+class _Summary:
+    head: list[_Access] = field(default_factory=list)
+    tail: list[_Access] = field(default_factory=list)
+    syncs: bool = False
+
+
+def barrier(scope: str = "shared", span=None) -> Evaluate:
+    """A barrier; ``span``: the statement it is placed for (its accesses need it)."""
+    return Evaluate(Call(INT32, "tvm_storage_sync", (StringImm(scope),)), span)
+
+
+def is_barrier(s: Stmt) -> bool:
+    return (isinstance(s, Evaluate) and isinstance(s.value, Call)
+            and s.value.op == "tvm_storage_sync" and len(s.value.args) >= 1
+            and isinstance(s.value.args[0], StringImm) and s.value.args[0].value in SHARED_SCOPES)
+
+
+def _union(a: list[_Access], b: list[_Access]) -> list[_Access]:
+    out = list(a)
+    for x in b:
+        if x not in out:
+            out.append(x)
+    return out
+
+
+class _Accesses(Visitor):
+    """The shared-memory accesses an expression makes, in evaluation order."""
+
+    def __init__(self) -> None:
+        self.out: list[_Access] = []
+
+    def add(self, data: Var, write: bool, indices, unit: tuple = ()) -> None:
+        acc = _Access(data, write, indices, data.ptr.scope, unit)
+        if acc not in self.out:
+            self.out.append(acc)
+
+    def visit_BufferLoad(self, e: BufferLoad) -> None:
+        for i in e.indices:
+            self.visit(i)
+        if e.buffer.scope in SHARED_SCOPES:
+            self.add(e.buffer.data, False, _flat(e.buffer, e.indices), _unit(e.buffer))
+
+    def visit_Call(self, e: Call) -> None:
+        if e.op == "address_of" and isinstance(e.args[0], BufferLoad):
+            load = e.args[0]
+            for i in load.indices:
+                self.visit(i)
+            if load.buffer.scope in SHARED_SCOPES:
+                self.add(load.buffer.data, True, None)
+            return
+        self.generic_visit(e)
+
+    def visit_Var(self, v: Var) -> None:
+        if v.ptr is not None and v.ptr.scope in SHARED_SCOPES:
+            self.add(v, True, None)  # a raw pointer: the callee may read and write anything
+
+    def visit_buffer(self, b: Buffer) -> None:
+        if b.scope in SHARED_SCOPES:
+            self.add(b.data, True, None)
+
+
+def _unit(b: Buffer) -> tuple:
+    return (b.dtype, b.elem_offset)
+
+
+def _flat(b: Buffer, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
+    """A multi-dimensional index as one row-major offset (the analysis reads flat ones)."""
+    if len(indices) <= 1 or len(b.shape) != len(indices):
+        return indices
+    flat = indices[0]
+    for extent, i in zip(b.shape[1:], indices[1:]):
+        flat = BinOp("add", BinOp("mul", flat, extent, flat.dtype), i, flat.dtype)
+    return (flat,)
+
+
+def _reads(*exprs) -> list[_Access]:
+    v = _Accesses()
+    for e in exprs:
+        if e is not None:
+            v.visit(e)
+    return v.out
+
+
+def _jumps(s: Stmt) -> bool:
+    """Whether ``s`` holds a break or continue of the loop around it."""
+    if isinstance(s, (Break, Continue)):
+        return True
+    if isinstance(s, (For, While)):
+        return False
+    if isinstance(s, SeqStmt):
+        return any(_jumps(c) for c in s.stmts)
+    if isinstance(s, IfThenElse):
+        return _jumps(s.then_case) or (s.else_case is not None and _jumps(s.else_case))
+    body = getattr(s, "body", None)
+    return isinstance(body, Stmt) and _jumps(body)
+
+
+class _Kernel:
+    """The barrier planner for one kernel."""
+
+    def __init__(self, root: Stmt):
+        self.index = ThreadIndices(root)
+
+    def conflict(self, a: _Access, b: _Access) -> bool:
+        if a.data is not b.data or not (a.write or b.write):
+            return False
+        return a.unit != b.unit or not self.index.disjoint(a.indices, b.indices)
+
+    def conflicts(self, earlier: list[_Access], later: list[_Access]) -> str | None:
+        """The barrier scope that orders ``earlier`` before ``later``; None if not needed."""
+        scopes = {a.scope for a in earlier for b in later if self.conflict(a, b)}
+        if not scopes:
+            return None
+        return "shared" if "shared" in scopes else "shared.dyn"
+
+    # -- statements ---------------------------------------------------------------------
+    def fold(self, parts: list[_Summary], insert: list[bool]) -> tuple[list[str | None], _Summary]:
+        """Run ``parts`` in order; the barrier (scope) to insert before each, and the whole."""
+        pending: list[_Access] = []
+        out = _Summary()
+        head_open = True
+        barriers: list[str | None] = []
+        for part, may_insert in zip(parts, insert):
+            scope = self.conflicts(pending, part.head) if may_insert else None
+            barriers.append(scope)
+            if scope is not None:
+                pending, out.syncs, head_open = [], True, False
+            if head_open:
+                out.head = _union(out.head, part.head)
+            if part.syncs:
+                pending, out.syncs, head_open = list(part.tail), True, False
+            else:
+                pending = _union(pending, part.tail)
+        out.tail = pending
+        return barriers, out
+
+    def prefixed(self, pre: list[_Access], body: Stmt, ok: bool) -> tuple[Stmt, _Summary]:
+        """A statement that evaluates ``pre`` and then runs ``body`` (a barrier may go at
+        the top of the body)."""
+        new, sm = self.stmt(body, ok)
+        (_, top), whole = self.fold([_Summary(pre, pre), sm], [False, ok])
+        return (new if top is None else seq([barrier(top, new.span), new])), whole
+
+    def stmt(self, s: Stmt, ok: bool) -> tuple[Stmt, _Summary]:
+        """``s`` with barriers added (only if ``ok``: not in divergent code), summarised."""
+        if isinstance(s, SeqStmt):
+            done = [self.stmt(c, ok) for c in s.stmts]
+            scopes, whole = self.fold([sm for _, sm in done], [ok] * len(done))
+            out: list[Stmt] = []
+            for (new, _), scope in zip(done, scopes):
+                if scope is not None:
+                    out.append(barrier(scope, new.span))
+                out.append(new)
+            same = len(out) == len(s.stmts) and all(a is b for a, b in zip(out, s.stmts))
+            return (s if same else SeqStmt(tuple(out), s.span)), whole
+        if is_barrier(s):
+            return s, _Summary(syncs=True)
+        if isinstance(s, BufferStore):
+            acc = _reads(*s.indices, s.value)
+            if s.buffer.scope in SHARED_SCOPES:
+                write = _Access(s.buffer.data, True, _flat(s.buffer, s.indices), s.buffer.scope,
+                                _unit(s.buffer))
+                acc = _union(acc, [write])
+            return s, _Summary(acc, acc)
+        if isinstance(s, (Evaluate, Return)):
+            acc = _reads(s.value)
+            return s, _Summary(acc, acc)
+        if isinstance(s, For):
+            return self.loop(s, ok)
+        if isinstance(s, While):
+            return self.loop(s, ok)
+        if isinstance(s, IfThenElse):
+            return self.branch(s, ok)
+        if isinstance(s, LetStmt):
+            self.index.bind_let(s.var, s.value)
+            pre, body = _reads(s.value), s.body
+        elif isinstance(s, (AttrStmt, AssertStmt)):
+            pre = _reads(s.condition if isinstance(s, AssertStmt) else s.value)
+            body = s.body
+        elif isinstance(s, (AllocBuffer, DeclBuffer)):
+            pre, body = [], s.body
+        else:
+            return s, _Summary()  # Break, Continue
+        new, sm = self.prefixed(pre, body, ok)
+        return (s if new is body else replace(s, body=new)), sm
+
+    def loop(self, s: For | While, ok: bool) -> tuple[Stmt, _Summary]:
+        if isinstance(s, For) and s.kind == "thread_binding":
+            new, sm = self.stmt(s.body, ok)
+            return (s if new is s.body else replace(s, body=new)), sm
+        if isinstance(s, For):
+            bounds = (s.min, s.extent, s.step)
+            extent = s.extent.value if isinstance(s.extent, IntImm) else None
+            self.index.bind_loop(s)
+        else:
+            bounds, extent = (s.condition,), None
+        pre = _reads(*(b for b in bounds if b is not None))
+        ok_body = ok and not self.index.is_divergent(*bounds)
+        body, sm = self.stmt(s.body, ok_body)
+        cond = pre if isinstance(s, While) else []
+        if cond:  # a While re-reads its condition before every iteration
+            (_, top), sm = self.fold([_Summary(cond, cond), sm], [False, ok_body])
+            if top is not None:
+                body = seq([barrier(top, s.span), body])
+        if ok_body and (extent is None or extent > 1):
+            scope = self.conflicts(sm.tail, _union(cond, sm.head))
+            if scope is not None:  # loop-carried: iteration i's tail against i + 1's head
+                body = seq([body, barrier(scope, s.span)])
+                sm = _Summary(sm.head, [], True)
+        if _jumps(s.body):  # break/continue: any access may be the last or the first
+            every = _union(sm.head, sm.tail)
+            sm = _Summary(every, every, False)
+        runs = extent is not None and extent > 0
+        whole = _Summary(_union(pre, sm.head), _union(sm.tail, cond), sm.syncs and runs)
+        return (s if body is s.body else replace(s, body=body)), whole
+
+    def branch(self, s: IfThenElse, ok: bool) -> tuple[Stmt, _Summary]:
+        cond = _reads(s.condition)
+        ok_inner = ok and not self.index.is_divergent(s.condition)
+        then, st = self.prefixed(cond, s.then_case, ok_inner)
+        if s.else_case is not None:
+            other, se = self.prefixed(cond, s.else_case, ok_inner)
+        else:
+            other, se = None, _Summary(cond, cond)
+        whole = _Summary(_union(st.head, se.head), _union(st.tail, se.tail), st.syncs and se.syncs)
+        if then is s.then_case and other is s.else_case:
+            return s, whole
+        return replace(s, then_case=then, else_case=other), whole
+
+
+class _Kernels(Mutator):
+    """Finds each kernel (an outermost thread scope) and plans its barriers."""
+
+    def visit_AttrStmt(self, s: AttrStmt):
+        if s.key != "thread_extent":
+            return self.generic_visit(s)
+        return self.kernel(s)
+
+    def visit_For(self, s: For):
+        if s.kind != "thread_binding":
+            return self.generic_visit(s)
+        return self.kernel(s)
+
+    def kernel(self, root: AttrStmt | For):
+        planner = _Kernel(root)
+        body, _ = planner.stmt(root.body, True)
+        return root if body is root.body else replace(root, body=body)
+
+
+def thread_sync(mod: IRModule, ctx=None) -> IRModule:
+    """Add the shared-memory barriers every kernel of ``mod`` needs."""
+    funcs = {}
+    for name, f in mod.functions.items():
+        body = _Kernels().visit(f.body)
+        funcs[name] = f if body is f.body else f.with_body(body)
+    if all(funcs[n] is mod.functions[n] for n in funcs):
+        return mod
+    return replace(mod, functions=funcs)

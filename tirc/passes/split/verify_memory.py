@@ -1,0 +1,70 @@
+"""VerifyMemory: host code never touches device memory, and device code allocates only
+memory it can have.
+
+After the split, a host function whose target is a device target with a host receives
+its buffers in device memory (MakePackedAPI checks their device type). Loads and stores
+of those buffers belong in kernels; one left in host code would read GPU addresses on
+the CPU. Each is a diagnostic at the access, suggesting a thread binding or a CPU target
+(TVM's VerifyMemory asks "did you forget to bind?" in the same place).
+
+A kernel allocates ``local`` memory (one copy per thread) and ``shared`` memory (one per
+block); ``warp`` memory (TVM's LowerWarpMemory) is not supported; a ``global`` allocation inside a kernel has no meaning on the GPU: each
+thread would get a private copy of what the program means to share, so results written
+by one thread never reach the others. It is a diagnostic at the allocation (TVM's CUDA
+code generator refuses it: "Cannot allocate global memory when targeting CUDA").
+
+Precondition: LowerDeviceKernelLaunch (device regions are kernels of their own).
+"""
+from __future__ import annotations
+
+from tirc.diagnostics import Diagnostic
+from tirc.ir.expr import BufferLoad
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.stmt import AllocBuffer, BufferStore
+from tirc.ir.visitor import walk
+from tirc.passes.analysis.context import HOST, body_context
+from tirc.target import Target
+
+
+def _check(name: str, func: PrimFunc, target: Target) -> None:
+    device_data = {id(buf.data) for _, buf in func.buffer_map}
+    for node in walk(func.body):
+        if isinstance(node, (BufferLoad, BufferStore)) and id(node.buffer.data) in device_data:
+            verb = "reads" if isinstance(node, BufferLoad) else "writes"
+            raise Diagnostic(
+                f"host code of '{name}' {verb} buffer '{node.buffer.name}', which lives on the "
+                f"{target.kind} device. Did you forget to bind? tirc does not schedule: bind "
+                "the loops to threads (T.thread_binding; in Python, dlight or s_tir.Schedule's "
+                "bind) or give the function a CPU target", node.span)
+
+
+_KERNEL_SCOPES = ("shared", "shared.dyn")
+
+
+def _check_kernel(func: PrimFunc) -> None:
+    for node in walk(func.body):
+        if isinstance(node, AllocBuffer):
+            scope = node.buffer.scope
+            if scope in _KERNEL_SCOPES or scope.startswith("local"):
+                continue
+            if scope == "warp":
+                raise Diagnostic(
+                    f"buffer '{node.buffer.name}' is allocated in 'warp' memory: memory a warp "
+                    "shares through registers and shuffles (TVM's LowerWarpMemory) is not "
+                    "supported by tirc; use scope 'shared' or 'local'", node.buffer.span or node.span)
+            raise Diagnostic(
+                f"buffer '{node.buffer.name}' is allocated in '{scope}' memory inside device "
+                "code, where each thread would get its own copy; allocate it in the host "
+                "function and pass it in, or use scope 'shared' (one per block) or 'local' "
+                "(one per thread)", node.buffer.span or node.span)
+
+
+def verify_memory(mod: IRModule, ctx) -> IRModule:
+    for name, func in mod.functions.items():
+        target = func.attrs.get("target")
+        if isinstance(target, Target) and target.is_device and func.attrs.get("calling_conv") == 2:
+            _check_kernel(func)
+        if (isinstance(target, Target) and target.is_device and target.host is not None
+                and func.attrs.get("calling_conv") != 2 and body_context(func) == HOST):
+            _check(name, func, target)
+    return mod
