@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tirc.device_images import arch_target, device_images, new_device_code
-from tirc.diagnostics import Diagnostic
+from tirc.diagnostics import Diagnostic, InternalError
+from tirc.ir.attrs import TARGET
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.target import Target, TargetError, host_triple, parse_target
 
@@ -91,7 +92,7 @@ def split_module(mod: IRModule) -> tuple[IRModule, dict[Target, IRModule]]:
     host: dict[str, PrimFunc] = {}
     devices: dict[Target, dict[str, PrimFunc]] = {}
     for name, f in mod.functions.items():
-        t = f.attrs.get("target")
+        t = f.attrs.get(TARGET)
         if not isinstance(t, Target) or not t.is_device or t.host is not None:
             host[name] = f
         else:
@@ -104,7 +105,7 @@ def host_target_of(host: IRModule, bind: Target) -> Target:
     """The one CPU target the host functions are compiled for."""
     found: dict[str, Target] = {}
     for f in host.functions.values():
-        t = f.attrs.get("target")
+        t = f.attrs.get(TARGET)
         cpu = t if isinstance(t, Target) and not t.is_device else (t.host if isinstance(t, Target) else None)
         if cpu is not None:
             found.setdefault(cpu.canonical, cpu)
@@ -133,7 +134,8 @@ def build(source: str | IRModule, target: Target | str | None = None,
           device_only: bool = False, abi: str = "packed",
           depfile: str | os.PathLike | None = None, also_ptx: bool = False,
           depfile_targets: tuple[str, ...] = (), symbol_prefix: str = "",
-          line_info: bool = False, debug: bool = False) -> BuildResult:
+          line_info: bool = False, debug: bool = False,
+          dump_ir: str | os.PathLike | None = None) -> BuildResult:
     """Compile ``source`` and write ``OUT/NAME.o`` (+ ``.so``, ``.ll``) and the device
     images (``device_only``: those alone). ``depfile``: also write there a Make rule
     with every output as a target (``depfile_targets``: those instead, as ``cc -MT``)
@@ -141,8 +143,10 @@ def build(source: str | IRModule, target: Target | str | None = None,
     ``symbol_prefix``: put before every symbol the object exports (``--symbol-prefix``;
     ValueError unless it starts a C identifier). ``line_info`` (``-lineinfo``): device
     code carries the ``.tir`` line of each statement (PTX ``.loc``, kept in cubins);
-    ``debug`` (``-g``): the host object has DWARF line tables for them.
-    Diagnostics for every user error; TargetError for a bad target."""
+    ``debug`` (``-g``): the host object has DWARF line tables for them. ``dump_ir``: a
+    directory for the module after each pass (``--dump-ir``, :class:`DumpIR`).
+    Diagnostics for every user error; TargetError for a bad target; an InternalError
+    naming the pass or stage for a bug in tirc."""
     from tirc.backends.registry import get_backend
     from tirc.passes.pipeline import PassContext, run_pipeline
 
@@ -155,10 +159,13 @@ def build(source: str | IRModule, target: Target | str | None = None,
     bind = bind_target_from(target, host)
     if isinstance(source, str):
         from tirc.parser import parse
-        source = parse(source, filename)
+        with InternalError.guard("stage parse"):
+            source = parse(source, filename)
     name = name or (Path(filename).stem if filename != "<input>" else (source.name or "module"))
     original = source
-    mod = run_pipeline(source, PassContext(bind, abi, symbol_prefix))
+    from tirc.passes.pipeline import DumpIR
+    instruments = (DumpIR(str(dump_ir), name),) if dump_ir is not None else ()
+    mod = run_pipeline(source, PassContext(bind, abi, symbol_prefix), None, instruments)
     host_mod, devices = split_module(mod)
     host_target = host_target_of(host_mod, bind)
     if device_only and not devices:
@@ -167,7 +174,8 @@ def build(source: str | IRModule, target: Target | str | None = None,
     device_code = new_device_code() if devices and not device_only else None
     # ``also_ptx``: both formats asked for (--device-format ptx,cubin): PTX next to cubins.
     device_emit = emit + ("ptx",) if also_ptx and "ptx" not in emit else emit
-    dev = device_images(devices, out, name, device_format, device_code, device_emit, line_info)
+    with InternalError.guard("stage device codegen"):
+        dev = device_images(devices, out, name, device_format, device_code, device_emit, line_info)
     images = dev.images
     outputs: list[tuple[Path, bytes]] = []
     if "tir" in emit:
@@ -176,19 +184,22 @@ def build(source: str | IRModule, target: Target | str | None = None,
     obj = None
     if not device_only:
         launches = {"device_code": device_code} if device_code is not None else {}
-        obj = get_backend(host_target.kind).load()(host_mod, host_target, name,
-                                                   keep_ir="llvm" in emit, debug=debug, **launches)
+        with InternalError.guard(f"stage host codegen ({host_target.kind})"):
+            obj = get_backend(host_target.kind).load()(host_mod, host_target, name,
+                                                       keep_ir="llvm" in emit, debug=debug,
+                                                       **launches)
         outputs.append((out / f"{name}.o", obj.object))
         if "llvm" in emit:
             outputs.append((out / f"{name}.ll", obj.llvm_ir.encode()))
     outputs += [(path, data) for files in images.values() for _, path, data in files]
     outputs += dev.extras
-    data = _manifest(mod, original, name, abi, host_target, images, dev.facts)
-    if symbol_prefix:
-        data["symbol_prefix"] = symbol_prefix
-    warnings = dev.warnings + _register_warnings(mod, data)
-    outputs += _header_and_manifest(host_mod, original, name, abi, out, data,
-                                    header=not device_only, symbol_prefix=symbol_prefix)
+    with InternalError.guard("stage manifest and header"):
+        data = _manifest(mod, original, name, abi, host_target, images, dev.facts)
+        if symbol_prefix:
+            data["symbol_prefix"] = symbol_prefix
+        warnings = dev.warnings + _register_warnings(mod, data)
+        outputs += _header_and_manifest(host_mod, original, name, abi, out, data,
+                                        header=not device_only, symbol_prefix=symbol_prefix)
     files = [p for p, _ in outputs] + ([out / f"{name}.so"] if shared else [])
     if depfile is not None:
         from tirc.jobs import depfile_text

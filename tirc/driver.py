@@ -165,11 +165,17 @@ def _comma_pass_list(ctx, param, value):
               help="host ABI of public functions: MakePackedAPI or MakeCAPI")
 @click.option("--symbol-prefix", default="", metavar="P",
               help="put P before every exported symbol, as tirc build --symbol-prefix")
+@click.option("--dump-ir", "dump_ir", type=click.Path(file_okay=False), metavar="DIR",
+              help="write the module as read and after every pass to DIR/NAME.NN-PASS.tir "
+              "(for bug reports: after an internal error, the last file is the failing "
+              "pass's input)")
 def lower(file, target, host, stop_after, print_after, passes, verify_each, time_passes,
-          abi, symbol_prefix) -> None:
+          abi, symbol_prefix, dump_ir) -> None:
     """Run the pass pipeline on FILE and print the module (TVMScript) at the end."""
     from tirc.api import lower_source
-    from tirc.passes.pipeline import PrintAfter, TimePasses, pass_names
+    from tirc.diagnostics import InternalError
+    from tirc.jobs import internal_error_report
+    from tirc.passes.pipeline import DumpIR, PrintAfter, TimePasses, pass_names
 
     if passes and stop_after is not None:
         raise click.BadParameter("--passes runs exactly the passes named; it does not take "
@@ -192,6 +198,8 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
     timer = TimePasses()
     if time_passes:
         instruments.append(timer)
+    if dump_ir is not None:
+        instruments.append(DumpIR(dump_ir, os.path.splitext(os.path.basename(file))[0]))
     try:
         text = lower_source(source, bind, None, abi, stop_after=stop_after, passes=passes,
                             verify_each=verify_each, instruments=tuple(instruments),
@@ -199,6 +207,9 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
     except CompileError as e:
         click.echo(str(e), err=True)
         sys.exit(EXIT_ERROR)
+    except InternalError as e:
+        click.echo(internal_error_report(e, file), err=True)
+        sys.exit(EXIT_INTERNAL)
     if time_passes:
         click.echo(timer.report(), err=True)
     click.echo(text, nl=False)
@@ -237,6 +248,10 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
 @click.option("-g", "--debug", "debug", is_flag=True,
               help="DWARF line tables in the host object (gdb, perf annotate, addr2line show "
               ".tir lines)")
+@click.option("--dump-ir", "dump_ir", type=click.Path(file_okay=False), metavar="DIR",
+              help="write the module as read and after every pass to DIR/NAME.NN-PASS.tir "
+              "(for bug reports: after an internal error, the last file is the failing "
+              "pass's input)")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               metavar="N", help="build N inputs at a time, in worker processes")
 @click.option("-MD", "depfile", is_flag=True,
@@ -251,8 +266,8 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               help="say what is built and where: targets, files written, timings")
 @click.option("-q", "--quiet", is_flag=True, help="print nothing but diagnostics")
 def build(files, target, host, out_dir, shared, emit, device_format, resource_usage,
-          device_only, abi, symbol_prefix, line_info, debug, jobs, depfile, depfile_path,
-          depfile_targets, verbose, quiet) -> None:
+          device_only, abi, symbol_prefix, line_info, debug, dump_ir, jobs, depfile,
+          depfile_path, depfile_targets, verbose, quiet) -> None:
     """Compile each FILE (NAME.tir): write OUTDIR/NAME.o, the host object with the
     device images embedded, NAME.h (its declarations), NAME.json (a manifest of
     functions and kernels), one device image per device target (NAME.ptx, or
@@ -320,7 +335,7 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
                                                          "cubin" if "cubin" in formats else "ptx"),
                         also_ptx=formats == {"ptx", "cubin"}, device_only=device_only, abi=abi,
                         resource_usage=resource_usage, symbol_prefix=symbol_prefix,
-                        line_info=line_info, debug=debug, depfile=depfile or depfile_path is not None or bool(depfile_targets),
+                        line_info=line_info, debug=debug, dump_ir=dump_ir, depfile=depfile or depfile_path is not None or bool(depfile_targets),
                         depfile_path=depfile_path, depfile_targets=tuple(depfile_targets),
                         verbose=verbose)
     status = build_many(files, opts, jobs, quiet, lambda line: click.echo(line, err=True))
@@ -435,8 +450,8 @@ def main() -> None:
         click.echo("tirc: interrupted", err=True)
         status = 130
     except Exception as e:  # a bug in tirc, not in the input: say so, without a traceback
-        click.echo(f"tirc: internal compiler error: {type(e).__name__}: {e}\n"
-                   "please report this with the input file", err=True)
+        from tirc.jobs import internal_error_report
+        click.echo(internal_error_report(e, None), err=True)
         status = EXIT_INTERNAL
     _exit_now(status)
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import re
 
+from tirc.ir.attrs import CallingConv, CALLING_CONV, C_API, GLOBAL_SYMBOL
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import IRModule, PrimFunc
@@ -149,7 +150,7 @@ def _c_entry(name: str, func: PrimFunc, original: PrimFunc | None, last_error: s
 
 
 def _packed_entry(name: str, func: PrimFunc, original: PrimFunc | None, lib: str) -> list[str]:
-    symbol = func.attrs.get("global_symbol", f"__tvm_ffi_{name}")
+    symbol = func.attrs.get(GLOBAL_SYMBOL, f"__tvm_ffi_{name}")
     lines = [tir_signature(name, original) if original is not None else name,
              "  tvm-ffi safe call: args and result are TVMFFIAny (tvm/ffi/c_api.h);",
              f"  from Python: tvm_ffi.load_module({quote(lib + '.so')})[{quote(name)}](...)"]
@@ -160,8 +161,9 @@ def _packed_entry(name: str, func: PrimFunc, original: PrimFunc | None, lib: str
 def exported(host: IRModule, abi: str) -> list[tuple[str, PrimFunc]]:
     """The host module's exported functions of ``abi``, in module order."""
     if abi == "c":
-        return [(n, f) for n, f in host.functions.items() if f.attrs.get("tirc.c_api")]
-    return [(n, f) for n, f in host.functions.items() if f.attrs.get("calling_conv") == 1]
+        return [(n, f) for n, f in host.functions.items() if f.attrs.get(C_API)]
+    return [(n, f) for n, f in host.functions.items()
+            if f.attrs.get(CALLING_CONV) == CallingConv.CPACKED_FUNC]
 
 
 def make_header(name: str, host: IRModule, original: IRModule | None, abi: str,

@@ -48,6 +48,7 @@ class BuildOptions:
     symbol_prefix: str = ""  # --symbol-prefix P: before every exported symbol
     line_info: bool = False  # -lineinfo: .tir lines in device code
     debug: bool = False  # -g: DWARF line tables in the host object
+    dump_ir: str | None = None  # --dump-ir DIR: the module after every pass
 
 
 @dataclass
@@ -113,7 +114,7 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
                            also_ptx=opts.also_ptx,
                            abi=opts.abi, depfile=depfile, depfile_targets=opts.depfile_targets,
                            symbol_prefix=opts.symbol_prefix, line_info=opts.line_info,
-                           debug=opts.debug)
+                           debug=opts.debug, dump_ir=opts.dump_ir)
         except RecursionError:
             raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
         outcome.files = [str(p) for p in result.files]
@@ -137,8 +138,23 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
         outcome.messages.append(text if d.span is not None else f"{path}: {text}")
     except Exception as e:  # noqa: BLE001  a bug in tirc: reported, the others go on
         outcome.status = INTERNAL
-        outcome.messages.append(f"tirc: internal compiler error: {type(e).__name__}: {e}\n"
-                                f"while building {path}; please report this with the input file")
+        outcome.messages.append(internal_error_report(e, path))
+
+
+def internal_error_report(e: Exception, path: str | None) -> str:
+    """What the driver prints for a bug in tirc: where it happened (the pass or stage,
+    when known), the input, and what a bug report needs."""
+    from tirc.diagnostics import InternalError
+    where = e.where if isinstance(e, InternalError) else "tirc"
+    cause = e.cause if isinstance(e, InternalError) else e
+    what = f"tirc: internal error in {where}"
+    if path is not None:
+        what += f" while compiling {path}"
+    rerun = (f"tirc build {path} <same options> --dump-ir DIR" if path is not None
+             else "the same command with --dump-ir DIR")
+    return (f"{what}: {type(cause).__name__}: {cause}\n"
+            f"this is a bug in tirc, not in the input; please report it with the input file "
+            f"and the modules that {rerun} writes")
 
 
 def _worker(conn, opts: BuildOptions) -> None:

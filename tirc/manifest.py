@@ -33,12 +33,13 @@ from __future__ import annotations
 import json
 
 from tirc.header import c_declaration, expr_text
+from tirc.ir.attrs import (CallingConv, CALLING_CONV, C_API, GLOBAL_SYMBOL, TARGET,
+    USE_DYN_SHARED_MEMORY)
 from tirc.ir.expr import Call, IntImm, PrimExpr, StringImm
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import Evaluate, IfThenElse, SeqStmt, Stmt
 from tirc.target import Target
 
-DYN_SHMEM = "tirx.use_dyn_shared_memory"
 
 
 def _value(e: PrimExpr) -> int | str:
@@ -46,7 +47,7 @@ def _value(e: PrimExpr) -> int | str:
 
 
 def _target(f: PrimFunc) -> dict:
-    t = f.attrs.get("target")
+    t = f.attrs.get(TARGET)
     if not isinstance(t, Target):
         return {"target": None, "target_summary": None}
     return {"target": t.canonical, "target_summary": t.describe()}
@@ -72,7 +73,7 @@ def _sizes(tags: list[str], extents: list[PrimExpr]) -> dict:
     block: list[int | str] = [1, 1, 1]
     shmem: int | str = 0
     for tag, e in zip(tags, extents):
-        if tag == DYN_SHMEM:
+        if tag == USE_DYN_SHARED_MEMORY:
             shmem = _value(e)
         elif tag.startswith(("blockIdx.", "threadIdx.")):
             axis = "xyz".index(tag[-1])
@@ -124,8 +125,8 @@ def manifest(mod: IRModule, name: str, abi: str, original: IRModule | None = Non
     for n, f in mod.functions.items():
         if is_kernel(f):
             tags, extents = launch_params(n, f)
-            t = f.attrs.get("target")
-            symbol = str(f.attrs.get("global_symbol", n))
+            t = f.attrs.get(TARGET)
+            symbol = str(f.attrs.get(GLOBAL_SYMBOL, n))
             kernels.append({
                 "name": n, "symbol": symbol, **_target(f),
                 "image": images.get(t.canonical) if isinstance(t, Target) else None,
@@ -138,14 +139,14 @@ def manifest(mod: IRModule, name: str, abi: str, original: IRModule | None = Non
                 kernels[-1]["resource_usage"] = usage
             if "fatbin" in facts:
                 kernels[-1]["fatbin"] = facts["fatbin"]
-        elif f.attrs.get("tirc.c_api") or f.attrs.get("calling_conv") == 1:
+        elif f.attrs.get(C_API) or f.attrs.get(CALLING_CONV) == CallingConv.CPACKED_FUNC:
             src = orig.get(n)
             ret = (src or f).ret_type
-            entry = {"name": n, "symbol": str(f.attrs.get("global_symbol", n)), **_target(f),
+            entry = {"name": n, "symbol": str(f.attrs.get(GLOBAL_SYMBOL, n)), **_target(f),
                      "params": _params(src) if src is not None else None,
                      "returns": str(ret) if src is not None and ret is not None and not ret.is_void
                      else None}
-            if f.attrs.get("tirc.c_api"):
+            if f.attrs.get(C_API):
                 entry["declaration"] = c_declaration(n, f)
             functions.append(entry)
     return {"abi": abi, "module": name,

@@ -46,6 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
+from tirc.ir.attrs import TARGET, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, Evaluate, For
 from tirc.ir.visitor import Mutator, walk
@@ -155,9 +156,9 @@ def serialize_threads(mod: IRModule) -> IRModule:
                         isinstance(n, For) and n.kind == "thread_binding" for n in walk(node.body)):
                     raise _cannot(name, f"allocates the thread-local '{node.buffer.name}' "
                                         "outside a thread loop")
-            elif isinstance(node, AttrStmt) and node.key in ("thread_extent", "virtual_thread"):
+            elif isinstance(node, AttrStmt) and node.key in (THREAD_EXTENT, VIRTUAL_THREAD):
                 raise _cannot(name, "uses T.launch_thread")
-            elif isinstance(node, AttrStmt) and node.key == "target":
+            elif isinstance(node, AttrStmt) and node.key == TARGET:
                 raise _cannot(name, "has a region for another target")
             elif isinstance(node, Evaluate) or type(node).__name__ == "Call":
                 op = getattr(getattr(node, "value", node), "op", None)
@@ -165,9 +166,9 @@ def serialize_threads(mod: IRModule) -> IRModule:
                                             or op.startswith(("tvm_warp", "ptx_"))):
                     raise _cannot(name, f"calls T.{op}")
         attrs = dict(f.attrs)
-        t = attrs.get("target")
+        t = attrs.get(TARGET)
         if isinstance(t, Target) and t.is_device:
-            del attrs["target"]
+            del attrs[TARGET]
         funcs[name] = replace(f, body=_Serialize().visit(f.body), attrs=attrs)
     return IRModule(funcs, mod.name, mod.span)
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
+from tirc.ir.attrs import SYMBOL_PREFIX
 
 LAST_ERROR_BYTES = 1024
 _BUFFER = "__tirc_last_error_buffer"
@@ -43,7 +44,7 @@ def record_error(fl, kind: ir.Value, message: ir.Value) -> None:
     """``snprintf(buffer, LAST_ERROR_BYTES, "%s: %s", kind, message)``."""
     ptr_t = fl.ctx.pointer()
     module = fl.module.ir
-    buf = error_buffer(module, ptr_t, str(fl.func.attrs.get("tirc.symbol_prefix", "")))
+    buf = error_buffer(module, ptr_t, str(fl.func.attrs.get(SYMBOL_PREFIX, "")))
     snprintf = fl.module.declare("snprintf", ir.FunctionType(lt.I32, [ptr_t, lt.I64, ptr_t],
                                                              var_arg=True))
     fl.b.call(snprintf, [buf, ir.Constant(lt.I64, LAST_ERROR_BYTES), fl.string("%s: %s"),

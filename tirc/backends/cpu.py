@@ -22,6 +22,7 @@ from tirc.backends import llvm_types as lt
 from tirc.backends.llvm_context import LLVMTargetContext, init_llvm
 from tirc.backends.llvm_lower import ModuleLowering, likely
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import C_API, DEVICE_ID, DEVICE_TYPE, SYMBOL_PREFIX
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import For
 from tirc.target import Target, host_triple
@@ -65,7 +66,7 @@ class CPUContext(LLVMTargetContext):
         self.device_attrs: list[tuple[str, ir.Value]] = []  # enclosing device_id/device_type
 
     def lower_attr(self, fl, s):
-        if s.key not in ("device_id", "device_type"):
+        if s.key not in (DEVICE_ID, DEVICE_TYPE):
             return False
         self.device_attrs.append((s.key, fl.expr(s.value)))
         try:
@@ -81,7 +82,7 @@ class CPUContext(LLVMTargetContext):
         if self.launcher is None:
             self.launcher = CudaLauncher(fl.module, self.device_code)
         attrs = dict(self.device_attrs)  # innermost wins
-        return self.launcher.launch(fl, call, attrs.get("device_type"), attrs.get("device_id"))
+        return self.launcher.launch(fl, call, attrs.get(DEVICE_TYPE), attrs.get(DEVICE_ID))
 
     def allocate(self, fl, nbytes, const_bytes, elem, count):
         if const_bytes is not None and const_bytes <= self.max_stack_alloca:
@@ -99,9 +100,9 @@ class CPUContext(LLVMTargetContext):
 
     def decorate(self, llfunc, func):
         super().decorate(llfunc, func)
-        if func.attrs.get("tirc.c_api"):  # --abi c: the module's <NAME>_last_error()
+        if func.attrs.get(C_API):  # --abi c: the module's <NAME>_last_error()
             from tirc.backends.c_errors import error_buffer
-            prefix = str(func.attrs.get("tirc.symbol_prefix", ""))  # --symbol-prefix
+            prefix = str(func.attrs.get(SYMBOL_PREFIX, ""))  # --symbol-prefix
             error_buffer(llfunc.module, self.pointer(), prefix)
 
     def raise_error(self, fl, kind, message):
@@ -109,7 +110,7 @@ class CPUContext(LLVMTargetContext):
             from tirc.backends.cpu_errors import record
             record(fl, kind, message)
             return
-        if fl.func.attrs.get("tirc.c_api"):  # --abi c: no tvm-ffi; a thread-local message
+        if fl.func.attrs.get(C_API):  # --abi c: no tvm-ffi; a thread-local message
             from tirc.backends.c_errors import record_error
             record_error(fl, kind, message)
             return

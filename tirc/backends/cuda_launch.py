@@ -45,6 +45,7 @@ from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import C_API, USE_DYN_SHARED_MEMORY
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, IntImm, StringImm
@@ -61,7 +62,6 @@ DRIVER = "libcuda.so.1"
 NO_DRIVER = f"the CUDA driver ({DRIVER}) could not be loaded"
 MSG_BYTES = 512  # the message buffer a failing helper fills
 _LAUNCH_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
-DYN_SHMEM_TAG = "tirx.use_dyn_shared_memory"
 
 PTR = ir.PointerType()
 I32, I64 = lt.I32, lt.I64
@@ -418,7 +418,7 @@ class CudaLauncher:
             raise Diagnostic(f"kernel '{name}' takes {len(kernel.params)} arguments; the launch "
                              f"passes {nargs}", span)
         for t in tags:
-            if t not in _LAUNCH_AXES and t != DYN_SHMEM_TAG:
+            if t not in _LAUNCH_AXES and t != USE_DYN_SHARED_MEMORY:
                 raise Diagnostic(f"unknown launch parameter '{t}' of kernel '{name}'", span)
         b = fl.b
         # kernel arguments, each in a stack slot, and the array of their addresses
@@ -433,7 +433,7 @@ class CudaLauncher:
             values.append(v)
         sizes = {t: (e, fl.expr(e)) for t, e in zip(tags, call.args[1 + nargs:])}
         dims = [self._u32(fl, sizes[t][1]) if t in sizes else ir.Constant(I32, 1) for t in _LAUNCH_AXES]
-        dyn_expr, dyn = sizes.get(DYN_SHMEM_TAG, (None, None))
+        dyn_expr, dyn = sizes.get(USE_DYN_SHARED_MEMORY, (None, None))
         dyn = self._u32(fl, dyn) if dyn is not None else ir.Constant(I32, 0)
         dev = (fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0))
         dtype_v = (fl.int_cast(device_type, I32) if device_type is not None else ir.Constant(I32, KDL_CUDA))
@@ -460,7 +460,7 @@ class CudaLauncher:
         b.position_at_end(loaded)
         func = b.load(self._elem(b, self.funcs[name], PTR, dev), typ=PTR, name=f"{name}.func")
         ctx = b.load(self._elem(b, self.ctxs, PTR, dev), typ=PTR)
-        if fl.func.attrs.get("tirc.c_api"):  # --abi c: no tvm-ffi; the default stream
+        if fl.func.attrs.get(C_API):  # --abi c: no tvm-ffi; the default stream
             stream = ir.Constant(PTR, None)
         else:
             get_stream = fl.module.declare("TVMFFIEnvGetStream", ir.FunctionType(PTR, [I32, I32]))

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from tirc.ir.attrs import NOALIAS_KEYS
 from tirc.ir.expr import Call, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 
@@ -35,7 +36,7 @@ _ARR_DATA = 1  # DLTensor field index of the data pointer (packed_abi.ARR_DATA)
 
 
 def is_noalias(func: PrimFunc) -> bool:
-    return bool(func.attrs.get("tir.noalias") or func.attrs.get("tirx.noalias"))
+    return any(bool(func.attrs.get(k)) for k in NOALIAS_KEYS)
 
 
 def is_argument_data(value: PrimExpr) -> bool:

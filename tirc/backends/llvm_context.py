@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import CallingConv, CALLING_CONV, C_API, GLOBAL_SYMBOL
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call
 from tirc.ir.function import PrimFunc
@@ -63,11 +64,12 @@ class LLVMTargetContext:
     # -- functions --------------------------------------------------------------------
     def symbol(self, name: str, func: PrimFunc) -> str:
         """The LLVM name of module function ``name``."""
-        return str(func.attrs.get("global_symbol", name)) if self.is_exported(func) else name
+        return str(func.attrs.get(GLOBAL_SYMBOL, name)) if self.is_exported(func) else name
 
     def is_exported(self, func: PrimFunc) -> bool:
         """Packed functions (``calling_conv`` 1) and C-API functions (``tirc.c_api``)."""
-        return func.attrs.get("calling_conv", 0) == 1 or bool(func.attrs.get("tirc.c_api"))
+        return (func.attrs.get(CALLING_CONV, 0) == CallingConv.CPACKED_FUNC
+                or bool(func.attrs.get(C_API)))
 
     def decorate(self, llfunc: ir.Function, func: PrimFunc) -> None:
         llfunc.linkage = "external" if self.is_exported(func) else "internal"

@@ -38,6 +38,7 @@ from tirc.backends.llvm_context import LIBM, LLVM_MATH, LLVMTargetContext, init_
 from tirc.backends.llvm_lower import ModuleLowering, opaque
 from tirc.backends.nvptx_warp import lower_warp_call, sync_warp
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import CallingConv, CALLING_CONV, NOALIAS_KEYS, THREAD_EXTENT
 from tirc.ir.expr import Call, IntImm, StringImm
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AttrStmt, IterVar
@@ -90,14 +91,14 @@ def target_machine(target: Target) -> llvm.TargetMachine:
 
 
 def is_kernel(func: PrimFunc) -> bool:
-    return func.attrs.get("calling_conv", 0) == 2
+    return func.attrs.get(CALLING_CONV, 0) == CallingConv.DEVICE_KERNEL_LAUNCH
 
 
 def max_threads(func: PrimFunc) -> tuple[int, int, int] | None:
     """The block size (x, y, z) when every ``threadIdx`` extent is a constant."""
     dims = {"x": 1, "y": 1, "z": 1}
     for node in walk(func.body):
-        if isinstance(node, AttrStmt) and node.key == "thread_extent" and isinstance(node.node, IterVar):
+        if isinstance(node, AttrStmt) and node.key == THREAD_EXTENT and isinstance(node.node, IterVar):
             axis, _, dim = node.node.thread_tag.partition(".")
             if axis != "threadIdx":
                 continue
@@ -142,7 +143,7 @@ class NVPTXContext(LLVMTargetContext):
             raise Diagnostic(f"kernel '{llfunc.name}' returns a value", func.span)
         llfunc.linkage = "external"
         llfunc.calling_convention = "ptx_kernel"
-        if func.attrs.get("tir.noalias") or func.attrs.get("tirx.noalias"):
+        if any(func.attrs.get(k) for k in NOALIAS_KEYS):
             for arg in llfunc.args:
                 if isinstance(arg.type, ir.PointerType):
                     arg.add_attribute("noalias")
@@ -218,7 +219,7 @@ class NVPTXContext(LLVMTargetContext):
         return fl.alloca(elem, max(count, 1), name=buf.name, align=16), 16, False
 
     def lower_attr(self, fl, s: AttrStmt) -> bool:
-        if s.key != "thread_extent" or not isinstance(s.node, IterVar):
+        if s.key != THREAD_EXTENT or not isinstance(s.node, IterVar):
             return False
         axis, _, dim = s.node.thread_tag.partition(".")
         if axis not in _SREG or dim not in ("x", "y", "z"):

@@ -11,6 +11,7 @@ from tirc.frontend.buffers import allocate_buffer, make_buffer, view_buffer
 from tirc.frontend.calls import Construct, VarDecl
 from tirc.frontend.loops import THREAD_TAGS
 from tirc.frontend.values import ThreadDecl, describe
+from tirc.ir.attrs import REDUCE_SCOPE, THREAD_EXTENT
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32
 from tirc.ir.expr import PrimExpr, StringImm, Var
@@ -70,7 +71,7 @@ def statement(b: "FunctionBuilder", c: Construct, top: bool) -> "Stmt | Binder |
         return _binder(lambda body: AssertStmt(cond, kind, msg, body, c.span))
     if c.name == "launch_thread":
         iv, extent = _launch_args(b, c, None, None)
-        return _binder(lambda body: AttrStmt(iv, "thread_extent", extent, body, c.span))
+        return _binder(lambda body: AttrStmt(iv, THREAD_EXTENT, extent, body, c.span))
     if c.name in ("reads", "writes", "where", "sblock_attr", "block_attr"):
         from tirc.frontend.blocks import block_statement
         block_statement(b, c)
@@ -139,7 +140,7 @@ def named(b: "FunctionBuilder", name: str, v: "Construct | VarDecl", nspan: Span
         return _binder(lambda body: AllocBuffer(buf, body, c.span))
     if c.name == "launch_thread":
         iv, extent = _launch_args(b, c, name, nspan)
-        return _binder(lambda body: AttrStmt(iv, "thread_extent", extent, body, c.span))
+        return _binder(lambda body: AttrStmt(iv, THREAD_EXTENT, extent, body, c.span))
     if c.name == "env_thread":
         _arity(c, 1, 1)
         tag, tspan = c.args[0]
@@ -298,7 +299,7 @@ def _attr_args(b: "FunctionBuilder", c: Construct):
     elif isinstance(node, (int, float)):
         node = b.as_expr(node, nspan)
     elif isinstance(node, CommReducer):
-        if key != "reduce_scope":
+        if key != REDUCE_SCOPE:
             raise Diagnostic(f"a reducer is the node of a \"reduce_scope\" attribute, not "
                              f"\"{key}\"", kspan)
     elif not isinstance(node, (Target, Buffer, PrimExpr)):
@@ -361,7 +362,7 @@ def with_stmt(b: "FunctionBuilder", tree: lark.Tree, span: Span | None) -> Stmt:
             return LetStmt(var, value, b.suite(suite), span, "annotated")
         if c.name == "launch_thread":
             iv, extent = _launch_args(b, c, as_name, as_span)
-            return AttrStmt(iv, "thread_extent", extent, b.suite(suite), span)
+            return AttrStmt(iv, THREAD_EXTENT, extent, b.suite(suite), span)
         if c.name in ("sblock", "block"):
             from tirc.frontend.blocks import build_block
             if as_name is not None:

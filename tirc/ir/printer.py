@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from tirc.ir.attrs import GLOBAL_SYMBOL, THREAD_EXTENT
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import (Call, IntImm, Let, PrimExpr, StringImm,
                           Var)
@@ -173,7 +174,7 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
                 self.data_owner[id(buf.data)] = buf
                 args = self.buffer_args(buf, free)
                 body_decls.append(f"{inner}{self.buffer_name(buf)} = T.match_buffer({self.names[id(p)]}, {args})")
-        attrs = {k: v for k, v in f.attrs.items() if not (k == "global_symbol" and v == self.name)}
+        attrs = {k: v for k, v in f.attrs.items() if not (k == GLOBAL_SYMBOL and v == self.name)}
         if attrs:
             body_decls.append(f"{inner}T.func_attr({py_value(attrs, self)})")
         self.lines = list(body_decls)
@@ -297,7 +298,7 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
                 s, concise = s.stmts[-1], False
                 continue
             if isinstance(s, AttrStmt) and concise and not (
-                    s.key == "thread_extent" and isinstance(s.node, IterVar)):
+                    s.key == THREAD_EXTENT and isinstance(s.node, IterVar)):
                 self.emit(level, self.attr_call(s))
                 s = s.body
                 continue
@@ -320,11 +321,11 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             self.emit(level, f"{name} = {decl}")
             self.emit(level, f"with T.LetStmt({self.expr(s.value)}, var={name}):")
             self.block(s.body, level + 1)
-        elif (isinstance(s, AttrStmt) and s.key == "thread_extent" and isinstance(s.node, IterVar)
+        elif (isinstance(s, AttrStmt) and s.key == THREAD_EXTENT and isinstance(s.node, IterVar)
               and id(s.node.var) in self.env_defined):
             self.emit(level, f"with T.launch_thread({self.var(s.node.var)}, {self.expr(s.value)}):")
             self.block(s.body, level + 1)
-        elif isinstance(s, AttrStmt) and s.key == "thread_extent" and isinstance(s.node, IterVar):
+        elif isinstance(s, AttrStmt) and s.key == THREAD_EXTENT and isinstance(s.node, IterVar):
             header = len(self.lines)
             self.emit(level, "")
             self.frames.append([])
@@ -388,11 +389,11 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
                 self.data_latest[id(b.data)] = b
             return s.body
         if isinstance(s, AttrStmt):
-            if (s.key == "thread_extent" and isinstance(s.node, IterVar)
+            if (s.key == THREAD_EXTENT and isinstance(s.node, IterVar)
                     and id(s.node.var) in self.env_defined):
                 self.emit(level, f"T.launch_thread({self.var(s.node.var)}, {self.expr(s.value)})")
                 return s.body
-            if s.key == "thread_extent" and isinstance(s.node, IterVar):
+            if s.key == THREAD_EXTENT and isinstance(s.node, IterVar):
                 name = self.define(s.node.var, s.node.var.name)
                 self.emit(level, f"{name} = T.launch_thread({quote(s.node.thread_tag)}, {self.expr(s.value)})")
                 return s.body
@@ -552,7 +553,7 @@ def _env_thread_sites(body: Stmt) -> dict[int, list[IterVar]]:
             if is_stmt:
                 self.path.append(node)
             try:
-                if (isinstance(node, AttrStmt) and node.key == "thread_extent"
+                if (isinstance(node, AttrStmt) and node.key == THREAD_EXTENT
                         and isinstance(node.node, IterVar)):
                     key = id(node.node.var)
                     self.launches.setdefault(key, []).append(tuple(self.path))

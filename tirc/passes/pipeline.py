@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from tirc.diagnostics import Diagnostic
+from tirc.diagnostics import Diagnostic, InternalError
 from tirc.ir.function import IRModule
 from tirc.target import Target
 
@@ -91,6 +91,34 @@ class VerifyEach(Instrument):
             verify(mod)
         except Diagnostic as d:
             raise Diagnostic(f"the module is malformed after {p.name}: {d.message}", d.span) from d
+
+
+@dataclass
+class DumpIR(Instrument):
+    """``--dump-ir DIR``: the module as written and after every pass, one file each
+    (``DIR/NAME.00-input.tir``, ``DIR/NAME.01-Verify.tir``, ...), what a bug report
+    needs: after an internal error in a pass, the last file is its input."""
+
+    directory: str
+    name: str
+    count: int = 0
+
+    def before(self, p: Pass, mod: IRModule) -> None:
+        if self.count == 0:
+            self._write("input", mod)
+
+    def after(self, p: Pass, mod: IRModule) -> None:
+        self._write(p.name, mod)
+
+    def _write(self, label: str, mod: IRModule) -> None:
+        import os
+
+        from tirc.ir.printer import print_module
+        os.makedirs(self.directory, exist_ok=True)
+        path = os.path.join(self.directory, f"{self.name}.{self.count:02d}-{label}.tir")
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(print_module(mod))
+        self.count += 1
 
 
 @dataclass
@@ -283,13 +311,20 @@ def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
                 if p.name == stop_after:
                     break
                 continue
-        for inst in instruments:
-            inst.before(p, mod)
-        mod = p.run(mod, ctx)
-        for inst in instruments:
-            inst.after(p, mod)
+        mod = _run(p, mod, ctx, instruments)
         if p.name == stop_after:
             break
+    return mod
+
+
+def _run(p: Pass, mod: IRModule, ctx: PassContext, instruments: tuple[Instrument, ...]) -> IRModule:
+    """One pass with its instruments; a bug in it is an InternalError naming it."""
+    for inst in instruments:
+        inst.before(p, mod)
+    with InternalError.guard(f"pass {p.name}"):
+        mod = p.run(mod, ctx)
+    for inst in instruments:
+        inst.after(p, mod)
     return mod
 
 
@@ -309,9 +344,5 @@ def run_passes(mod: IRModule, ctx: PassContext, names: list[str],
     """Run exactly the passes ``names`` in the order given, nothing before them (as
     ``opt -passes=``): a pass's requirements are the caller's business."""
     for p in passes_named(names):
-        for inst in instruments:
-            inst.before(p, mod)
-        mod = p.run(mod, ctx)
-        for inst in instruments:
-            inst.after(p, mod)
+        mod = _run(p, mod, ctx, instruments)
     return mod

@@ -60,6 +60,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from tirc.ir.attrs import (CallingConv, CALLING_CONV, TARGET, THREAD_EXTENT,
+    USE_DYN_SHARED_MEMORY, VIRTUAL_THREAD)
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar, IntImm,
                           Let, Not, PrimExpr, Ramp, Select, Shuffle, StringImm, Var)
@@ -195,7 +197,7 @@ def _scan_extents(func: PrimFunc, args: list) -> dict[str, int]:
     ev = Evaluator(IRModule({}))
     found: dict[str, int] = {}
     for node in walk(func.body):
-        if isinstance(node, AttrStmt) and node.key == "thread_extent" and isinstance(node.node, IterVar):
+        if isinstance(node, AttrStmt) and node.key == THREAD_EXTENT and isinstance(node.node, IterVar):
             try:
                 n = int(ev.expr(node.value, env, {}))
             except Unsupported:
@@ -218,10 +220,11 @@ class _Host(Evaluator):
             return super().e_Call(e, env, views)
         name = e.args[0].value
         kernel = self.mod[name]
-        target = kernel.attrs.get("target")
-        if kernel.attrs.get("calling_conv") != 2 or target is None or target.host is not None:
+        target = kernel.attrs.get(TARGET)
+        if (kernel.attrs.get(CALLING_CONV) != CallingConv.DEVICE_KERNEL_LAUNCH or target is None
+                or target.host is not None):
             raise LaunchMismatch(f"the host launches '{name}', which is not a device kernel "
-                                 f"(calling_conv {kernel.attrs.get('calling_conv')}, target "
+                                 f"(calling_conv {kernel.attrs.get(CALLING_CONV)}, target "
                                  f"{target.describe() if target is not None else None})")
         n = len(kernel.params)
         kargs = [self.expr(a, env, views) for a in e.args[1:1 + n]]
@@ -232,7 +235,7 @@ class _Host(Evaluator):
             if tag in AXES:
                 kind, _, dim = tag.partition(".")
                 (grid if kind == "blockIdx" else block)["xyz".index(dim)] = size
-            elif tag == "tirx.use_dyn_shared_memory":
+            elif tag == USE_DYN_SHARED_MEMORY:
                 dyn = size
             else:
                 raise Unsupported(f"launch parameter {tag}")
@@ -382,7 +385,7 @@ class _Kernel:
         self.stmt(s.body)
 
     def s_attr(self, s: AttrStmt) -> None:
-        if s.key == "thread_extent" and isinstance(s.node, IterVar):
+        if s.key == THREAD_EXTENT and isinstance(s.node, IterVar):
             tag = s.node.thread_tag
             if tag not in AXES:
                 raise Unsupported(f"thread axis {tag}")
@@ -391,7 +394,7 @@ class _Kernel:
                 raise LaunchMismatch(f"{self.name}: launched with {tag} = {want}, but its "
                                      f"T.launch_thread(\"{tag}\", {extent}){_where(s)} says {extent}")
             self.env[id(s.node.var)] = self.axis[tag].astype(lanes.np_type(s.node.var.dtype))
-        elif s.key == "virtual_thread":
+        elif s.key == VIRTUAL_THREAD:
             raise Unsupported("virtual threads (InjectVirtualThread has not run)")
         self.stmt(s.body)
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import C_API, GLOBAL_SYMBOL, SYMBOL_PREFIX
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, INT64
 from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
@@ -54,11 +55,6 @@ from tirc.passes.abi.make_packed_api import _needs_packing
 from tirc.passes.abi.packed_abi import (binop, cast, dtype_range, empty_condition, fits, i32,
                                     mul, not_null, wide)
 from tirc.passes.pipeline import PassContext
-
-C_API = "tirc.c_api"  # the attribute marking a function exported with a C signature
-# the symbol prefix of a C-API function, when there is one: the host backend names the
-# module's <prefix><NAME>_last_error() with it
-SYMBOL_PREFIX = "tirc.symbol_prefix"
 
 
 def make_c_api(mod: IRModule, ctx: PassContext) -> IRModule:
@@ -81,7 +77,7 @@ def _scalar_ok(dtype, what: str, where: str, span) -> None:
 class _CFunction:
     def __init__(self, name: str, func: PrimFunc, prefix: str = ""):
         self.name, self.func, self.prefix = name, func, prefix
-        self.symbol = prefix + str(func.attrs.get("global_symbol", name))
+        self.symbol = prefix + str(func.attrs.get(GLOBAL_SYMBOL, name))
         self.bound: set[int] = set()
         self.lets: list[tuple[Var, PrimExpr]] = []
         self.checks: list[tuple[PrimExpr, str, str]] = []
@@ -155,7 +151,7 @@ class _CFunction:
             body = LetStmt(var, value, body, span, form="let")
         attrs = {**f.attrs, C_API: True}  # the symbol: "global_symbol", else the name
         if self.prefix:
-            attrs.update({"global_symbol": self.symbol, SYMBOL_PREFIX: self.prefix})
+            attrs.update({GLOBAL_SYMBOL: self.symbol, SYMBOL_PREFIX: self.prefix})
         return replace(f, params=tuple(params), body=body, ret_type=INT32, buffer_map=(),
                        attrs=attrs)
 

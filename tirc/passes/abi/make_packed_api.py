@@ -42,6 +42,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic, Span
+from tirc.ir.attrs import (CallingConv, CALLING_CONV, DEVICE_ID, DEVICE_TYPE, GLOBAL_SYMBOL,
+    TARGET)
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, HANDLE, INT32, INT64
 from tirc.ir.expr import BinOp, Call, Cast, IntImm, PrimExpr, Select, StringImm, Var
@@ -93,8 +95,9 @@ def make_packed_api(mod: IRModule, ctx: PassContext) -> IRModule:
 
 
 def _needs_packing(f: PrimFunc) -> bool:
-    target = f.attrs.get("target")
-    if f.private or f.attrs.get("calling_conv", 0) != 0 or not isinstance(target, Target):
+    target = f.attrs.get(TARGET)
+    if (f.private or f.attrs.get(CALLING_CONV, 0) != CallingConv.DEFAULT
+            or not isinstance(target, Target)):
         return False
     return not target.is_device or target.host is not None
 
@@ -109,7 +112,7 @@ class _Packer:
         self.early: list[tuple] = []  # ("let", var, value) / ("assert", cond, kind, msg)
         self.late: list[tuple] = []  # checks that may use any bound variable
         self.pending: list[tuple[PrimExpr, str]] = []  # expressions checked late
-        target: Target = func.attrs["target"]
+        target: Target = func.attrs[TARGET]
         kind = KINDS[target.kind] if target.is_device else KINDS["llvm"]
         self.dev_type, self.dev_name = kind.dl_device_type, kind.device_type
         self.signature = f"{name}({', '.join(self.param_text(p) for p in func.params)})"
@@ -155,8 +158,8 @@ class _Packer:
             self.data_check(i, buf, handle)
         body = self.body(result)
         if tensors:
-            body = AttrStmt(StringImm("default"), "device_type", i32(self.dev_type), body, sp)
-            body = AttrStmt(StringImm("default"), "device_id", dev_id, body, sp)
+            body = AttrStmt(StringImm("default"), DEVICE_TYPE, i32(self.dev_type), body, sp)
+            body = AttrStmt(StringImm("default"), DEVICE_ID, dev_id, body, sp)
         for i, p, buf, handle in reversed(tensors):
             body = DeclBuffer(buf, body, buf.span)
             if any(node is p for node in walk(f.body)):
@@ -172,8 +175,8 @@ class _Packer:
             else:
                 body = AssertStmt(item[1], item[2], item[3], body, sp)
         params = (Var("self_handle", HANDLE), self.args, num_args, result)
-        attrs = {**f.attrs, "calling_conv": 1,
-                 "global_symbol": f"__tvm_ffi_{self.prefix}{self.name}"}
+        attrs = {**f.attrs, CALLING_CONV: int(CallingConv.CPACKED_FUNC),
+                 GLOBAL_SYMBOL: f"__tvm_ffi_{self.prefix}{self.name}"}
         return replace(f, params=params, body=body, ret_type=INT32, buffer_map=(), attrs=attrs)
 
     # -- arguments -----------------------------------------------------------------------

@@ -7,6 +7,7 @@ unless the function itself is bound to a device target without a host.
 """
 from __future__ import annotations
 
+from tirc.ir.attrs import TARGET, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import AttrStmt, For, Stmt
 from tirc.target import Target
@@ -20,16 +21,16 @@ def scope_change(s: Stmt) -> str | None:
     if isinstance(s, For) and s.kind == "thread_binding":
         return DEVICE
     if isinstance(s, AttrStmt):
-        if s.key in ("thread_extent", "virtual_thread"):
+        if s.key in (THREAD_EXTENT, VIRTUAL_THREAD):
             return DEVICE
-        if s.key == "target" and isinstance(s.node, Target):
+        if s.key == TARGET and isinstance(s.node, Target):
             return DEVICE if s.node.is_device else HOST
     return None
 
 
 def body_context(func: PrimFunc) -> str | None:
     """The context of a function's top level decided by its own target, if it has one."""
-    t = func.attrs.get("target")
+    t = func.attrs.get(TARGET)
     if not isinstance(t, Target):
         return None
     if not t.is_device or t.host is not None:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.block import BufferRegion, Range, SBlock, SBlockRealize
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL
@@ -107,7 +108,7 @@ class _Collector(Visitor):
         self._leave_loop(s.loop_var)
 
     def visit_AttrStmt(self, s: AttrStmt) -> None:
-        if s.key in ("thread_extent", "virtual_thread") and isinstance(s.node, IterVar):
+        if s.key in (THREAD_EXTENT, VIRTUAL_THREAD) and isinstance(s.node, IterVar):
             self.visit(s.value)
             var = s.node.var
             self._enter_loop(var, imm(s.value.dtype, 0), s.value, s.node.thread_tag)

@@ -39,6 +39,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import REDUCE_SCOPE
 from tirc.ir.block import BlockIterVar, BufferRegion, Range, SBlock, SBlockRealize
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, HANDLE, INT32, UINT32, VOID
@@ -234,7 +235,7 @@ def _rewrite(realize: SBlockRealize, loops: list[For], reducer: CommReducer, rhs
     sources = [BufferLoad(b, (_zero(),), b.dtype) for b in partial] if partial is not None else rhs
     args = (IntImm(UINT32, len(outputs)), *sources, IntImm(BOOL, 1),
             *(BufferLoad(b, (_zero(),), b.dtype) for b in cross), *threads)
-    allreduce = AttrStmt(reducer, "reduce_scope", _zero(),
+    allreduce = AttrStmt(reducer, REDUCE_SCOPE, _zero(),
                          Evaluate(Call(VOID, "tvm_thread_allreduce", tuple(args)), block.span),
                          block.span)
     if partial is not None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from tirc.ir.attrs import THREAD_EXTENT
 from tirc.ir.block import SBlock, SBlockRealize
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, IntImm, Var
@@ -82,7 +83,7 @@ class _LCADetector(Visitor):
         self.stack.pop()
 
     def visit_AttrStmt(self, s: AttrStmt) -> None:
-        if isinstance(s.node, IterVar) and s.key == "thread_extent" and s.node.thread_tag.startswith("blockIdx"):
+        if isinstance(s.node, IterVar) and s.key == THREAD_EXTENT and s.node.thread_tag.startswith("blockIdx"):
             self.block_idx_scopes.append(self.stack[-1])
         self.generic_visit(s)
 

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tirc.diagnostics import Span
+from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.expr import Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import AttrStmt, For, IterVar, SeqStmt, Stmt, seq
@@ -38,7 +39,7 @@ from tirc.ir.visitor import Mutator
 from tirc.passes.blocks.lift_thread_binding import (axis_var_name, check_same_range,
                                               is_block_level)
 
-_THREAD_KEYS = ("thread_extent", "virtual_thread")
+_THREAD_KEYS = (THREAD_EXTENT, VIRTUAL_THREAD)
 _KERNEL_TAGS = ("blockIdx.", "clusterIdx.", "clusterCtaIdx")
 
 

@@ -26,6 +26,7 @@ from dataclasses import replace
 from typing import Callable
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import TARGET
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import FLOAT32, DataType
 from tirc.ir.expr import (ARITH_OPS, COMPARE_OPS, BinOp, Broadcast, Call, Cast, FloatImm,
@@ -50,7 +51,7 @@ def legalize_module(mod: IRModule, formats: dict[str, Format], native: Callable[
     new: dict[str, PrimFunc] = {}
     legalized: set[str] = set()
     for name, func in mod.functions.items():
-        target = func.attrs.get("target")
+        target = func.attrs.get(TARGET)
         if not isinstance(target, Target):
             raise Diagnostic(f"function '{name}' has no target; BindTarget must run before "
                              f"{pass_name}", func.span)

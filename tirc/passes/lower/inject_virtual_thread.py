@@ -21,6 +21,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var
 from tirc.ir.function import IRModule
@@ -30,7 +31,7 @@ from tirc.ir.renew import substitute
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.lower.flatten_buffer import arith, cast
 
-_KEYS = ("thread_extent", "virtual_thread")
+_KEYS = (THREAD_EXTENT, VIRTUAL_THREAD)
 
 
 def is_virtual(tag: str) -> bool:

@@ -31,6 +31,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import TARGET
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call, FloatImm, GlobalVar, IntImm, Let, PrimExpr, Var
 from tirc.ir.function import IRModule, PrimFunc
@@ -46,7 +47,7 @@ def inline_private_functions(mod: IRModule, ctx=None) -> IRModule:
     new: dict[str, PrimFunc] = {}
     changed = False
     for name, func in mod.functions.items():
-        target = func.attrs.get("target")
+        target = func.attrs.get(TARGET)
         if not isinstance(target, Target):
             new[name] = func
             continue

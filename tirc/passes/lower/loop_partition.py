@@ -41,6 +41,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from tirc.ir.attrs import PRAGMA_LOOP_PARTITION_HINT, THREAD_EXTENT
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import Call, IntImm, PrimExpr, Var
 from tirc.ir.function import IRModule
@@ -51,7 +52,7 @@ from tirc.ir.visitor import Mutator, walk
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.deduce_bound import (EVERYTHING, NOTHING, ISet, fold, intersect, intersect_all,
                                       simplify)
-from tirc.passes.lower.loop_partition_analysis import HINT, Finder, Selector, thread_rank
+from tirc.passes.lower.loop_partition_analysis import Finder, Selector, thread_rank
 
 
 @dataclass(frozen=True)
@@ -81,7 +82,7 @@ def _has_work(body: Stmt) -> bool:
     for n in walk(body):
         if isinstance(n, Call) and n.op in ("likely", "ignore_loop_partition"):
             return True
-        if isinstance(n, AttrStmt) and n.key == HINT:
+        if isinstance(n, AttrStmt) and n.key == PRAGMA_LOOP_PARTITION_HINT:
             return True
     return False
 
@@ -110,7 +111,7 @@ class _ThreadInserter(Mutator):
         return node if isinstance(node, PrimExpr) else super().visit(node)
 
     def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
-        if s.key != "thread_extent":
+        if s.key != THREAD_EXTENT:
             return self.generic_visit(s)
         self.innermost = True
         out = self.generic_visit(s)
@@ -157,7 +158,7 @@ class _Partitioner(Mutator):
         return out
 
     def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
-        if s.key != "thread_extent" or not isinstance(s.node, IterVar):
+        if s.key != THREAD_EXTENT or not isinstance(s.node, IterVar):
             return self.generic_visit(s)
         var = s.node.var
         hi = fold("sub", s.value, IntImm(s.value.dtype, 1))
@@ -294,6 +295,6 @@ class _RemoveHints(Mutator):
         return self.generic_visit(e)
 
     def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
-        if s.key == HINT:
+        if s.key == PRAGMA_LOOP_PARTITION_HINT:
             return self.visit(s.body)
         return self.generic_visit(s)

@@ -3,13 +3,13 @@ which loops are worth partitioning, and for the variable of one, the interval in
 each condition of its body is provably true, or provably false."""
 from __future__ import annotations
 
+from tirc.ir.attrs import PRAGMA_LOOP_PARTITION_HINT, THREAD_EXTENT
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import BinOp, Call, IntImm, PrimExpr, Var
 from tirc.ir.stmt import AttrStmt, For, IterVar, SeqStmt, Stmt
 from tirc.ir.visitor import Visitor, walk
 from tirc.passes.analysis.deduce_bound import NOTHING, ISet, deduce_bound, fold, intersect_all, inverse
 
-HINT = "pragma_loop_partition_hint"
 _COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
 
 
@@ -49,11 +49,11 @@ class Selector(Visitor):
                     or self.const_too)
 
     def visit_AttrStmt(self, s: AttrStmt) -> None:
-        if s.key == "thread_extent" and isinstance(s.node, IterVar):
+        if s.key == THREAD_EXTENT and isinstance(s.node, IterVar):
             self._scope(s, s.node.var, thread_rank(s.node.thread_tag) == 0
                         and (not _is_const(s.value) or self.const_too))
             return
-        if s.key == HINT and isinstance(s.value, IntImm) and s.value.value:
+        if s.key == PRAGMA_LOOP_PARTITION_HINT and isinstance(s.value, IntImm) and s.value.value:
             var = s.node.var if isinstance(s.node, IterVar) else s.node
             if isinstance(var, Var):
                 self.hinted.add(id(var))
@@ -110,7 +110,7 @@ class Finder(Visitor):
         self._enter(s.loop_var, dom, lambda: self.generic_visit(s))
 
     def visit_AttrStmt(self, s: AttrStmt) -> None:
-        if s.key == "thread_extent" and isinstance(s.node, IterVar):
+        if s.key == THREAD_EXTENT and isinstance(s.node, IterVar):
             zero = IntImm(s.value.dtype, 0)
             if isinstance(s.value, IntImm) and s.value.value == 1:
                 dom = ISet.point(zero)

@@ -37,6 +37,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from tirc.diagnostics import Diagnostic, Span
+from tirc.ir.attrs import REDUCE_SCOPE, TARGET, THREAD_EXTENT, VOLATILE
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, HANDLE, INT32, UINT32, DataType
 from tirc.ir.expr import (BinOp, BufferLoad, Call, Cast, IntImm, PointerType, PrimExpr,
@@ -106,11 +107,11 @@ class _Builder(Mutator):
         self.remap: dict[int, tuple[Buffer, PrimExpr]] = {}
 
     def visit_AttrStmt(self, s: AttrStmt):
-        if s.key == "thread_extent" and isinstance(s.node, IterVar):
+        if s.key == THREAD_EXTENT and isinstance(s.node, IterVar):
             stack, item = self.threads, s
-        elif s.key == "reduce_scope" and isinstance(s.node, CommReducer):
+        elif s.key == REDUCE_SCOPE and isinstance(s.node, CommReducer):
             stack, item = self.reducers, s.node
-        elif s.key == "target" and isinstance(s.node, Target):
+        elif s.key == TARGET and isinstance(s.node, Target):
             stack, item = self.targets, s.node
         else:
             return self.generic_visit(s)
@@ -406,7 +407,7 @@ class _Remap(Mutator):
         new = hit[0]
         notes = s.annotations
         if new.scope == "shared":
-            notes = tuple(sorted(dict(notes, **{"tirx.volatile": True}).items()))
+            notes = tuple(sorted(dict(notes, **{VOLATILE: True}).items()))
         return AllocBuffer(new, self.visit(s.body), s.span, notes)
 
     def visit_DeclBuffer(self, s: DeclBuffer):
@@ -433,7 +434,7 @@ class _Remap(Mutator):
 def lower_thread_allreduce(mod: IRModule, ctx=None) -> IRModule:
     funcs = {}
     for name, f in mod.functions.items():
-        target = f.attrs.get("target")
+        target = f.attrs.get(TARGET)
         builder = _Builder(target if isinstance(target, Target) else None)
         body = builder.visit(f.body)
         if builder.remap:

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import THREAD_EXTENT
 from tirc.ir.expr import BinOp, IntImm, Var
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import AttrStmt, For, IterVar, LetStmt
@@ -25,12 +26,12 @@ class _Lower(Mutator):
         if s.step is not None:
             raise Diagnostic("a thread-bound loop cannot have a step", s.span)
         if isinstance(s.min, IntImm) and s.min.value == 0:
-            return AttrStmt(IterVar(s.loop_var, s.thread_tag, s.span), "thread_extent", s.extent,
+            return AttrStmt(IterVar(s.loop_var, s.thread_tag, s.span), THREAD_EXTENT, s.extent,
                             s.body, s.span)
         axis = Var(f"{s.loop_var.name}_1", s.loop_var.dtype, None, s.loop_var.span)
         shifted = BinOp("add", axis, s.min, s.loop_var.dtype, s.span)
         body = LetStmt(s.loop_var, shifted, s.body, s.span)
-        return AttrStmt(IterVar(axis, s.thread_tag, s.span), "thread_extent", s.extent, body, s.span)
+        return AttrStmt(IterVar(axis, s.thread_tag, s.span), THREAD_EXTENT, s.extent, body, s.span)
 
 
 def lower_thread_bindings(mod: IRModule, ctx) -> IRModule:

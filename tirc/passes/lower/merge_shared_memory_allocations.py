@@ -33,6 +33,7 @@ import math
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import TARGET, THREAD_EXTENT
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, INT64, DataType
 from tirc.ir.expr import BinOp, BufferLoad, Call, Cast, IntImm, Let, PointerType, PrimExpr, Var
@@ -153,13 +154,13 @@ class _Kernels(Mutator):
         self.targets = [target]
 
     def visit_AttrStmt(self, s: AttrStmt):
-        if s.key == "target" and isinstance(s.node, Target):
+        if s.key == TARGET and isinstance(s.node, Target):
             self.targets.append(s.node)
             try:
                 return self.generic_visit(s)
             finally:
                 self.targets.pop()
-        if s.key == "thread_extent":
+        if s.key == THREAD_EXTENT:
             return self.kernel(s)
         return self.generic_visit(s)
 
@@ -230,7 +231,7 @@ def merge_shared_memory_allocations(mod: IRModule, ctx=None) -> IRModule:
     """Give every kernel launch of ``mod`` one merged dynamic shared-memory buffer."""
     funcs = {}
     for name, f in mod.functions.items():
-        target = f.attrs.get("target")
+        target = f.attrs.get(TARGET)
         body = _Kernels(target if isinstance(target, Target) else None).visit(f.body)
         funcs[name] = f if body is f.body else f.with_body(body)
     if all(funcs[n] is mod.functions[n] for n in funcs):

@@ -32,6 +32,7 @@ from __future__ import annotations
 from dataclasses import replace
 from itertools import islice
 
+from tirc.ir.attrs import PRAGMA_DEBUG_SKIP_REGION, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, Not, PrimExpr, Var
 from tirc.ir.function import IRModule
@@ -156,11 +157,11 @@ class _NoOpRemover(Mutator):
         return replace(s, condition=cond, body=body)
 
     def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
-        if s.key == "pragma_debug_skip_region":
+        if s.key == PRAGMA_DEBUG_SKIP_REGION:
             return _nop(s.span)
         value = self.visit(s.value)
         ranges = {}
-        if isinstance(s.node, IterVar) and s.key in ("thread_extent", "virtual_thread"):
+        if isinstance(s.node, IterVar) and s.key in (THREAD_EXTENT, VIRTUAL_THREAD):
             r = interval(value, self.ranges)
             if r is not None and r[1] >= 1:
                 ranges[id(s.node.var)] = (0, r[1] - 1)

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import (BinOp, BufferLoad, Call, Cast, GlobalVar, IntImm, Let, Not,
@@ -134,7 +135,7 @@ class _Simplifier(Mutator):
     def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
         value = self.visit(s.value)
         node = s.node
-        if isinstance(node, IterVar) and s.key in ("thread_extent", "virtual_thread"):
+        if isinstance(node, IterVar) and s.key in (THREAD_EXTENT, VIRTUAL_THREAD):
             er = interval(value, self.ranges)
             body = self.with_range(node.var, None if er is None else (0, er[1] - 1), s.body)
         else:

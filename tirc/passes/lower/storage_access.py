@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from tirc.ir.attrs import TARGET, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, Call, Let, Var
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate,
@@ -132,15 +133,15 @@ class AccessFinder(Visitor):
         self._new_scope(s)
 
     def visit_AttrStmt(self, s: AttrStmt) -> None:
-        if s.key == "thread_extent" and not self.in_thread:
+        if s.key == THREAD_EXTENT and not self.in_thread:
             self.in_thread = True
             if isinstance(s.node, IterVar):
                 self._define(s.node.var)
             self._attach(s, lambda: self._new_scope(s))
             self.in_thread = False
-        elif s.key in ("virtual_thread", "extern_scope"):
+        elif s.key in (VIRTUAL_THREAD, "extern_scope"):
             self._new_scope(s)
-        elif s.key == "target":
+        elif s.key == TARGET:
             raise Unsupported  # a region of another target: its memory is not ours to move
         else:
             if isinstance(s.node, IterVar):

@@ -32,6 +32,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field, replace
 
+from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
 from tirc.ir.function import IRModule
@@ -146,7 +147,7 @@ class _Planner:
                     dst.allocs.append(alloc)
                     self.alloc_map[var] = dst
             s = e.stmt
-            if isinstance(s, AttrStmt) and s.key in ("thread_extent", "virtual_thread"):
+            if isinstance(s, AttrStmt) and s.key in (THREAD_EXTENT, VIRTUAL_THREAD):
                 self.new_scope(s)
             elif isinstance(s, For) and s.kind == "parallel" and self.thread_scope in (None, s):
                 self.new_scope(s)

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from tirc.ir.attrs import THREAD_EXTENT
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
@@ -285,7 +286,7 @@ class _Kernels(Mutator):
     """Finds each kernel (an outermost thread scope) and plans its barriers."""
 
     def visit_AttrStmt(self, s: AttrStmt):
-        if s.key != "thread_extent":
+        if s.key != THREAD_EXTENT:
             return self.generic_visit(s)
         return self.kernel(s)
 

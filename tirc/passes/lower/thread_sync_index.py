@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from tirc.ir.attrs import THREAD_EXTENT
 from tirc.ir.expr import BinOp, Broadcast, BufferLoad, Call, IntImm, PrimExpr, Ramp, Var
 from tirc.ir.ops import INTRINSICS
 from tirc.ir.stmt import AttrStmt, For, IterVar, Stmt
@@ -50,7 +51,7 @@ class ThreadIndices:
         self.derived: dict[tuple[str, int, int], int] = {}  # (op, var, k) -> axis key (< -1)
         for n in walk(root):
             var = extent = None
-            if isinstance(n, AttrStmt) and n.key == "thread_extent" and isinstance(n.node, IterVar):
+            if isinstance(n, AttrStmt) and n.key == THREAD_EXTENT and isinstance(n.node, IterVar):
                 var, extent, tag = n.node.var, n.value, n.node.thread_tag
             elif isinstance(n, For) and n.kind == "thread_binding":
                 var, extent, tag = n.loop_var, n.extent, n.thread_tag or ""

@@ -35,6 +35,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import PRAGMA_AUTO_UNROLL_MAX_STEP, PRAGMA_UNROLL_EXPLICIT
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import IntImm, Let, PrimExpr, Var
@@ -49,7 +50,7 @@ from tirc.passes.pipeline import PassContext
 MAX_COPIES = 256
 MAX_STATEMENTS = 4096
 AUTO_MAX_DEPTH = 8  # TVM's UnrollLoop default auto_max_depth
-_PRAGMAS = ("pragma_auto_unroll_max_step", "pragma_unroll_explicit")
+_PRAGMAS = (PRAGMA_AUTO_UNROLL_MAX_STEP, PRAGMA_UNROLL_EXPLICIT)
 
 
 def _nop() -> Stmt:
@@ -132,13 +133,13 @@ class _Unroll(Mutator):
             return self.generic_visit(s)
         if s.key in _PRAGMAS and not isinstance(s.value, IntImm):
             raise Diagnostic(f"loop pragma \"{s.key}\" needs a constant integer", s.span)
-        if s.key == "pragma_auto_unroll_max_step":
+        if s.key == PRAGMA_AUTO_UNROLL_MAX_STEP:
             saved, self.max_step = self.max_step, s.value.value
             try:
                 return self.visit(s.body)
             finally:
                 self.max_step = saved
-        if s.key == "pragma_unroll_explicit":
+        if s.key == PRAGMA_UNROLL_EXPLICIT:
             saved, self.explicit = self.explicit, bool(s.value.value)
             try:
                 return self.visit(s.body)

@@ -28,6 +28,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic, Span
+from tirc.ir.attrs import IS_HOST_FUNC, TARGET
 from tirc.ir.expr import Call, GlobalVar
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.renew import renew_defs
@@ -142,32 +143,32 @@ def bind_target(mod: IRModule, target: Target) -> IRModule:
     host_copies: dict[str, PrimFunc] = {}
     taken = set(funcs)
     for name, func in funcs.items():
-        explicit = func.attrs.get("target")
+        explicit = func.attrs.get(TARGET)
         if isinstance(explicit, Target):
             if _is_exposed(func) and explicit.is_device and explicit.host is None:
-                func = func.with_attr("target", explicit.with_host(host))
+                func = func.with_attr(TARGET, explicit.with_host(host))
             new[name] = func
             continue
-        if func.attrs.get("tir.is_host_func"):
-            attrs = {k: v for k, v in func.attrs.items() if k != "tir.is_host_func"}
-            new[name] = replace(func, attrs={**attrs, "target": host})
+        if func.attrs.get(IS_HOST_FUNC):
+            attrs = {k: v for k, v in func.attrs.items() if k != IS_HOST_FUNC}
+            new[name] = replace(func, attrs={**attrs, TARGET: host})
             continue
         if _is_exposed(func):
-            new[name] = func.with_attr("target", full)
+            new[name] = func.with_attr(TARGET, full)
             continue
         called = contexts[name]
         if not target.is_device:
-            new[name] = func.with_attr("target", device)
+            new[name] = func.with_attr(TARGET, device)
         elif called == {HOST, DEVICE}:
-            new[name] = func.with_attr("target", device)
+            new[name] = func.with_attr(TARGET, device)
             dup = _fresh_name(f"{name}_host", taken)
             taken.add(dup)
             duplicates[name] = dup
-            host_copies[dup] = renew_defs(func).with_attr("target", host)
+            host_copies[dup] = renew_defs(func).with_attr(TARGET, host)
         elif called == {HOST}:
-            new[name] = func.with_attr("target", full if device_regions.get(name) else host)
+            new[name] = func.with_attr(TARGET, full if device_regions.get(name) else host)
         else:
-            new[name] = func.with_attr("target", device)
+            new[name] = func.with_attr(TARGET, device)
     new.update(host_copies)
 
     # Step 3: host-context calls of duplicated functions go to the host copies.
@@ -183,7 +184,7 @@ def bind_target(mod: IRModule, target: Target) -> IRModule:
 
 
 def _check_explicit(callee: PrimFunc, name: str, ctx: str, span: Span | None) -> None:
-    t = callee.attrs.get("target")
+    t = callee.attrs.get(TARGET)
     if isinstance(t, Target) and ctx == DEVICE and not t.is_device:
         raise Diagnostic(f"'{name}' has the CPU target '{t.describe()}' but is called from "
                          "device code; give it a device target or call it from host code", span)

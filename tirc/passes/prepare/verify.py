@@ -7,6 +7,7 @@ division by a constant 0, a constant index outside its buffer)."""
 from __future__ import annotations
 
 from tirc.diagnostics import Diagnostic, Span
+from tirc.ir.attrs import GLOBAL_SYMBOL, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import SCOPES, Buffer, is_storage_scope
 from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, Let, PrimExpr, StringImm, Var
 from tirc.ir.function import IRModule, PrimFunc
@@ -28,7 +29,7 @@ def verify(mod: IRModule, buildable_scopes: bool = True) -> IRModule:
     symbols: dict[str, str] = {}
     for name, func in mod.functions.items():
         if not func.private:
-            symbol = func.attrs.get("global_symbol", name)
+            symbol = func.attrs.get(GLOBAL_SYMBOL, name)
             if symbol in symbols:
                 raise Diagnostic(f"functions '{symbols[symbol]}' and '{name}' both export the "
                                  f"symbol '{symbol}'", func.span)
@@ -187,7 +188,7 @@ class _FunctionVerifier(Visitor):
 
     def visit_AttrStmt(self, s: AttrStmt) -> None:
         self.visit(s.value)
-        if s.key in ("thread_extent", "virtual_thread") and isinstance(s.value, IntImm) \
+        if s.key in (THREAD_EXTENT, VIRTUAL_THREAD) and isinstance(s.value, IntImm) \
                 and s.value.value < 1:
             tag = s.node.thread_tag if isinstance(s.node, IterVar) else s.key
             self.error(f"'{tag}' is launched with extent {s.value.value}: a thread extent "

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import TARGET, THREAD_EXTENT
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import AttrStmt, For, IterVar
 from tirc.ir.visitor import Mutator
@@ -33,11 +34,11 @@ class _Annotate(Mutator):
         return self.generic_visit(s)
 
     def visit_AttrStmt(self, s: AttrStmt):
-        if s.key == "target" and isinstance(s.node, Target):
+        if s.key == TARGET and isinstance(s.node, Target):
             if s.node.is_device:
                 return s  # already a device region
             return self.generic_visit(s)
-        if s.key == "thread_extent" and isinstance(s.node, IterVar):
+        if s.key == THREAD_EXTENT and isinstance(s.node, IterVar):
             if self.device is None:
                 raise Diagnostic(f"thread axis '{s.node.thread_tag}' in a function for the CPU "
                                  f"target '{self.func_target.describe()}'; bind the function "
@@ -55,7 +56,7 @@ def _zero(s):
 def annotate_device_regions(mod: IRModule, ctx) -> IRModule:
     funcs = {}
     for name, f in mod.functions.items():
-        target = f.attrs.get("target")
+        target = f.attrs.get(TARGET)
         if not isinstance(target, Target) or body_context(f) != HOST:
             funcs[name] = f
             continue

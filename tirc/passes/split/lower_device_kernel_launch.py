@@ -20,6 +20,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import (CallingConv, CALLING_CONV, KERNEL_LAUNCH_PARAMS, TARGET,
+    THREAD_EXTENT, USE_DYN_SHARED_MEMORY)
 from tirc.ir.dtype import INT32, INT64
 from tirc.ir.equal import structural_equal
 from tirc.ir.expr import BinOp, Call, GlobalVar, IntImm, PrimExpr, StringImm
@@ -31,11 +33,10 @@ from tirc.ir.visitor import Mutator, walk
 from tirc.passes.analysis.context import HOST, body_context
 from tirc.target import Target, thread_axis_limits
 
-DYN_SHMEM = "tirx.use_dyn_shared_memory"
 
 
 def is_kernel(func: PrimFunc) -> bool:
-    return func.attrs.get("calling_conv") == 2
+    return func.attrs.get(CALLING_CONV) == CallingConv.DEVICE_KERNEL_LAUNCH
 
 
 def _product(values: list[PrimExpr]) -> PrimExpr:
@@ -59,7 +60,7 @@ def launch_params(name: str, kernel: PrimFunc) -> tuple[list[str], list[PrimExpr
     extents: list[PrimExpr] = []
     dyn: list[PrimExpr] = []
     for node in walk(kernel.body):
-        if isinstance(node, AttrStmt) and node.key == "thread_extent" and isinstance(node.node, IterVar):
+        if isinstance(node, AttrStmt) and node.key == THREAD_EXTENT and isinstance(node.node, IterVar):
             tag = node.node.thread_tag
             if tag in tags:
                 if not structural_equal(extents[tags.index(tag)], node.value):
@@ -82,7 +83,7 @@ def launch_params(name: str, kernel: PrimFunc) -> tuple[list[str], list[PrimExpr
         total = dyn[0]
         for d in dyn[1:]:
             total = BinOp("add", total, d, INT64)
-        tags.append(DYN_SHMEM)
+        tags.append(USE_DYN_SHARED_MEMORY)
         extents.append(_fold(total))
     return tags, extents
 
@@ -105,7 +106,7 @@ def _fold(e: PrimExpr) -> PrimExpr:
 
 
 def _check_block_size(name: str, kernel: PrimFunc, tags: list[str], extents: list[PrimExpr]) -> None:
-    target = kernel.attrs.get("target")
+    target = kernel.attrs.get(TARGET)
     if not isinstance(target, Target):
         return
     threads: int | None = 1
@@ -154,7 +155,7 @@ class _Launches(Mutator):
             sizes = tuple(substitute(x, mapping) for x in extents)
             return Call(INT32, "call_ffi_kernel", (StringImm(e.op.name, e.span), *e.args, *sizes),
                         e.span, (("launch_params", tuple(tags)),))
-        target = callee.attrs.get("target")
+        target = callee.attrs.get(TARGET)
         if (self.host and isinstance(target, Target) and target.is_device and target.host is None):
             raise Diagnostic(f"'{e.op.name}' is device code (target '{target.describe()}') but "
                              f"is called from host code in '{self.caller}'", e.span)
@@ -167,7 +168,7 @@ def lower_device_kernel_launch(mod: IRModule, ctx) -> IRModule:
     for name, f in mod.functions.items():
         if name in launches:
             tags = tuple(launches[name][0])
-            funcs[name] = f.with_attr("tirx.kernel_launch_params", tags)
+            funcs[name] = f.with_attr(KERNEL_LAUNCH_PARAMS, tags)
             continue
         host = body_context(f) == HOST
         body = _Launches(mod, launches, name, host).visit(f.body)

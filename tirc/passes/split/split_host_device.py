@@ -22,6 +22,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import CallingConv, CALLING_CONV, IS_GLOBAL_FUNC, NOALIAS, NOALIAS_KEYS, TARGET
 from tirc.ir.dtype import HANDLE, VOID
 from tirc.ir.expr import Call, GlobalVar, PointerType, Var
 from tirc.ir.freevars import region_uses
@@ -32,7 +33,7 @@ from tirc.ir.visitor import Mutator, walk
 from tirc.passes.analysis.context import HOST, body_context
 from tirc.target import Target
 
-KERNEL_ATTRS = {"calling_conv": 2, "tirx.is_global_func": True}
+KERNEL_ATTRS = {CALLING_CONV: int(CallingConv.DEVICE_KERNEL_LAUNCH), IS_GLOBAL_FUNC: True}
 
 
 class _Split(Mutator):
@@ -52,7 +53,7 @@ class _Split(Mutator):
         return name
 
     def visit_AttrStmt(self, s: AttrStmt):
-        if not (s.key == "target" and isinstance(s.node, Target) and s.node.is_device):
+        if not (s.key == TARGET and isinstance(s.node, Target) and s.node.is_device):
             return self.generic_visit(s)
         for node in walk(s.body):
             if isinstance(node, Return):
@@ -73,7 +74,7 @@ class _Split(Mutator):
             body = DeclBuffer(b, body, s.span)
         body = substitute(body, {id(p): q for p, q in zip(pointers, params)})
         kernel = PrimFunc(tuple(params) + tuple(scalars), body, None, (),
-                          {"target": s.node, **KERNEL_ATTRS, **_noalias(self.func)},
+                          {TARGET: s.node, **KERNEL_ATTRS, **_noalias(self.func)},
                           False, s.span)
         kernel = renew_defs(kernel)
         name = self.fresh()
@@ -83,9 +84,9 @@ class _Split(Mutator):
 
 
 def _noalias(func: PrimFunc) -> dict:
-    for key in ("tir.noalias", "tirx.noalias"):
+    for key in NOALIAS_KEYS:
         if func.attrs.get(key):
-            return {"tirx.noalias": True}
+            return {NOALIAS: True}
     return {}
 
 
@@ -94,7 +95,7 @@ def split_host_device(mod: IRModule, ctx) -> IRModule:
     kernels: dict[str, PrimFunc] = {}
     taken = set(mod.functions)
     for name, f in mod.functions.items():
-        target = f.attrs.get("target")
+        target = f.attrs.get(TARGET)
         if not isinstance(target, Target) or body_context(f) != HOST:
             funcs[name] = f
             continue

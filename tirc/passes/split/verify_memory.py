@@ -18,6 +18,7 @@ Precondition: LowerDeviceKernelLaunch (device regions are kernels of their own).
 from __future__ import annotations
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import CallingConv, CALLING_CONV, TARGET
 from tirc.ir.expr import BufferLoad
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AllocBuffer, BufferStore
@@ -61,10 +62,11 @@ def _check_kernel(func: PrimFunc) -> None:
 
 def verify_memory(mod: IRModule, ctx) -> IRModule:
     for name, func in mod.functions.items():
-        target = func.attrs.get("target")
-        if isinstance(target, Target) and target.is_device and func.attrs.get("calling_conv") == 2:
+        target = func.attrs.get(TARGET)
+        kernel = func.attrs.get(CALLING_CONV) == CallingConv.DEVICE_KERNEL_LAUNCH
+        if isinstance(target, Target) and target.is_device and kernel:
             _check_kernel(func)
         if (isinstance(target, Target) and target.is_device and target.host is not None
-                and func.attrs.get("calling_conv") != 2 and body_context(func) == HOST):
+                and not kernel and body_context(func) == HOST):
             _check(name, func, target)
     return mod

@@ -1,0 +1,45 @@
+"""Attribute keys and calling conventions: every key a pass or backend reads or writes,
+named once (TVM spells them ``tir::attr::kTarget``, ``CallingConv::kDeviceKernelLaunch``).
+
+Function attributes are ``T.func_attr({...})`` entries; statement attributes are the keys
+of ``T.attr(node, key, value)`` scopes. The values are the spellings TVM 0.27 prints
+(``tirx.*``); ``tir.*`` spellings of older releases are read where TVM still reads them.
+"""
+from __future__ import annotations
+
+from enum import IntEnum
+
+
+class CallingConv(IntEnum):
+    """A function's ``"calling_conv"`` (TVM's ``CallingConv``). The IR holds the plain int,
+    as the text does (``int(CallingConv.CPACKED_FUNC)``); members compare equal to it."""
+
+    DEFAULT = 0  # a plain function of its target
+    CPACKED_FUNC = 1  # a tvm-ffi packed function (MakePackedAPI)
+    DEVICE_KERNEL_LAUNCH = 2  # a kernel the host launches (SplitHostDevice)
+
+
+# -- function attributes -----------------------------------------------------------------
+TARGET = "target"  # also the key of a T.attr(<target>, "target", 0) region
+CALLING_CONV = "calling_conv"
+GLOBAL_SYMBOL = "global_symbol"
+NOALIAS = "tirx.noalias"  # buffer arguments do not alias
+NOALIAS_KEYS = ("tir.noalias", NOALIAS)  # the older spelling too
+IS_HOST_FUNC = "tir.is_host_func"  # BindTarget: bind the host, not the device target
+IS_GLOBAL_FUNC = "tirx.is_global_func"  # a kernel: callable from the host
+KERNEL_LAUNCH_PARAMS = "tirx.kernel_launch_params"  # the launch's thread tags, in order
+USE_DYN_SHARED_MEMORY = "tirx.use_dyn_shared_memory"
+C_API = "tirc.c_api"  # exported with a C signature (MakeCAPI)
+SYMBOL_PREFIX = "tirc.symbol_prefix"  # --symbol-prefix, on every exported function
+
+# -- statement attributes (T.attr keys) ---------------------------------------------------
+THREAD_EXTENT = "thread_extent"
+VIRTUAL_THREAD = "virtual_thread"
+REDUCE_SCOPE = "reduce_scope"
+DEVICE_TYPE = "device_type"
+DEVICE_ID = "device_id"
+VOLATILE = "tirx.volatile"  # an allocation's annotation: every access is volatile
+PRAGMA_AUTO_UNROLL_MAX_STEP = "pragma_auto_unroll_max_step"
+PRAGMA_UNROLL_EXPLICIT = "pragma_unroll_explicit"
+PRAGMA_LOOP_PARTITION_HINT = "pragma_loop_partition_hint"
+PRAGMA_DEBUG_SKIP_REGION = "pragma_debug_skip_region"
