@@ -108,7 +108,8 @@ def manifest(mod: IRModule, name: str, abi: str, original: IRModule | None = Non
     ``device_facts`` a device target's canonical string to what its device stage
     recorded: ``"resource_usage"`` (``{kernel symbol: {arch: figures}}``) and
     ``"fatbin"`` (the fatbin's entries)."""
-    from tirc.passes.split.lower_device_kernel_launch import is_kernel, launch_params
+    from tirc.ir.attrs import is_kernel
+    from tirc.passes.split.lower_device_kernel_launch import launch_params
 
     orig = original.functions if original is not None else {}
     images = images or {}

@@ -112,7 +112,7 @@ class DeviceCode:
         """One device module compiled for one arch or several: ``(data, fmt, arch)``
         per image; with several, the host loads the one that fits the device (a fatbin
         is one image: ``arch`` names its archs, ``sm_80-sm_90``)."""
-        from tirc.passes.split.lower_device_kernel_launch import is_kernel
+        from tirc.ir.attrs import is_kernel
         group = len(self.groups)
         indices = []
         for data, fmt, arch in variants:

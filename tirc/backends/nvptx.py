@@ -38,7 +38,7 @@ from tirc.backends.llvm_context import LIBM, LLVM_MATH, LLVMTargetContext, init_
 from tirc.backends.llvm_lower import ModuleLowering, opaque
 from tirc.backends.nvptx_warp import lower_warp_call, sync_warp
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import CallingConv, CALLING_CONV, NOALIAS_KEYS, THREAD_EXTENT
+from tirc.ir.attrs import NOALIAS_KEYS, THREAD_EXTENT, is_kernel
 from tirc.ir.expr import Call, IntImm, StringImm
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AttrStmt, IterVar
@@ -88,10 +88,6 @@ def target_machine(target: Target) -> llvm.TargetMachine:
     arch, ptx = str(target.get("arch")), int(target.get("ptx_version"))
     return llvm.Target.from_triple(TRIPLE).create_target_machine(
         cpu=arch, features=f"+ptx{ptx}", opt=3)
-
-
-def is_kernel(func: PrimFunc) -> bool:
-    return func.attrs.get(CALLING_CONV, 0) == CallingConv.DEVICE_KERNEL_LAUNCH
 
 
 def max_threads(func: PrimFunc) -> tuple[int, int, int] | None:

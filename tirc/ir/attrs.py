@@ -19,6 +19,11 @@ class CallingConv(IntEnum):
     DEVICE_KERNEL_LAUNCH = 2  # a kernel the host launches (SplitHostDevice)
 
 
+def is_kernel(func) -> bool:
+    """Whether a function is a kernel the host launches (SplitHostDevice made it one)."""
+    return func.attrs.get(CALLING_CONV, 0) == CallingConv.DEVICE_KERNEL_LAUNCH
+
+
 # -- function attributes -----------------------------------------------------------------
 TARGET = "target"  # also the key of a T.attr(<target>, "target", 0) region
 CALLING_CONV = "calling_conv"

@@ -20,8 +20,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import (CallingConv, CALLING_CONV, KERNEL_LAUNCH_PARAMS, TARGET,
-    THREAD_EXTENT, USE_DYN_SHARED_MEMORY)
+from tirc.ir.attrs import (KERNEL_LAUNCH_PARAMS, TARGET, THREAD_EXTENT, USE_DYN_SHARED_MEMORY,
+                           is_kernel)
 from tirc.ir.dtype import INT32, INT64
 from tirc.ir.equal import structural_equal
 from tirc.ir.expr import BinOp, Call, GlobalVar, IntImm, PrimExpr, StringImm
@@ -33,10 +33,6 @@ from tirc.ir.visitor import Mutator, walk
 from tirc.passes.analysis.context import HOST, body_context
 from tirc.target import Target, thread_axis_limits
 
-
-
-def is_kernel(func: PrimFunc) -> bool:
-    return func.attrs.get(CALLING_CONV) == CallingConv.DEVICE_KERNEL_LAUNCH
 
 
 def _product(values: list[PrimExpr]) -> PrimExpr:
