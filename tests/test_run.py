@@ -10,12 +10,13 @@ from conftest import ROOT
 
 from tirc.driver import cli
 from tirc.parser import parse
+from tirc.diagnostics import Diagnostic
+from tirc.passes.lower.serialize_threads import serialize_threads
 from tirc.run import (
     EXIT_NO_CUDA,
     RunError,
     _build_and_load,
     compare,
-    serialize_threads,
 )
 
 MATMUL = str(ROOT / "samples" / "cpu_matmul.tir")
@@ -141,15 +142,16 @@ def f(A: T.Buffer((64,), "float32")):
         A[tx] = T.float32(1)
         T.tvm_storage_sync("shared")
 '''
-    with pytest.raises(RunError, match="calls T.tvm_storage_sync"):
+    with pytest.raises(Diagnostic, match="calls T.tvm_storage_sync") as e:
         serialize_threads(parse(text, "f.tir"))
+    assert e.value.span.line == 6  # at the barrier
     text = '''
 @T.prim_func
 def f(A: T.Buffer((64,), "float32")):
     tx = T.launch_thread("threadIdx.x", 64)
     A[tx] = T.float32(1)
 '''
-    with pytest.raises(RunError, match="T.launch_thread"):
+    with pytest.raises(Diagnostic, match="T.launch_thread"):
         serialize_threads(parse(text, "f.tir"))
 
 

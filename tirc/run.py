@@ -26,7 +26,8 @@ raised (the driver prints "no CUDA device is present" and exits with status
 :data:`EXIT_NO_CUDA`, 4).
 
 ``check_against="llvm"`` builds the same module for the CPU: device functions are
-rewritten first by :func:`serialize_threads` (thread-bound loops become serial loops),
+rewritten first by :func:`tirc.passes.lower.serialize_threads.serialize_threads`
+(thread-bound loops become serial loops),
 which refuses modules whose kernels use shared memory, barriers, warp operations or
 ``T.launch_thread``; such a module cannot be checked (a :class:`RunError`, exit 1).
 The CPU build runs once on the same inputs and every output is compared with
@@ -34,22 +35,23 @@ The CPU build runs once on the same inputs and every output is compared with
 """
 from __future__ import annotations
 
-import ast
 import json
 import os
+import re
 import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
 
-from tirc.ir.attrs import TARGET, THREAD_EXTENT, VIRTUAL_THREAD
+from tirc.diagnostics import Diagnostic
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, Evaluate, For
-from tirc.ir.visitor import Mutator, walk
+from tirc.ir.stmt import BufferStore
+from tirc.ir.visitor import walk
+from tirc.passes.lower.serialize_threads import serialize_threads
 
 EXIT_NO_CUDA = 4
 
@@ -120,86 +122,88 @@ def parse_dims(values) -> dict[str, int]:
     return dims
 
 
-# -- the serial-loop rewrite for --check-against llvm -----------------------------------
-class _Serialize(Mutator):
-    def visit_For(self, s: For):
-        s = self.generic_visit(s)
-        if s.kind == "thread_binding":
-            return replace(s, kind="serial", thread_tag=None)
-        return s
-
-
-_BARRIERS = ("tvm_storage_sync", "tvm_thread_allreduce")
-
-
-def _cannot(fname: str, why: str) -> RunError:
-    return RunError(f"--check-against llvm is not possible for this module: '{fname}' {why}; "
-                    "only kernels whose thread-bound loops can run as serial loops (no shared "
-                    "memory, barriers, warp operations or T.launch_thread) can be built for the CPU")
-
-
-def serialize_threads(mod: IRModule) -> IRModule:
-    """The module with every ``T.thread_binding`` loop turned into a serial loop and
-    device targets removed (functions then get the CPU target), or a RunError naming
-    why that would change the meaning (shared memory, barriers, warp shuffles,
-    ``T.launch_thread``, a thread-local buffer that outlives a thread loop)."""
-    from tirc.target import Target
-
-    funcs: dict[str, PrimFunc] = {}
-    for name, f in mod.functions.items():
-        for node in walk(f.body):
-            if isinstance(node, AllocBuffer):
-                scope = node.buffer.scope
-                if scope.startswith("shared") or scope == "warp":
-                    raise _cannot(name, f"uses {scope} memory ('{node.buffer.name}')")
-                if scope.startswith("local") and any(
-                        isinstance(n, For) and n.kind == "thread_binding" for n in walk(node.body)):
-                    raise _cannot(name, f"allocates the thread-local '{node.buffer.name}' "
-                                        "outside a thread loop")
-            elif isinstance(node, AttrStmt) and node.key in (THREAD_EXTENT, VIRTUAL_THREAD):
-                raise _cannot(name, "uses T.launch_thread")
-            elif isinstance(node, AttrStmt) and node.key == TARGET:
-                raise _cannot(name, "has a region for another target")
-            elif isinstance(node, Evaluate) or type(node).__name__ == "Call":
-                op = getattr(getattr(node, "value", node), "op", None)
-                if isinstance(op, str) and (op in _BARRIERS or "shuffle" in op
-                                            or op.startswith(("tvm_warp", "ptx_"))):
-                    raise _cannot(name, f"calls T.{op}")
-        attrs = dict(f.attrs)
-        t = attrs.get(TARGET)
-        if isinstance(t, Target) and t.is_device:
-            del attrs[TARGET]
-        funcs[name] = replace(f, body=_Serialize().visit(f.body), attrs=attrs)
-    return IRModule(funcs, mod.name, mod.span)
-
-
 # -- inputs ------------------------------------------------------------------------------
-_OPS = {ast.Add: lambda a, b: a + b, ast.Sub: lambda a, b: a - b,
-        ast.Mult: lambda a, b: a * b, ast.FloorDiv: lambda a, b: a // b,
-        ast.Mod: lambda a, b: a % b, ast.Div: lambda a, b: a // b}
+_TOKEN = re.compile(r"\s*(?:(\d+)|([A-Za-z_][\w.]*)|(//|[-+*/%(),]))")
+_BINARY = {"+": (1, lambda a, b: a + b), "-": (1, lambda a, b: a - b),
+           "*": (2, lambda a, b: a * b), "//": (2, lambda a, b: a // b),
+           "/": (2, lambda a, b: a // b), "%": (2, lambda a, b: a % b)}
+_MAX_NESTING = 64
 
 
 def _eval_dim(text: str, dims: dict[str, int], param: str) -> int:
-    def ev(n):
-        if isinstance(n, ast.Constant) and isinstance(n.value, int):
-            return n.value
-        if isinstance(n, ast.Name):
-            if n.id not in dims:
-                raise RunError(f"the shape of '{param}' needs the dimension '{n.id}': "
-                               f"give --dim {n.id}=VALUE", 2)
-            return dims[n.id]
-        if isinstance(n, ast.BinOp) and type(n.op) in _OPS:
-            return _OPS[type(n.op)](ev(n.left), ev(n.right))
-        if isinstance(n, ast.UnaryOp) and isinstance(n.op, ast.USub):
-            return -ev(n.operand)
-        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id in ("min", "max"):
-            return (min if n.func.id == "min" else max)(*(ev(a) for a in n.args))
-        raise RunError(f"cannot evaluate the shape '{text}' of '{param}'")
-    try:
-        tree = ast.parse(str(text).replace("T.", ""), mode="eval")
-    except SyntaxError:
-        raise RunError(f"cannot evaluate the shape '{text}' of '{param}'") from None
-    return int(ev(tree.body))
+    """The value of a shape as the manifest writes it (``n``, ``(n + 255) // 256``,
+    ``T.max(n, 1)``): integers, dimension names from ``dims``, ``+ - * // / %``, unary
+    minus, parentheses and ``T.min``/``T.max``; RunError (status 2) for a missing
+    dimension, RunError for anything else."""
+    def fail() -> RunError:
+        return RunError(f"cannot evaluate the shape '{text}' of '{param}'")
+
+    tokens: list[tuple[str, str]] = []
+    pos, src = 0, str(text).strip()
+    while pos < len(src):
+        m = _TOKEN.match(src, pos)
+        if m is None or m.end() == pos:
+            raise fail()
+        kind = "int" if m.group(1) else "name" if m.group(2) else "op"
+        tokens.append((kind, m.group(m.lastindex)))
+        pos = m.end()
+    at = 0
+
+    def peek() -> tuple[str, str] | None:
+        return tokens[at] if at < len(tokens) else None
+
+    def take(op: str | None = None) -> tuple[str, str]:
+        nonlocal at
+        tok = peek()
+        if tok is None or (op is not None and tok != ("op", op)):
+            raise fail()
+        at += 1
+        return tok
+
+    def atom(depth: int) -> int:
+        if depth > _MAX_NESTING:
+            raise fail()
+        kind, value = take()
+        if (kind, value) == ("op", "-"):
+            return -atom(depth + 1)
+        if (kind, value) == ("op", "("):
+            v = expr(0, depth + 1)
+            take(")")
+            return v
+        if kind == "int":
+            return int(value)
+        if kind == "name" and value.removeprefix("T.") in ("min", "max") and peek() == ("op", "("):
+            take("(")
+            args = [expr(0, depth + 1)]
+            while peek() == ("op", ","):
+                take(",")
+                args.append(expr(0, depth + 1))
+            take(")")
+            return (min if value.endswith("min") else max)(args)
+        if kind == "name" and "." not in value:
+            if value not in dims:
+                raise RunError(f"the shape of '{param}' needs the dimension '{value}': "
+                               f"give --dim {value}=VALUE", 2)
+            return dims[value]
+        raise fail()
+
+    def expr(level: int, depth: int) -> int:
+        value = atom(depth)
+        while (tok := peek()) is not None and tok[0] == "op" and tok[1] in _BINARY \
+                and _BINARY[tok[1]][0] > level:
+            take()
+            prec, op = _BINARY[tok[1]]
+            right = expr(prec, depth + 1)
+            try:
+                value = op(value, right)
+            except ZeroDivisionError:
+                raise fail() from None
+        return value
+
+    value = expr(0, 0)
+    if peek() is not None:
+        raise fail()
+    return value
 
 
 def _random_array(rng: np.random.Generator, shape, dtype: str) -> np.ndarray:
@@ -405,7 +409,11 @@ def run_module(mod: IRModule, filename: str, opts: RunOptions,
         params = entry["params"] or []
         values = make_inputs(params, opts)
         if opts.check_against == "llvm":  # refuse early, before the device run
-            cpu_mod = serialize_threads(mod)
+            try:
+                cpu_mod = serialize_threads(mod)
+            except Diagnostic as d:
+                raise RunError(f"--check-against llvm is not possible for this module: "
+                               f"{d.message}") from None
         on_cuda = _target_kind(entry) != "llvm"
         dev = rt.device("cuda", 0) if on_cuda else rt.device("cpu")
         if on_cuda and not dev.exists:
