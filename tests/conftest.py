@@ -1,4 +1,5 @@
-"""Shared test helpers: where the TIR files live, and parse/print shortcuts."""
+"""Shared test helpers: where the TIR files live, parse/print shortcuts, and the
+before/expected check of the pass tests (:func:`check_pass`, :func:`pass_checker`)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -27,6 +28,46 @@ def ptxas_check(ptx: str, arch: str, tmp_path: Path) -> bool:
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr + "\n--- PTX ---\n" + ptx
     return True
+
+
+HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
+
+
+def check_pass(transform, before: str, expected: str, *, header: str = HEADER,
+               verify_input: bool = True, verify_output: bool = True, reprint: bool = False,
+               post=None, with_input: bool = False):
+    """The before/expected check of the pass tests, written once: parse ``header + before``
+    (verified unless ``verify_input=False``), apply ``transform`` (module -> module),
+    verify the result (unless ``verify_output=False``) and assert it is structurally
+    equal to ``header + expected``. ``reprint=True`` also asserts that the result prints
+    and parses back to itself; ``post(after)`` runs any further checks of the caller
+    (each test file's ``check`` is one of these, made by :func:`pass_checker`).
+    Returns the result, or ``(input, result)`` with ``with_input=True``."""
+    from tirc.ir.equal import assert_structural_equal
+    from tirc.parser import parse
+    from tirc.passes.prepare.verify import verify
+
+    mod = parse(header + before, "before.tir")
+    if verify_input:
+        mod = verify(mod)
+    after = transform(mod)
+    if verify_output:
+        verify(after)
+    assert_structural_equal(after, parse(header + expected, "expected.tir"))
+    if reprint:
+        from tirc.ir.printer import print_module
+        assert_structural_equal(parse(print_module(after), "printed.tir"), after)
+    if post is not None:
+        post(after)
+    return (mod, after) if with_input else after
+
+
+def pass_checker(transform, **settings):
+    """A test file's ``check(before, expected, **options)``: :func:`check_pass` with
+    ``transform(mod, **options)`` and this file's ``settings`` (see :func:`check_pass`)."""
+    def check(before: str, expected: str, **options):
+        return check_pass(lambda mod: transform(mod, **options), before, expected, **settings)
+    return check
 
 
 def ids(paths):

@@ -57,5 +57,8 @@ def test_dlight_module_builds_to_ptx(entry, tmp_path):
     entries = [line for line in ptx.splitlines() if ".entry" in line]
     assert entries and all(f"{func}_kernel" in e for e in entries), entries
     manifest = json.loads((out / f"{name}.json").read_text())
-    assert manifest  # the host object's manifest lists what was built
+    # the manifest lists what was built: the function, and each PTX entry as a kernel
+    assert func in [f["name"] for f in manifest["functions"]]
+    kernels = sorted(k["name"] for k in manifest["kernels"])
+    assert kernels == sorted(e.split("(")[0].split()[-1] for e in entries), (kernels, entries)
     ptxas_check(ptx, ARCH, tmp_path)  # a no-op where ptxas is not installed

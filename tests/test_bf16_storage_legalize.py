@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 
 from narrow_float_eval import evaluate, special_float32, stored_value
+from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
 from tirc.ir.buffer import Buffer
-from tirc.ir.equal import assert_structural_equal
 from tirc.ir.visitor import walk
 from tirc.parser import parse
 from tirc.passes.legalize.bf16_storage_legalize import BF16, bf16_native, bf16_storage_legalize
@@ -34,10 +34,7 @@ def run(text: str):
     return mod, verify(bf16_storage_legalize(mod, CTX))
 
 
-def check(before: str, expected: str):
-    _, after = run(before)
-    assert_structural_equal(after, parse(HEADER + expected, "expected.tir"))
-    return after
+check = pass_checker(lambda mod: bf16_storage_legalize(mod, CTX))
 
 
 def no_bf16_left(mod) -> None:

@@ -3,13 +3,12 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
-from tirc.ir.equal import assert_structural_equal
 from tirc.ir.visitor import walk
 from tirc.ir.expr import Var
 from tirc.parser import parse
 from tirc.passes.prepare.bind_target import bind_target
-from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 
 CUDA = parse_target("cuda -arch=sm_90", host="llvm")
@@ -19,11 +18,7 @@ FULL = 'T.target({"arch": "sm_90", "host": {"kind": "llvm"}, "kind": "cuda"})'
 HOST = 'T.target({"kind": "llvm"})'
 
 
-def check(before: str, expected: str, target=CUDA):
-    after = bind_target(verify(parse(HEADER + before, "before.tir")), target)
-    verify(after)
-    assert_structural_equal(after, parse(HEADER + expected, "expected.tir"))
-    return after
+check = pass_checker(lambda mod, target=CUDA: bind_target(mod, target))
 
 
 def test_seed_000_helper_called_from_host_and_device():

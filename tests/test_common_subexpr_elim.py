@@ -15,7 +15,7 @@ from tirc.ir.stmt import For, LetStmt, SeqStmt
 from tirc.ir.visitor import walk
 from tirc.parser import parse
 from tirc.passes.lower.common_subexpr_elim import common_subexpr_elim
-from tirc.passes.pipeline import PassContext, VerifyEach, run_pipeline
+from tirc.passes.pipeline import Instrument, PassContext, VerifyEach, run_pipeline
 from tirc.passes.prepare.verify import verify
 from tirc.target import parse_target
 from tirc.testing.evaluate import run
@@ -122,5 +122,14 @@ def test_pipeline_output_verifies(entry):
     target = parse_target("llvm") if cpu else parse_target(
         f"cuda -arch={entry['target_json']['arch']}", host="llvm")
     text = (TESTS / "sblock" / f"{name}.tir").read_text()
+
+    class Ran(Instrument):
+        def __init__(self):
+            self.names: list[str] = []
+
+        def after(self, p, mod):
+            self.names.append(p.name)
+    ran = Ran()
     run_pipeline(parse(text, name), PassContext(target), stop_after="CommonSubexprElim",
-                 instruments=(VerifyEach(),))
+                 instruments=(VerifyEach(), ran))
+    assert ran.names[-1] == "CommonSubexprElim"  # VerifyEach checked CSE's output too

@@ -62,5 +62,6 @@ def test_load_rules_of_specific_and_family_images():
 
 
 def test_every_arch_of_the_table_is_a_valid_target():
+    assert {"sm_80", "sm_90", "sm_90a", "sm_100f"} <= set(CUDA_ARCHS)
     for arch in CUDA_ARCHS:
         assert parse_target(f"cuda -arch={arch}").get("arch") == arch

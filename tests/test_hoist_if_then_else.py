@@ -9,25 +9,24 @@ from pathlib import Path
 import pytest
 
 import tirc.passes.lower.hoist_if_then_else as hoist_module
+from conftest import pass_checker
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.expr import BinOp
 from tirc.ir.stmt import For
 from tirc.ir.visitor import Mutator, walk
 from tirc.parser import parse
 from tirc.passes.lower.hoist_if_then_else import hoist_if_then_else
-from tirc.passes.prepare.verify import verify
 
 HEADER = "# from tvm.script import tirx as T\n\n"
 PAIRS = Path(__file__).resolve().parent / "corpus" / "sblock_passes"
 
 
-def check(before: str, expected: str, **options):
-    after = hoist_if_then_else(verify(parse(HEADER + before, "before.tir")), **options)
-    verify(after)
-    assert_structural_equal(after, parse(HEADER + expected, "expected.tir"))
+def _loop_vars_defined_once(after) -> None:
     loop_vars = [id(n.loop_var) for n in walk(after["main"].body) if isinstance(n, For)]
     assert len(loop_vars) == len(set(loop_vars)), "a loop variable is defined twice"
-    return after
+
+
+check = pass_checker(hoist_if_then_else, header=HEADER, post=_loop_vars_defined_once)
 
 
 def test_a_condition_moves_above_the_loops_it_does_not_use_with_an_else_copy():

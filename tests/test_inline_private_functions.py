@@ -3,8 +3,8 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
-from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
 from tirc.passes.lower.inline_private_functions import inline_private_functions
 from tirc.passes.pipeline import PassContext
@@ -24,11 +24,7 @@ def run(before: str):
     return mod, inline_private_functions(mod, CTX)
 
 
-def check(before: str, expected: str):
-    _, after = run(before)
-    verify(after)
-    assert_structural_equal(after, parse(HEADER + expected, "expected.tir"))
-    return after
+check = pass_checker(lambda mod: inline_private_functions(mod, CTX))
 
 
 EXPR_CALLS = """

@@ -5,17 +5,15 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
-from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
 from tirc.passes.blocks.lift_thread_binding import lift_thread_binding
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 
 
-def check(before: str, expected: str) -> None:
-    after = lift_thread_binding(parse(HEADER + before, "before.tir"))
-    assert_structural_equal(after, parse(HEADER + expected, "expected.tir"))
+check = pass_checker(lift_thread_binding, verify_input=False, verify_output=False)
 
 
 def test_tags_meeting_at_one_loop_nest_by_tag_length_and_merge_annotations():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.printer import print_module, quote
@@ -39,10 +40,7 @@ def run(before: str):
     return mod, after
 
 
-def check(before: str, expected: str):
-    mod, after = run(before)
-    assert_structural_equal(after, parse(HEADER + expected, "expected.tir"))
-    return mod, after
+check = pass_checker(lambda mod: make_packed_api(mod, CTX), reprint=True, with_input=True)
 
 
 def test_cpu_function_with_2d_buffer_and_scalars():
@@ -470,7 +468,8 @@ def test_diagnostics(text, message):
     with pytest.raises(Diagnostic) as err:
         make_packed_api(mod, CTX)
     assert err.value.message == message
-    assert err.value.span is not None
+    assert err.value.span is not None and err.value.span.file == "bad.tir"
+    assert err.value.span.line > 3  # inside the function, not the module header
 
 
 def test_shape_expression_may_use_a_variable_bound_by_a_later_argument():

@@ -3,7 +3,7 @@ tests/test_sblock_pass_pairs.py). Unless a test says otherwise, the expected tex
 TVM 0.27's ``tirx.transform.RemoveNoOp`` prints for the same input."""
 from __future__ import annotations
 
-from tirc.ir.equal import assert_structural_equal
+from conftest import pass_checker
 from tirc.ir.stmt import LetStmt, SeqStmt
 from tirc.parser import parse
 from tirc.passes.lower.remove_no_op import remove_no_op
@@ -12,12 +12,7 @@ from tirc.passes.prepare.verify import verify
 HEADER = "# from tvm.script import tirx as T\n\n"
 
 
-def check(before: str, expected: str):
-    mod = verify(parse(HEADER + before, "before.tir"))
-    after = remove_no_op(mod)
-    verify(after)
-    assert_structural_equal(after, parse(HEADER + expected, "expected.tir"))
-    return after
+check = pass_checker(remove_no_op, header=HEADER)
 
 
 def test_an_empty_loop_keeps_the_side_effects_of_its_extent():

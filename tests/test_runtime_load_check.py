@@ -36,12 +36,31 @@ def test_image_that_does_not_fit_is_refused_at_load(built, monkeypatch):
         loader.load(built / "vector_add.so")
 
 
+def checked_images(monkeypatch) -> list[tuple[str, tuple[int, int], str | None]]:
+    """Record each (arch, compute capability, kind) the loader checks; the check itself
+    still runs."""
+    calls = []
+    real = loader.check_device_image
+
+    def spy(arch, dev, kind=None):
+        calls.append((arch, tuple(dev.compute_capability), kind))
+        return real(arch, dev, kind)
+    monkeypatch.setattr(loader, "check_device_image", spy)
+    return calls
+
+
 def test_ptx_for_an_older_arch_loads_on_a_newer_gpu(built, monkeypatch):
     monkeypatch.setattr(loader, "_cuda_device", lambda: FakeGPU((10, 0)))
+    calls = checked_images(monkeypatch)
     mod = loader.load(built / "vector_add.so")
-    assert mod is not None
+    # the sm_90 PTX was checked against the 10.0 device, and accepted
+    assert calls == [("sm_90", (10, 0), "ptx")]
+    assert callable(mod["vector_add"])
 
 
 def test_without_a_gpu_the_check_is_skipped(built, monkeypatch):
     monkeypatch.setattr(loader, "_cuda_device", lambda: None)
-    assert loader.load(built / "vector_add.so") is not None
+    calls = checked_images(monkeypatch)
+    mod = loader.load(built / "vector_add.so")
+    assert calls == []  # no image was checked (on the 8.0 GPU above this one is refused)
+    assert callable(mod["vector_add"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from split_helpers import DEV, FULL, HOST, check, run
+from tirc.ir.equal import assert_structural_equal
 from tirc.ir.expr import Var
 from tirc.ir.visitor import walk
 from tirc.passes.split.split_host_device import split_host_device
@@ -130,10 +131,17 @@ def test_seed_001_host_caller_with_a_cuda_target_is_still_a_host_caller():
 
 
 def test_seed_001_value_returning_host_helper_is_never_a_kernel():
+    before = run([], SEED_001)
     after = run([split_host_device], SEED_001)
-    assert after["host_helper"] is not None
-    assert "calling_conv" not in after["host_helper"].attrs
-    assert "calling_conv" not in after["other_host"].attrs
+    # the only kernel is main's device region; no helper was turned into (or split off as)
+    # a kernel of its own
+    kernels = {name for name, f in after.functions.items() if f.attrs.get("calling_conv") == 2}
+    assert kernels == {"main_kernel"}
+    for name in ("host_helper", "other_host"):
+        helper = after[name]
+        assert "calling_conv" not in helper.attrs and "tirx.is_global_func" not in helper.attrs
+        assert helper.attrs["target"].kind == "llvm" and str(helper.ret_type) == "int32"
+        assert_structural_equal(helper, before[name])  # exactly as written, return included
 
 
 def test_seed_001_host_to_host_calls_between_host_targets_are_plain_calls():

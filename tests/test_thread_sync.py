@@ -1,7 +1,7 @@
 """ThreadSync, stated as TIR before and after (DESIGN §4.3)."""
 from __future__ import annotations
 
-from conftest import ROOT
+from conftest import ROOT, pass_checker
 
 from tirc.ir.equal import assert_structural_equal
 from tirc.parser import parse
@@ -20,10 +20,7 @@ def run(text: str):
     return mod, verify(thread_sync(mod, CTX))
 
 
-def check(before: str, expected: str):
-    _, after = run(before)
-    assert_structural_equal(after, parse(HEADER + expected, "expected.tir"))
-    return after
+check = pass_checker(lambda mod: thread_sync(mod, CTX))
 
 
 def unchanged(before: str):

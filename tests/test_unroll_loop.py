@@ -1,10 +1,10 @@
 """UnrollLoop, stated as TIR before and after (DESIGN §4.3)."""
 from __future__ import annotations
 
+from conftest import pass_checker
 from tirc.ir.buffer import Buffer
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.expr import Var
-from tirc.ir.printer import print_module
 from tirc.ir.stmt import AllocBuffer, For, LetStmt
 from tirc.ir.visitor import walk
 from tirc.parser import parse
@@ -18,12 +18,7 @@ CTX = PassContext(parse_target("cuda -arch=sm_90", host="llvm"))
 DEV = 'T.target({"arch": "sm_90", "kind": "cuda"})'
 
 
-def check(before: str, expected: str):
-    after = unroll_loop(verify(parse(HEADER + before, "before.tir")), CTX)
-    verify(after)
-    assert_structural_equal(after, parse(HEADER + expected, "expected.tir"))
-    assert_structural_equal(parse(print_module(after), "printed.tir"), after)
-    return after
+check = pass_checker(lambda mod: unroll_loop(mod, CTX), reprint=True)
 
 
 def _defined(body) -> list[object]:

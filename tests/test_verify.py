@@ -77,8 +77,10 @@ def test_buffer_used_outside_its_allocation():
 
 def test_valid_samples_verify():
     from conftest import SAMPLES
+    assert {"vector_add.tir", "device_call_add.tir", "cpu_matmul.tir"} <= {p.name for p in SAMPLES}
     for path in SAMPLES:
-        verify(parse(path.read_text(), str(path)))
+        mod = parse(path.read_text(), str(path))
+        assert verify(mod) is mod, path
 
 
 def test_dtype_module_is_int32():

@@ -19,9 +19,9 @@ HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 CTX = PassContext(parse_target("llvm"))
 
 
-def lower(body: str, params: str = 'A: T.Buffer((16,), "int32")'):
+def lower(body: str, params: str = 'A: T.Buffer((16,), "int32")', stop_after: str | None = None):
     text = HEAD + f"@T.prim_func\ndef f({params}):\n" + textwrap.indent(textwrap.dedent(body), "    ")
-    return run_pipeline(parse(text, "case.tir"), CTX)
+    return run_pipeline(parse(text, "case.tir"), CTX, stop_after=stop_after)
 
 
 ERRORS = [
@@ -105,7 +105,9 @@ VALID = [
 
 @pytest.mark.parametrize("body", [pytest.param(c[1], id=c[0]) for c in VALID])
 def test_code_that_cannot_run_or_stays_inside_is_accepted(body):
-    lower(body)
+    at = lower(body, stop_after="VerifyConstants")  # the pass ran on it and accepted it
+    assert verify_constants(at, CTX) is at
+    assert list(lower(body).functions) == ["f"]  # and the rest of the pipeline
 
 
 def test_runs_after_unrolling_and_folding():

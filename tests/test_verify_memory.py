@@ -27,8 +27,17 @@ def test_unbound_loop_on_device_buffers_is_an_error():
 
 
 def test_same_module_for_the_cpu_is_fine():
+    from tirc.ir.stmt import BufferStore
+    from tirc.ir.visitor import walk
+    from tirc.passes.split.verify_memory import verify_memory
     mod = parse("# from tvm.script import tirx as T\n" + FORGOT_TO_BIND)
-    run_pipeline(mod, PassContext(parse_target("llvm")))
+    ctx = PassContext(parse_target("llvm"))
+    at = run_pipeline(mod, ctx, stop_after="VerifyMemory")
+    # VerifyMemory saw host code writing the parameter buffer A (what the cuda target
+    # refuses above) and let it through
+    assert any(isinstance(n, BufferStore) and n.buffer.name == "A" for n in walk(at["f"].body))
+    assert verify_memory(at, ctx) is at
+    assert "f" in run_pipeline(mod, ctx).functions
 
 
 def test_host_locals_and_kernels_are_fine():
@@ -78,6 +87,13 @@ def test_kernel_shared_and_local_allocations_build(tmp_path):
     from tirc.build import build
     for scope in ("shared", "local"):
         build(KERNEL_WITH_GLOBAL.replace("{scope}", scope), "cuda", "llvm", tmp_path / scope, "m")
+        ptx = (tmp_path / scope / "m.ptx").read_text()
+        assert ".entry main_kernel" in ptx
+        assert (tmp_path / scope / "m.o").stat().st_size > 0
+        if scope == "shared":  # one array per block, written, synchronised, read back
+            assert ".shared .align 16 .b8 main_kernel_tmp[256];" in ptx
+            st, bar, ld = (ptx.find(op) for op in ("st.shared", "bar.sync", "ld.shared"))
+            assert 0 <= st < bar < ld, "not written, synchronised and read back in that order"
 
 
 def test_kernel_allocating_warp_memory_is_refused(tmp_path):
