@@ -361,17 +361,17 @@ def cpu_check(k: Kernel, work: Path) -> str:
     not / what is wrong."""
     from tirc import runtime as rt
     from tirc.build import build
+    from tirc.diagnostics import Diagnostic
     from tirc.parser import parse
-    from tirc.run import RunError, serialize_threads
+    from tirc.passes.lower.serialize_threads import serialize_threads
 
     n = 4096 if k.name != "matmul" else 64
     if k.name == "reduce_sum":
         n = REDUCE_BLOCKS * 256 * 2
     try:
         mod = serialize_threads(parse(k.text(n), f"{k.name}.tir"))
-    except RunError as e:
-        why = str(e).split(": ", 1)[-1].split(";")[0]
-        return f"not possible ({why})"
+    except Diagnostic as e:
+        return f"not possible ({e.message.split(';')[0]})"
     out = work / "cpu" / k.name
     out.mkdir(parents=True, exist_ok=True)
     build(mod, "llvm", None, out, k.name, shared=True, filename=f"{k.name}.tir")
