@@ -1,4 +1,7 @@
-"""``build()``: TIR text or module -> pipeline -> backends -> files (DESIGN §5).
+"""``build()``: TIR text or module -> pipeline -> backends -> files, as a table of named
+stages (:data:`STAGES`: parse, passes, split, device codegen, host codegen, manifest and
+header, write) run over one ``_Build`` record; each target kind's code generation is its
+registered backend's (:mod:`tirc.backends.registry`), so this module names none.
 
 The host module (every function whose target is a CPU target or carries a host) goes
 to the backend of its host target and becomes ``OUT/NAME.o``; ``shared=True`` also
@@ -12,15 +15,15 @@ image, ``OUT/<image stem>.device.ll`` (``NAME.device.ll``, ``NAME.sm_90.device.l
 listed in the depfile.
 
 Device modules (kernels and device subroutines, grouped by device target) become
-device images (:mod:`tirc.device_images`: ``OUT/NAME.ptx``, ``.cubin`` per arch, or a
+device images (for cuda, :mod:`tirc.device_images`: ``OUT/NAME.ptx``, ``.cubin`` per arch, or a
 ``.fatbin`` per target), with what the device stage learnt (cubins' resource usage,
 fatbin entries) passed on to the manifest as plain data; a kernel whose block cannot get
 its registers on one SM is a warning (:mod:`tirc.resource_usage`). ``OUT/NAME.h`` declares the host object's exported functions
 (``tirc.header``; ``abi="c"``: plain C functions, MakeCAPI) and ``OUT/NAME.json`` is the
 manifest of public functions and kernels (``tirc.manifest``; also for device-only
 builds). Device modules are compiled first: the host object embeds their images and
-launches its kernels through the CUDA driver (``backends.cuda_launch``; ``--shared``
-then also links ``-ldl -lpthread``); ``device_only=True`` writes the device images
+launches its kernels (for cuda through the CUDA driver, ``backends.cuda_launch``;
+``--shared`` then also links ``-ldl -lpthread``); ``device_only=True`` writes the device images
 alone (no host object). Every output is written to a
 temporary file and renamed into place only when all of them are ready, so a failed
 build leaves nothing behind.
@@ -30,11 +33,12 @@ from __future__ import annotations
 import os
 import re
 import tempfile
+import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from tirc.device_images import arch_target, device_images, new_device_code
+from tirc.device_images import DeviceOutputs, arch_target
 from tirc.diagnostics import Diagnostic, InternalError
 from tirc.ir.attrs import TARGET
 from tirc.ir.function import IRModule, PrimFunc
@@ -85,6 +89,8 @@ class BuildResult:
     images: dict[str, Path] = field(default_factory=dict)
     manifest: dict = field(default_factory=dict)  # NAME.json's data
     warnings: list[Diagnostic] = field(default_factory=list)  # severity "warning"
+    stage_times: list[tuple[str, float]] = field(default_factory=list)  # seconds, in order
+    pass_times: list[tuple[str, float]] = field(default_factory=list)  # within "passes"
 
 
 def split_module(mod: IRModule) -> tuple[IRModule, dict[Target, IRModule]]:
@@ -147,73 +153,169 @@ def build(source: str | IRModule, target: Target | str | None = None,
     directory for the module after each pass (``--dump-ir``, :class:`DumpIR`).
     Diagnostics for every user error; TargetError for a bad target; an InternalError
     naming the pass or stage for a bug in tirc."""
-    from tirc.backends.registry import get_backend
-    from tirc.passes.pipeline import PassContext, run_pipeline
-
     emit = parse_emit(emit)
     check_symbol_prefix(symbol_prefix)
     if device_format not in DEVICE_FORMATS:
         raise ValueError(f"unknown device format '{device_format}'; valid: {', '.join(DEVICE_FORMATS)}")
     if device_only and (shared or emit):
         raise ValueError("a device-only build writes no host object to link or emit")
-    bind = bind_target_from(target, host)
-    if isinstance(source, str):
-        from tirc.parser import parse
-        with InternalError.guard("stage parse"):
-            source = parse(source, filename)
-    name = name or (Path(filename).stem if filename != "<input>" else (source.name or "module"))
-    original = source
-    from tirc.passes.pipeline import DumpIR
-    instruments = (DumpIR(str(dump_ir), name),) if dump_ir is not None else ()
-    mod = run_pipeline(source, PassContext(bind, abi, symbol_prefix), None, instruments)
-    host_mod, devices = split_module(mod)
-    host_target = host_target_of(host_mod, bind)
-    if device_only and not devices:
-        raise Diagnostic("--device-only: the module has no device functions", mod.span)
-    out = Path(out_dir)
-    device_code = new_device_code() if devices and not device_only else None
-    # ``also_ptx``: both formats asked for (--device-format ptx,cubin): PTX next to cubins.
-    device_emit = emit + ("ptx",) if also_ptx and "ptx" not in emit else emit
-    with InternalError.guard("stage device codegen"):
-        dev = device_images(devices, out, name, device_format, device_code, device_emit, line_info)
-    images = dev.images
-    outputs: list[tuple[Path, bytes]] = []
-    if "tir" in emit:
-        from tirc.ir.printer import print_module
-        outputs.append((out / f"{name}.lowered.tir", print_module(mod).encode()))
-    obj = None
-    if not device_only:
-        launches = {"device_code": device_code} if device_code is not None else {}
-        with InternalError.guard(f"stage host codegen ({host_target.kind})"):
-            obj = get_backend(host_target.kind).load()(host_mod, host_target, name,
-                                                       keep_ir="llvm" in emit, debug=debug,
-                                                       **launches)
-        outputs.append((out / f"{name}.o", obj.object))
-        if "llvm" in emit:
-            outputs.append((out / f"{name}.ll", obj.llvm_ir.encode()))
-    outputs += [(path, data) for files in images.values() for _, path, data in files]
-    outputs += dev.extras
-    with InternalError.guard("stage manifest and header"):
-        data = _manifest(mod, original, name, abi, host_target, images, dev.facts)
-        if symbol_prefix:
-            data["symbol_prefix"] = symbol_prefix
-        warnings = dev.warnings + _register_warnings(mod, data)
-        outputs += _header_and_manifest(host_mod, original, name, abi, out, data,
-                                        header=not device_only, symbol_prefix=symbol_prefix)
-    files = [p for p, _ in outputs] + ([out / f"{name}.so"] if shared else [])
-    if depfile is not None:
-        from tirc.jobs import depfile_text
-        depfile = Path(depfile)
-        targets = list(depfile_targets) or [str(p) for p in files]
-        outputs.append((depfile, depfile_text(targets, [filename]).encode()))
-        files.append(depfile)
-        _make_directory(depfile.parent)
-    _make_directory(out)
-    _write_all(outputs, shared and (out / f"{name}.so"), obj, cc)
-    return BuildResult(files, host_mod, host_target, {t.canonical: m for t, m in devices.items()},
+    b = _Build(source, bind_target_from(target, host), Path(out_dir), name, shared, emit,
+               filename, cc, device_format, device_only, abi, depfile, also_ptx,
+               tuple(depfile_targets), symbol_prefix, line_info, debug, dump_ir)
+    for stage_name, stage in STAGES:
+        start = time.perf_counter()
+        with InternalError.guard(f"stage {stage_name}"):
+            stage(b)
+        b.stage_times.append((stage_name, time.perf_counter() - start))
+    return BuildResult(b.files, b.host_mod, b.host_target,
+                       {t.canonical: m for t, m in b.devices.items()},
                        {arch_target(t, arch, len(files)).canonical: path
-                        for t, files in images.items() for arch, path, _ in files},
-                       data, warnings)
+                        for t, files in b.dev.images.items() for arch, path, _ in files},
+                       b.data, b.warnings, b.stage_times, b.pass_times)
+
+
+@dataclass
+class _Build:
+    """What the stages of one build share: the options, then what each stage made."""
+
+    source: str | IRModule
+    bind: Target
+    out: Path
+    name: str | None
+    shared: bool
+    emit: tuple[str, ...]
+    filename: str
+    cc: str
+    device_format: str
+    device_only: bool
+    abi: str
+    depfile: str | os.PathLike | None
+    also_ptx: bool
+    depfile_targets: tuple[str, ...]
+    symbol_prefix: str
+    line_info: bool
+    debug: bool
+    dump_ir: str | os.PathLike | None
+    original: IRModule | None = None
+    mod: IRModule | None = None
+    host_mod: IRModule | None = None
+    host_target: Target | None = None
+    devices: dict[Target, IRModule] = field(default_factory=dict)
+    launch_table: object = None  # the images the host object embeds and launches
+    dev: DeviceOutputs = field(default_factory=DeviceOutputs)
+    obj: object = None  # the host backend's object (None with device_only)
+    outputs: list[tuple[Path, bytes]] = field(default_factory=list)
+    files: list[Path] = field(default_factory=list)
+    data: dict = field(default_factory=dict)
+    warnings: list[Diagnostic] = field(default_factory=list)
+    stage_times: list[tuple[str, float]] = field(default_factory=list)
+    pass_times: list[tuple[str, float]] = field(default_factory=list)
+
+
+def _parse(b: _Build) -> None:
+    if isinstance(b.source, str):
+        from tirc.parser import parse
+        b.source = parse(b.source, b.filename)
+    b.name = b.name or (Path(b.filename).stem if b.filename != "<input>"
+                        else (b.source.name or "module"))
+    b.original = b.source
+
+
+def _passes(b: _Build) -> None:
+    """The pass pipeline; a bug in a pass is an InternalError naming the pass."""
+    from tirc.passes.pipeline import DumpIR, PassContext, TimePasses, run_pipeline
+    timer = TimePasses()
+    instruments = (timer,) + ((DumpIR(str(b.dump_ir), b.name),) if b.dump_ir is not None else ())
+    b.mod = run_pipeline(b.original, PassContext(b.bind, b.abi, b.symbol_prefix), None,
+                         instruments)
+    b.pass_times = timer.times
+
+
+def _split(b: _Build) -> None:
+    """The host module and the device modules by target; the host's CPU target."""
+    b.host_mod, b.devices = split_module(b.mod)
+    b.host_target = host_target_of(b.host_mod, b.bind)
+    if b.device_only and not b.devices:
+        raise Diagnostic("--device-only: the module has no device functions", b.mod.span)
+
+
+def _device_codegen(b: _Build) -> None:
+    """Each device kind's backend compiles its targets' modules into device images and,
+    unless the build is device-only, fills the launch table the host object embeds."""
+    from tirc.backends.registry import get_backend
+    by_kind: dict[str, dict[Target, IRModule]] = {}
+    for t, m in b.devices.items():
+        by_kind.setdefault(t.kind, {})[t] = m
+    if len(by_kind) > 1:
+        raise Diagnostic("one module's kernels are launched through one device kind; found "
+                         + " and ".join(sorted(by_kind)), b.mod.span)
+    # ``also_ptx``: both formats asked for (--device-format ptx,cubin): PTX next to cubins.
+    emit = b.emit + ("ptx",) if b.also_ptx and "ptx" not in b.emit else b.emit
+    for kind, modules in by_kind.items():
+        first = next(iter(modules.values()))
+        backend = get_backend(kind, first.span, role="device")
+        if not b.device_only:
+            b.launch_table = backend.launch_table()
+        b.dev = backend.device_images(modules, b.out, b.name, device_format=b.device_format,
+                                      device_code=b.launch_table, emit=emit,
+                                      line_info=b.line_info)
+
+
+def _host_codegen(b: _Build) -> None:
+    """The host object (with the device images embedded), unless device-only."""
+    from tirc.backends.registry import get_backend
+    if "tir" in b.emit:
+        from tirc.ir.printer import print_module
+        b.outputs.append((b.out / f"{b.name}.lowered.tir", print_module(b.mod).encode()))
+    if b.device_only:
+        return
+    backend = get_backend(b.host_target.kind, b.host_mod.span, role="host")
+    b.obj = backend.host_object(b.host_mod, b.host_target, b.name, keep_ir="llvm" in b.emit,
+                                debug=b.debug, device_code=b.launch_table)
+    b.outputs.append((b.out / f"{b.name}.o", b.obj.object))
+    if "llvm" in b.emit:
+        b.outputs.append((b.out / f"{b.name}.ll", b.obj.llvm_ir.encode()))
+
+
+def _manifest_and_header(b: _Build) -> None:
+    images = b.dev.images
+    b.outputs += [(path, data) for files in images.values() for _, path, data in files]
+    b.outputs += b.dev.extras
+    b.data = _manifest(b.mod, b.original, b.name, b.abi, b.host_target, images, b.dev.facts)
+    if b.symbol_prefix:
+        b.data["symbol_prefix"] = b.symbol_prefix
+    b.warnings = b.dev.warnings + _register_warnings(b.mod, b.data)
+    b.outputs += _header_and_manifest(b.host_mod, b.original, b.name, b.abi, b.out, b.data,
+                                      header=not b.device_only, symbol_prefix=b.symbol_prefix)
+
+
+def _write(b: _Build) -> None:
+    """Every output at once (and NAME.so, and the depfile), or none of them."""
+    so = b.out / f"{b.name}.so"
+    b.files = [p for p, _ in b.outputs] + ([so] if b.shared else [])
+    if b.depfile is not None:
+        from tirc.jobs import depfile_text
+        depfile = Path(b.depfile)
+        targets = list(b.depfile_targets) or [str(p) for p in b.files]
+        b.outputs.append((depfile, depfile_text(targets, [b.filename]).encode()))
+        b.files.append(depfile)
+        _make_directory(depfile.parent)
+    _make_directory(b.out)
+    _write_all(b.outputs, b.shared and so, b.obj, b.cc)
+
+
+# The build, in order: each stage reads what the earlier ones left in the _Build. Device
+# code generation goes through the backend of each device target's kind, host code
+# generation through the host target's (tirc.backends.registry); this table names none.
+STAGES = (
+    ("parse", _parse),
+    ("passes", _passes),
+    ("split", _split),
+    ("device codegen", _device_codegen),
+    ("host codegen", _host_codegen),
+    ("manifest and header", _manifest_and_header),
+    ("write", _write),
+)
 
 
 def _manifest(mod: IRModule, original: IRModule, name: str, abi: str, host_target: Target,

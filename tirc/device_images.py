@@ -26,12 +26,6 @@ from tirc.ir.function import IRModule
 from tirc.target import Target
 
 
-def new_device_code():
-    """An empty ``cuda_launch.DeviceCode``: the images the host object will embed."""
-    from tirc.backends.cuda_launch import DeviceCode
-    return DeviceCode()
-
-
 def _archs(t: Target) -> tuple[str | None, ...]:
     from tirc.target import cuda_archs
     return cuda_archs(t) if t.kind == "cuda" else (None,)
@@ -69,7 +63,7 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
     Also the emitted intermediates (``emit``): ``<stem>.device.ll`` (llvm) and, for
     cubins and fatbins, ``<stem>.ptx`` (ptx). ``line_info``: PTX and cubins carry the
     ``.tir`` lines of their code (``-lineinfo``)."""
-    from tirc.backends.registry import get_backend
+    from tirc.backends.nvptx import generate
 
     result = DeviceOutputs()
     taken: set[str] = set()  # stems of the per-arch files
@@ -90,8 +84,8 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
         span = first.span if first else None
         variants, ptx, cubins = [], {}, {}
         for arch in archs:
-            image = get_backend(t.kind).load()(m, arch_target(t, arch, len(archs)), name,
-                                               keep_ir="llvm" in emit, line_info=line_info)
+            image = generate(m, arch_target(t, arch, len(archs)), name,
+                             keep_ir="llvm" in emit, line_info=line_info)
             ptx[image.arch] = image.ptx
             if device_format != "ptx":
                 cubin = _cubin(image, name, span, device_format, result.warnings, line_info)

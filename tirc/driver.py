@@ -252,6 +252,9 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               help="write the module as read and after every pass to DIR/NAME.NN-PASS.tir "
               "(for bug reports: after an internal error, the last file is the failing "
               "pass's input)")
+@click.option("--time-passes", is_flag=True,
+              help="report the time of each pass and of each build stage (parse, passes, "
+              "split, device codegen, host codegen, manifest and header, write) on stderr")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               metavar="N", help="build N inputs at a time, in worker processes")
 @click.option("-MD", "depfile", is_flag=True,
@@ -266,8 +269,8 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               help="say what is built and where: targets, files written, timings")
 @click.option("-q", "--quiet", is_flag=True, help="print nothing but diagnostics")
 def build(files, target, host, out_dir, shared, emit, device_format, resource_usage,
-          device_only, abi, symbol_prefix, line_info, debug, dump_ir, jobs, depfile,
-          depfile_path, depfile_targets, verbose, quiet) -> None:
+          device_only, abi, symbol_prefix, line_info, debug, dump_ir, time_passes, jobs,
+          depfile, depfile_path, depfile_targets, verbose, quiet) -> None:
     """Compile each FILE (NAME.tir): write OUTDIR/NAME.o, the host object with the
     device images embedded, NAME.h (its declarations), NAME.json (a manifest of
     functions and kernels), one device image per device target (NAME.ptx, or
@@ -335,7 +338,8 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
                                                          "cubin" if "cubin" in formats else "ptx"),
                         also_ptx=formats == {"ptx", "cubin"}, device_only=device_only, abi=abi,
                         resource_usage=resource_usage, symbol_prefix=symbol_prefix,
-                        line_info=line_info, debug=debug, dump_ir=dump_ir, depfile=depfile or depfile_path is not None or bool(depfile_targets),
+                        line_info=line_info, debug=debug, dump_ir=dump_ir,
+                        time_passes=time_passes, depfile=depfile or depfile_path is not None or bool(depfile_targets),
                         depfile_path=depfile_path, depfile_targets=tuple(depfile_targets),
                         verbose=verbose)
     status = build_many(files, opts, jobs, quiet, lambda line: click.echo(line, err=True))

@@ -49,6 +49,7 @@ class BuildOptions:
     line_info: bool = False  # -lineinfo: .tir lines in device code
     debug: bool = False  # -g: DWARF line tables in the host object
     dump_ir: str | None = None  # --dump-ir DIR: the module after every pass
+    time_passes: bool = False  # --time-passes: the time of every pass and build stage
 
 
 @dataclass
@@ -122,6 +123,10 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
         if opts.resource_usage:
             from tirc.resource_usage import nvcc_report
             outcome.report = nvcc_report(result.manifest.get("kernels", []))
+        if opts.time_passes:
+            from tirc.passes.pipeline import timing_report
+            outcome.report += timing_report("pass timings", result.pass_times).splitlines()
+            outcome.report += timing_report("stage timings", result.stage_times).splitlines()
         if opts.verbose:
             outcome.info.append(f"tirc: {path}: host code for {result.host_target.describe()}"
                                 + (f", device code for {len(result.devices)} target(s)"

@@ -1,26 +1,68 @@
-"""Backends keyed by target kind: what turns a module of functions for one target into
-an artefact. Entries name their generator as ``module:function`` and are imported on
-first use, so nothing LLVM- or CUDA-related loads at import time."""
+"""Backends keyed by target kind: what turns the functions of one target into artefacts.
+
+A backend is an object registered for a target kind. A host backend compiles the host
+module into an object file (:meth:`Backend.host_object`); a device backend compiles the
+device modules of its kind, all targets of that kind at once, into device images
+(:meth:`Backend.device_images`, returning a ``device_images.DeviceOutputs``) and makes
+the table of images the host object embeds and launches (:meth:`Backend.launch_table`).
+``build()`` asks the registry for the backend of each kind and names none itself.
+
+Backends import their code generators on first use, so nothing LLVM- or CUDA-related
+loads when the registry does. Adding a target kind: write its backend module, subclass
+:class:`Backend` here (or anywhere imported before the build) and :func:`register` it.
+"""
 from __future__ import annotations
 
-import importlib
-from collections.abc import Callable
-from dataclasses import dataclass
 from typing import Any
 
-from tirc.diagnostics import Diagnostic
+from tirc.diagnostics import Diagnostic, Span
 
 
-@dataclass(frozen=True)
 class Backend:
-    kind: str  # the target kind it compiles for
-    name: str
-    generator: str  # "module:function"; called as function(module, target, name)
-    doc: str
+    kind: str = ""  # the target kind it compiles for
+    name: str = ""
+    doc: str = ""
+    role: str = "host"  # "host" (an object file) or "device" (device images)
 
-    def load(self) -> Callable[..., Any]:
-        module, _, function = self.generator.partition(":")
-        return getattr(importlib.import_module(module), function)
+    def host_object(self, mod, target, name: str, *, keep_ir: bool = False,
+                    debug: bool = False, device_code=None) -> Any:
+        """The host object of ``mod`` (``.object`` bytes, ``.llvm_ir``, ``.triple``,
+        ``.uses_openmp``, ``.uses_cuda``); ``device_code``: the images it embeds."""
+        raise NotImplementedError(f"'{self.kind}' is not a host target")
+
+    def device_images(self, devices: dict, out, name: str, *, device_format: str,
+                      device_code=None, emit: tuple[str, ...] = (),
+                      line_info: bool = False) -> Any:
+        """The images of the device modules ``devices`` (by target), as DeviceOutputs."""
+        raise NotImplementedError(f"'{self.kind}' is not a device target")
+
+    def launch_table(self) -> Any:
+        """An empty table of the images a host object embeds to launch this kind's
+        kernels (filled by :meth:`device_images`)."""
+        raise NotImplementedError(f"'{self.kind}' kernels cannot be launched by a host object")
+
+
+class CPUBackend(Backend):
+    kind, name, role = "llvm", "cpu", "host"
+    doc = "host CPU code through LLVM (an object file)"
+
+    def host_object(self, mod, target, name, *, keep_ir=False, debug=False, device_code=None):
+        from tirc.backends.cpu import generate
+        return generate(mod, target, name, device_code, keep_ir=keep_ir, debug=debug)
+
+
+class CUDABackend(Backend):
+    kind, name, role = "cuda", "nvptx", "device"
+    doc = "NVIDIA GPU code through LLVM's NVPTX target (PTX; cubins, fatbins)"
+
+    def device_images(self, devices, out, name, *, device_format, device_code=None,
+                      emit=(), line_info=False):
+        from tirc.device_images import device_images
+        return device_images(devices, out, name, device_format, device_code, emit, line_info)
+
+    def launch_table(self):
+        from tirc.backends.cuda_launch import DeviceCode
+        return DeviceCode()
 
 
 BACKENDS: dict[str, Backend] = {}
@@ -32,15 +74,17 @@ def register(backend: Backend) -> None:
     BACKENDS[backend.kind] = backend
 
 
-def get_backend(kind: str) -> Backend:
-    try:
-        return BACKENDS[kind]
-    except KeyError:
-        known = ", ".join(sorted(BACKENDS)) or "none"
-        raise Diagnostic(f"no code generator for target kind '{kind}' (available: {known})") from None
+def get_backend(kind: str, span: Span | None = None, role: str | None = None) -> Backend:
+    """The backend of target kind ``kind`` (of ``role``, when given); a Diagnostic at
+    ``span`` listing the kinds that have one otherwise."""
+    backend = BACKENDS.get(kind)
+    if backend is None or (role is not None and backend.role != role):
+        known = ", ".join(sorted(k for k, b in BACKENDS.items() if role in (None, b.role)))
+        what = f"{role} " if role is not None else ""
+        raise Diagnostic(f"no {what}code generator for target kind '{kind}' (available: "
+                         f"{known or 'none'})", span)
+    return backend
 
 
-register(Backend("llvm", "cpu", "tirc.backends.cpu:generate",
-                 "host CPU code through LLVM (an object file)"))
-register(Backend("cuda", "nvptx", "tirc.backends.nvptx:generate",
-                 "NVIDIA GPU code through LLVM's NVPTX target (PTX text)"))
+register(CPUBackend())
+register(CUDABackend())

@@ -133,9 +133,14 @@ class TimePasses(Instrument):
         self.times.append((p.name, time.perf_counter() - self._start))
 
     def report(self) -> str:
-        total = sum(t for _, t in self.times)
-        rows = [f"  {t * 1000:9.3f} ms  {name}" for name, t in self.times]
-        return "pass timings:\n" + "\n".join(rows) + f"\n  {total * 1000:9.3f} ms  total"
+        return timing_report("pass timings", self.times)
+
+
+def timing_report(title: str, times: list[tuple[str, float]]) -> str:
+    """``times`` (name, seconds) as ``--time-passes`` prints them, with their total."""
+    total = sum(t for _, t in times)
+    rows = [f"  {t * 1000:9.3f} ms  {name}" for name, t in times]
+    return f"{title}:\n" + "\n".join(rows) + f"\n  {total * 1000:9.3f} ms  total"
 
 
 def _verify(mod: IRModule, ctx: PassContext) -> IRModule:
