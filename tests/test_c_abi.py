@@ -14,7 +14,9 @@ from conftest import ROOT
 from tirc.build import bind_target_from, build
 from tirc.diagnostics import Diagnostic
 from tirc.driver import cli
-from tirc.header import c_identifier, c_type, make_header
+from tirc.c_names import c_identifier
+from tirc.header import make_header
+from tirc.ir.describe import c_type
 from tirc.ir.dtype import DataType
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.printer import print_module
@@ -190,8 +192,8 @@ def test_header_compiles_as_c_and_cxx(tmp_path, abi):
 
 
 def test_header_text():
-    orig, mod = lowered(DEMO)
-    h = make_header("demo", mod, orig, "c")
+    _, mod = lowered(DEMO)
+    h = make_header("demo", mod.facts, "c")
     assert "#include <stdint.h>" in h and 'extern "C" {' in h
     assert "const char* demo_last_error(void);" in h
     assert "int32_t add(float* A, float* B, float* C, int64_t n);" in h
@@ -201,8 +203,8 @@ def test_header_text():
     assert '/* add(A: T.Buffer((n,), "float32"), B: T.Buffer((n,), "float32"), C: ' in h
     assert " *   A: float64[k, 4], data pointer to the first element" in h
     assert "helper" not in h
-    orig, packed = lowered(DEMO, abi="packed")
-    h = make_header("demo", packed, orig, "packed")
+    _, packed = lowered(DEMO, abi="packed")
+    h = make_header("demo", packed.facts, "packed")
     assert ("int __tvm_ffi_add(void* self, const void* args, int32_t num_args, void* result);"
             in h)
     assert "last_error" not in h and '"demo.so"' in h
@@ -237,9 +239,10 @@ def test_manifest_of_a_cpu_module(tmp_path):
 
 
 def test_manifest_of_cuda_kernels_from_the_lowered_module():
+    """The manifest is a function of the facts the passes recorded with the module."""
     text = (SAMPLES / "vector_add.tir").read_text()
-    orig, mod = lowered(text, "cuda -arch=sm_90", abi="packed")
-    data = manifest(mod, "vector_add", "packed", orig)
+    _, mod = lowered(text, "cuda -arch=sm_90", abi="packed")
+    data = manifest(mod.facts, "vector_add", "packed")
     (k,) = data["kernels"]
     assert k["name"] == k["symbol"] == "vector_add_kernel"
     assert k["target_summary"] == "cuda -arch=sm_90" and json.loads(k["target"])["arch"] == "sm_90"

@@ -196,7 +196,6 @@ class _Build:
     line_info: bool
     debug: bool
     dump_ir: str | os.PathLike | None
-    original: IRModule | None = None
     mod: IRModule | None = None
     host_mod: IRModule | None = None
     host_target: Target | None = None
@@ -218,7 +217,6 @@ def _parse(b: _Build) -> None:
         b.source = parse(b.source, b.filename)
     b.name = b.name or (Path(b.filename).stem if b.filename != "<input>"
                         else (b.source.name or "module"))
-    b.original = b.source
 
 
 def _passes(b: _Build) -> None:
@@ -226,7 +224,7 @@ def _passes(b: _Build) -> None:
     from tirc.passes.pipeline import DumpIR, PassContext, TimePasses, run_pipeline
     timer = TimePasses()
     instruments = (timer,) + ((DumpIR(str(b.dump_ir), b.name),) if b.dump_ir is not None else ())
-    b.mod = run_pipeline(b.original, PassContext(b.bind, b.abi, b.symbol_prefix), None,
+    b.mod = run_pipeline(b.source, PassContext(b.bind, b.abi, b.symbol_prefix), None,
                          instruments)
     b.pass_times = timer.times
 
@@ -281,11 +279,12 @@ def _manifest_and_header(b: _Build) -> None:
     images = b.dev.images
     b.outputs += [(path, data) for files in images.values() for _, path, data in files]
     b.outputs += b.dev.extras
-    b.data = _manifest(b.mod, b.original, b.name, b.abi, b.host_target, images, b.dev.facts)
+    facts = b.mod.facts  # what the passes decided; the outputs read nothing else
+    b.data = _manifest(facts, b.name, b.abi, b.host_target, images, b.dev.facts)
     if b.symbol_prefix:
         b.data["symbol_prefix"] = b.symbol_prefix
-    b.warnings = b.dev.warnings + _register_warnings(b.mod, b.data)
-    b.outputs += _header_and_manifest(b.host_mod, b.original, b.name, b.abi, b.out, b.data,
+    b.warnings = b.dev.warnings + _register_warnings(facts, b.data)
+    b.outputs += _header_and_manifest(facts, b.name, b.abi, b.out, b.data,
                                       header=not b.device_only, symbol_prefix=b.symbol_prefix)
 
 
@@ -318,28 +317,27 @@ STAGES = (
 )
 
 
-def _manifest(mod: IRModule, original: IRModule, name: str, abi: str, host_target: Target,
-              images: dict, facts: dict) -> dict:
-    """``NAME.json``'s data: the module's functions and kernels with their device files
-    and what the device stage recorded (``facts``)."""
+def _manifest(facts, name: str, abi: str, host_target: Target, images: dict,
+              device_facts: dict) -> dict:
+    """``NAME.json``'s data: the build's facts with the device files and what the
+    device stage recorded (``device_facts``)."""
     from tirc.manifest import manifest
 
     files = {t.canonical: fs[0][1].name if len(fs) == 1 else [p.name for _, p, _ in fs]
              for t, fs in images.items()}
-    return manifest(mod, name, abi, original, host_target, files, facts)
+    return manifest(facts, name, abi, host_target.canonical, files, device_facts)
 
 
-def _register_warnings(mod: IRModule, data: dict) -> list[Diagnostic]:
+def _register_warnings(facts, data: dict) -> list[Diagnostic]:
     """A warning at each kernel whose block cannot get its registers on one SM."""
     from tirc.resource_usage import register_overflows
 
-    found = register_overflows(data.get("kernels", []))
-    return [Diagnostic(message, getattr(mod.functions.get(kernel), "span", None),
-                       severity="warning") for kernel, message in found]
+    spans = {k.name: k.span for k in facts.kernels}
+    return [Diagnostic(message, spans.get(kernel), severity="warning")
+            for kernel, message in register_overflows(data.get("kernels", []))]
 
 
-def _header_and_manifest(host_mod: IRModule, original: IRModule, name: str, abi: str,
-                         out: Path, data: dict, header: bool,
+def _header_and_manifest(facts, name: str, abi: str, out: Path, data: dict, header: bool,
                          symbol_prefix: str = "") -> list[tuple[Path, bytes]]:
     """``OUT/NAME.h`` (with a host object) and ``OUT/NAME.json``."""
     from tirc.header import make_header
@@ -347,8 +345,8 @@ def _header_and_manifest(host_mod: IRModule, original: IRModule, name: str, abi:
 
     result = [(out / f"{name}.json", manifest_json(data).encode())]
     if header:
-        result.insert(0, (out / f"{name}.h", make_header(name, host_mod, original, abi,
-                                                               symbol_prefix).encode()))
+        result.insert(0, (out / f"{name}.h",
+                          make_header(name, facts, abi, symbol_prefix).encode()))
     return result
 
 

@@ -1,5 +1,5 @@
 """``OUT/NAME.json``: what a build system or a reviewer wants to know without reading PTX
-(DESIGN §5), computed from the module after the pipeline.
+(DESIGN §5), a function of the build's facts (:mod:`tirc.facts`): it reads no IR.
 
     {"abi": "c" | "packed", "module": NAME, "host_target": canonical,
      "functions": [{"name", "symbol", "target", "target_summary", "params", "returns",
@@ -32,127 +32,47 @@ from __future__ import annotations
 
 import json
 
-from tirc.header import c_declaration, expr_text
-from tirc.ir.attrs import (CallingConv, CALLING_CONV, C_API, GLOBAL_SYMBOL, TARGET,
-    USE_DYN_SHARED_MEMORY)
-from tirc.ir.expr import Call, IntImm, PrimExpr, StringImm
-from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.stmt import Evaluate, IfThenElse, SeqStmt, Stmt
-from tirc.target import Target
+from tirc.facts import BuildFacts, Function, Kernel
 
 
-
-def _value(e: PrimExpr) -> int | str:
-    return e.value if isinstance(e, IntImm) else expr_text(e)
-
-
-def _target(f: PrimFunc) -> dict:
-    t = f.attrs.get(TARGET)
-    if not isinstance(t, Target):
-        return {"target": None, "target_summary": None}
-    return {"target": t.canonical, "target_summary": t.describe()}
-
-
-def _params(f: PrimFunc) -> list[dict]:
-    out = []
-    for p in f.params:
-        buf = f.buffer_of(p)
-        if buf is not None:
-            out.append({"name": p.name, "kind": "buffer", "dtype": str(buf.dtype),
-                        "shape": [_value(s) for s in buf.shape]})
-        else:
-            entry = {"name": p.name, "kind": "scalar", "dtype": str(p.dtype)}
-            if p.ptr is not None:  # a pointer parameter (kernels): what it points at
-                entry["points_to"] = str(p.ptr.dtype)
-            out.append(entry)
-    return out
+def _kernel(k: Kernel, images: dict, device_facts: dict) -> dict:
+    entry = {"name": k.name, "symbol": k.symbol, "target": k.target,
+             "target_summary": k.target_summary,
+             "image": images.get(k.target) if k.target is not None else None,
+             "params": [p.as_json() for p in k.params], "launch_params": list(k.launch_params),
+             **k.sizes.as_json(), "launches": [launch.as_json() for launch in k.launches]}
+    found = device_facts.get(k.target, {}) if k.target is not None else {}
+    usage = found.get("resource_usage", {}).get(k.symbol)
+    if usage:
+        entry["resource_usage"] = usage
+    if "fatbin" in found:
+        entry["fatbin"] = found["fatbin"]
+    return entry
 
 
-def _sizes(tags: list[str], extents: list[PrimExpr]) -> dict:
-    grid: list[int | str] = [1, 1, 1]
-    block: list[int | str] = [1, 1, 1]
-    shmem: int | str = 0
-    for tag, e in zip(tags, extents):
-        if tag == USE_DYN_SHARED_MEMORY:
-            shmem = _value(e)
-        elif tag.startswith(("blockIdx.", "threadIdx.")):
-            axis = "xyz".index(tag[-1])
-            (grid if tag.startswith("blockIdx.") else block)[axis] = _value(e)
-    return {"grid": grid, "block": block, "dynamic_shared_memory": shmem}
+def _function(f: Function) -> dict:
+    entry = {"name": f.name, "symbol": f.symbol, "target": f.target,
+             "target_summary": f.target_summary, "params": [p.as_json() for p in f.params],
+             "returns": f.returns}
+    if f.declaration is not None:
+        entry["declaration"] = f.declaration
+    return entry
 
 
-def _launch_calls(body: Stmt):
-    """The ``T.call_ffi_kernel`` calls of a function body. A kernel returns nothing, so
-    its launch is a statement of its own: only statements are visited, not the
-    (many more) expressions of argument checks."""
-    stack = [body]
-    while stack:
-        s = stack.pop()
-        if isinstance(s, Evaluate):
-            if isinstance(s.value, Call) and s.value.op == "call_ffi_kernel":
-                yield s.value
-        elif isinstance(s, SeqStmt):
-            stack.extend(reversed(s.stmts))
-        elif isinstance(s, IfThenElse):
-            stack.extend(c for c in (s.else_case, s.then_case) if c is not None)
-        elif isinstance(getattr(s, "body", None), Stmt):
-            stack.append(s.body)
-
-
-def manifest(mod: IRModule, name: str, abi: str, original: IRModule | None = None,
-             host_target: Target | None = None, images: dict[str, str | list[str]] | None = None,
+def manifest(facts: BuildFacts, name: str, abi: str, host_target: str | None = None,
+             images: dict[str, str | list[str]] | None = None,
              device_facts: dict[str, dict] | None = None) -> dict:
-    """The manifest of ``mod`` (after the pipeline). ``original`` (the module before it)
-    gives exported functions their TIR parameters; ``images`` maps a device target's
-    canonical string to its image file name (a list of names for a multi-arch target);
-    ``device_facts`` a device target's canonical string to what its device stage
-    recorded: ``"resource_usage"`` (``{kernel symbol: {arch: figures}}``) and
-    ``"fatbin"`` (the fatbin's entries)."""
-    from tirc.ir.attrs import is_kernel
-    from tirc.passes.split.lower_device_kernel_launch import launch_params
-
-    orig = original.functions if original is not None else {}
+    """The manifest of a build: its ``facts`` (the record the passes filled in),
+    ``host_target`` (canonical), ``images`` (a device target's canonical string -> its
+    image file name, a list of names for a multi-arch target) and ``device_facts`` (a
+    device target's canonical string -> what its device stage recorded:
+    ``"resource_usage"``, ``{kernel symbol: {arch: figures}}``, and ``"fatbin"``, the
+    fatbin's entries)."""
     images = images or {}
     device_facts = device_facts or {}
-    functions, kernels = [], []
-    launches: dict[str, list[dict]] = {}
-    for caller, f in mod.functions.items():
-        for node in _launch_calls(f.body):
-            if isinstance(node, Call) and node.op == "call_ffi_kernel":
-                tags = list(dict(node.kwargs).get("launch_params", ()))
-                kname = node.args[0].value if isinstance(node.args[0], StringImm) else "?"
-                sizes = list(node.args[len(node.args) - len(tags):]) if tags else []
-                launches.setdefault(kname, []).append({"caller": caller, **_sizes(tags, sizes)})
-    for n, f in mod.functions.items():
-        if is_kernel(f):
-            tags, extents = launch_params(n, f)
-            t = f.attrs.get(TARGET)
-            symbol = str(f.attrs.get(GLOBAL_SYMBOL, n))
-            kernels.append({
-                "name": n, "symbol": symbol, **_target(f),
-                "image": images.get(t.canonical) if isinstance(t, Target) else None,
-                "params": _params(f), "launch_params": list(tags), **_sizes(tags, extents),
-                "launches": launches.get(n, []),
-            })
-            facts = device_facts.get(t.canonical, {}) if isinstance(t, Target) else {}
-            usage = facts.get("resource_usage", {}).get(symbol)
-            if usage:
-                kernels[-1]["resource_usage"] = usage
-            if "fatbin" in facts:
-                kernels[-1]["fatbin"] = facts["fatbin"]
-        elif f.attrs.get(C_API) or f.attrs.get(CALLING_CONV) == CallingConv.CPACKED_FUNC:
-            src = orig.get(n)
-            ret = (src or f).ret_type
-            entry = {"name": n, "symbol": str(f.attrs.get(GLOBAL_SYMBOL, n)), **_target(f),
-                     "params": _params(src) if src is not None else None,
-                     "returns": str(ret) if src is not None and ret is not None and not ret.is_void
-                     else None}
-            if f.attrs.get(C_API):
-                entry["declaration"] = c_declaration(n, f)
-            functions.append(entry)
-    return {"abi": abi, "module": name,
-            "host_target": host_target.canonical if host_target is not None else None,
-            "functions": functions, "kernels": kernels}
+    return {"abi": abi, "module": name, "host_target": host_target,
+            "functions": [_function(f) for f in facts.functions],
+            "kernels": [_kernel(k, images, device_facts) for k in facts.kernels]}
 
 
 def manifest_json(data: dict) -> str:

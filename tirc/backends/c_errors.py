@@ -18,7 +18,7 @@ _BUFFER = "__tirc_last_error_buffer"
 
 
 def last_error_symbol(module_name: str, prefix: str = "") -> str:
-    from tirc.header import c_identifier
+    from tirc.c_names import c_identifier
     return f"{prefix}{c_identifier(module_name)}_last_error"
 
 

@@ -34,6 +34,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir import describe
 from tirc.ir.attrs import C_API, GLOBAL_SYMBOL, SYMBOL_PREFIX
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, INT64
@@ -62,7 +63,12 @@ def make_c_api(mod: IRModule, ctx: PassContext) -> IRModule:
              for name, f in mod.functions.items()}
     if all(funcs[n] is f for n, f in mod.functions.items()):
         return mod
-    return replace(mod, functions=funcs)
+    record = mod.facts
+    for name, f in mod.functions.items():
+        if funcs[name] is not f:  # exported: its signature goes in the build's facts
+            record = record.with_function(describe.exported_function(name, f, funcs[name],
+                                                                     "c"))
+    return replace(mod, functions=funcs, facts=record)
 
 
 def _scalar_ok(dtype, what: str, where: str, span) -> None:

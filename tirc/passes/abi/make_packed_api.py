@@ -42,6 +42,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic, Span
+from tirc.ir import describe
 from tirc.ir.attrs import (CallingConv, CALLING_CONV, DEVICE_ID, DEVICE_TYPE, GLOBAL_SYMBOL,
     TARGET)
 from tirc.ir.buffer import Buffer
@@ -91,7 +92,12 @@ def make_packed_api(mod: IRModule, ctx: PassContext) -> IRModule:
              for name, f in mod.functions.items()}
     if all(funcs[n] is f for n, f in mod.functions.items()):
         return mod
-    return replace(mod, functions=funcs)
+    record = mod.facts
+    for name, f in mod.functions.items():
+        if funcs[name] is not f:  # exported: its signature goes in the build's facts
+            record = record.with_function(describe.exported_function(name, f, funcs[name],
+                                                                     "packed"))
+    return replace(mod, functions=funcs, facts=record)
 
 
 def _needs_packing(f: PrimFunc) -> bool:

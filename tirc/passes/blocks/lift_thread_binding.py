@@ -68,7 +68,7 @@ def check_same_range(tag: str, first: tuple[PrimExpr, PrimExpr], lo: PrimExpr,
                      extent: PrimExpr, span: Span | None) -> None:
     """Another axis bound to ``tag`` in the same kernel as one over ``first`` (min,
     extent) must cover the same threads."""
-    from tirc.header import expr_text
+    from tirc.ir.describe import expr_text
     if not _same_value(extent, first[1]):
         raise Diagnostic(
             f"all loops bound to '{tag}' in one kernel must have the same extent; this one "

@@ -19,7 +19,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic, Span
-from tirc.header import expr_text
+from tirc.ir.describe import expr_text
 from tirc.ir.block import BufferRegion, MatchBufferRegion, SBlock
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, INT32

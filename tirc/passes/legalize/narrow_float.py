@@ -26,6 +26,7 @@ from dataclasses import replace
 from typing import Callable
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir import describe
 from tirc.ir.attrs import TARGET
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import FLOAT32, DataType
@@ -65,7 +66,11 @@ def legalize_module(mod: IRModule, formats: dict[str, Format], native: Callable[
     if not legalized:
         return mod
     _check_calls(mod, new, legalized, formats, pass_name)
-    return replace(mod, functions=new)
+    record = mod.facts
+    for name in legalized:  # a kernel's parameters now hold the storage type
+        if record.kernel(name) is not None:
+            record = record.with_kernel_params(name, describe.params(new[name]))
+    return replace(mod, functions=new, facts=record)
 
 
 def _dtypes(func: PrimFunc):

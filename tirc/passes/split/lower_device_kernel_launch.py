@@ -19,9 +19,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tirc import facts
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import (KERNEL_LAUNCH_PARAMS, TARGET, THREAD_EXTENT, USE_DYN_SHARED_MEMORY,
-                           is_kernel)
+from tirc.facts import BuildFacts
+from tirc.ir import describe
+from tirc.ir.attrs import (GLOBAL_SYMBOL, KERNEL_LAUNCH_PARAMS, TARGET, THREAD_EXTENT,
+                           USE_DYN_SHARED_MEMORY, is_kernel)
 from tirc.ir.dtype import INT32, INT64
 from tirc.ir.equal import structural_equal
 from tirc.ir.expr import BinOp, Call, GlobalVar, IntImm, PrimExpr, StringImm
@@ -169,4 +172,22 @@ def lower_device_kernel_launch(mod: IRModule, ctx) -> IRModule:
         host = body_context(f) == HOST
         body = _Launches(mod, launches, name, host).visit(f.body)
         funcs[name] = f if body is f.body else f.with_body(body)
-    return replace(mod, functions=funcs)
+    return replace(mod, functions=funcs, facts=_kernel_facts(mod.facts, funcs, launches))
+
+
+def _kernel_facts(record: BuildFacts, funcs: dict[str, PrimFunc], launches) -> BuildFacts:
+    """The record with each kernel: its launch parameters and sizes, and its host launch
+    sites (caller and sizes in the caller's terms), in module order."""
+    sites: dict[str, list[facts.Launch]] = {}
+    for caller, f in funcs.items():
+        for call in describe.launch_calls(f.body):
+            kname, _, sizes = describe.launch_of(call)
+            sites.setdefault(kname, []).append(facts.Launch(caller, sizes))
+    for name, (tags, extents) in launches.items():
+        f = funcs[name]
+        target, summary = describe.target_of(f)
+        record = record.with_kernel(facts.Kernel(
+            name, str(f.attrs.get(GLOBAL_SYMBOL, name)), target, summary, describe.params(f),
+            tuple(tags), describe.launch_sizes(tags, extents), tuple(sites.get(name, ())),
+            f.span))
+    return record

@@ -1,0 +1,121 @@
+"""The build's facts: what the passes decided, in one record that travels with the module.
+
+Passes that decide something the outputs report write it here, once:
+
+- LowerDeviceKernelLaunch: each kernel (:class:`Kernel`): its symbol, device target,
+  parameters, launch parameters and sizes (grid, block, dynamic shared memory) and every
+  host launch site; BF16/FP8StorageLegalize update the parameters of kernels whose
+  storage type they change.
+- MakePackedAPI / MakeCAPI: each exported host function (:class:`Function`): its symbol,
+  ABI, TIR signature and parameters, return type and, for the C ABI, its C parameters
+  and declaration.
+
+The record is plain data (strings, integers, tuples): ``tirc.manifest`` and
+``tirc.header`` are functions of it and read no IR. The device stage's facts (images,
+resource usage, fatbin entries) are added by the build. Expression-valued facts (shapes,
+launch sizes) are integers when constant and expression text otherwise, as the manifest
+has always written them.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from tirc.diagnostics import Span
+
+Value = int | str  # a constant, or an expression's text
+
+
+@dataclass(frozen=True)
+class Param:
+    name: str
+    kind: str  # "buffer" or "scalar"
+    dtype: str
+    shape: tuple[Value, ...] = ()  # buffers
+    points_to: str | None = None  # a pointer parameter (kernels): what it points at
+
+    def as_json(self) -> dict:
+        if self.kind == "buffer":
+            return {"name": self.name, "kind": "buffer", "dtype": self.dtype,
+                    "shape": list(self.shape)}
+        out = {"name": self.name, "kind": "scalar", "dtype": self.dtype}
+        if self.points_to is not None:
+            out["points_to"] = self.points_to
+        return out
+
+
+@dataclass(frozen=True)
+class LaunchSizes:
+    grid: tuple[Value, Value, Value] = (1, 1, 1)
+    block: tuple[Value, Value, Value] = (1, 1, 1)
+    dynamic_shared_memory: Value = 0
+
+    def as_json(self) -> dict:
+        return {"grid": list(self.grid), "block": list(self.block),
+                "dynamic_shared_memory": self.dynamic_shared_memory}
+
+
+@dataclass(frozen=True)
+class Launch:
+    caller: str
+    sizes: LaunchSizes
+
+    def as_json(self) -> dict:
+        return {"caller": self.caller, **self.sizes.as_json()}
+
+
+@dataclass(frozen=True)
+class Kernel:
+    name: str
+    symbol: str
+    target: str | None  # canonical
+    target_summary: str | None
+    params: tuple[Param, ...]
+    launch_params: tuple[str, ...]  # thread tags (and the dynamic shared memory tag), in order
+    sizes: LaunchSizes
+    launches: tuple[Launch, ...] = ()
+    span: Span | None = field(default=None, compare=False)
+
+
+@dataclass(frozen=True)
+class CParam:
+    """One parameter of a C-API function: its C type and name, and what it is for the
+    header's comment (None: nothing to say)."""
+
+    ctype: str
+    name: str
+    doc: str | None
+
+
+@dataclass(frozen=True)
+class Function:
+    """An exported host function."""
+
+    name: str
+    symbol: str
+    abi: str  # "packed" or "c"
+    target: str | None
+    target_summary: str | None
+    signature: str  # its TIR signature, f(A: T.Buffer((n,), "float32"), ...) -> T.int32
+    params: tuple[Param, ...]
+    returns: str | None
+    c_params: tuple[CParam, ...] = ()  # the C ABI's
+    declaration: str | None = None  # the C ABI's: int32_t f(float* A, int64_t n)
+
+
+@dataclass(frozen=True)
+class BuildFacts:
+    functions: tuple[Function, ...] = ()
+    kernels: tuple[Kernel, ...] = ()
+
+    def with_function(self, f: Function) -> "BuildFacts":
+        return replace(self, functions=self.functions + (f,))
+
+    def with_kernel(self, k: Kernel) -> "BuildFacts":
+        return replace(self, kernels=self.kernels + (k,))
+
+    def with_kernel_params(self, name: str, params: tuple[Param, ...]) -> "BuildFacts":
+        return replace(self, kernels=tuple(replace(k, params=params) if k.name == name else k
+                                           for k in self.kernels))
+
+    def kernel(self, name: str) -> Kernel | None:
+        return next((k for k in self.kernels if k.name == name), None)
