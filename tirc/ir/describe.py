@@ -13,7 +13,7 @@ from tirc.c_names import C_KEYWORDS, c_identifier
 from tirc.ir.attrs import GLOBAL_SYMBOL, TARGET, USE_DYN_SHARED_MEMORY
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, Cast, IntImm, PrimExpr, StringImm, Var
-from tirc.ir.function import PrimFunc
+from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.print_expr import ExprPrinter, quote
 from tirc.ir.stmt import Evaluate, IfThenElse, SeqStmt, Stmt
 
@@ -199,3 +199,13 @@ def exported_function(name: str, before: PrimFunc, after: PrimFunc, abi: str) ->
         name, str(after.attrs.get(GLOBAL_SYMBOL, name)), abi, target, summary,
         tir_signature(name, before), params(before), returns(before), cparams,
         c_declaration(name, after, cparams) if abi == "c" else None)
+
+
+def with_exported(mod: IRModule, funcs: dict[str, PrimFunc], abi: str) -> facts.BuildFacts:
+    """``mod``'s facts with every function an ABI pass rewrote (``funcs``: the module's
+    functions after it) recorded as exported, in module order."""
+    record = mod.facts
+    for name, f in mod.functions.items():
+        if funcs[name] is not f:
+            record = record.with_function(exported_function(name, f, funcs[name], abi))
+    return record

@@ -92,12 +92,7 @@ def make_packed_api(mod: IRModule, ctx: PassContext) -> IRModule:
              for name, f in mod.functions.items()}
     if all(funcs[n] is f for n, f in mod.functions.items()):
         return mod
-    record = mod.facts
-    for name, f in mod.functions.items():
-        if funcs[name] is not f:  # exported: its signature goes in the build's facts
-            record = record.with_function(describe.exported_function(name, f, funcs[name],
-                                                                     "packed"))
-    return replace(mod, functions=funcs, facts=record)
+    return replace(mod, functions=funcs, facts=describe.with_exported(mod, funcs, "packed"))
 
 
 def _needs_packing(f: PrimFunc) -> bool:
