@@ -97,3 +97,14 @@ def test_time_passes_on_the_command_line_names_passes_and_stages(tmp_path):
     assert "pass timings:" in r.output and "stage timings:" in r.output
     for name, _ in STAGES:
         assert f"  {name}\n" in r.output
+
+
+def test_backends_import_no_pass():
+    """Layers: the code generators use the IR, the ABI description (tirc.ffi_abi) and the
+    targets, never a pass (the pipeline has run when they do)."""
+    import ast
+    for path in sorted((ROOT / "tirc" / "backends").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        found = [n.module for n in ast.walk(tree)
+                 if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("tirc.passes")]
+        assert not found, (path.name, found)

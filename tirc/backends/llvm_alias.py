@@ -32,7 +32,7 @@ from tirc.ir.attrs import NOALIAS_KEYS
 from tirc.ir.expr import Call, IntImm, PrimExpr, Var
 from tirc.ir.function import PrimFunc
 
-_ARR_DATA = 1  # DLTensor field index of the data pointer (packed_abi.ARR_DATA)
+_ARR_DATA = 1  # DLTensor field index of the data pointer (ffi_abi.ARR_DATA)
 
 
 def is_noalias(func: PrimFunc) -> bool:

@@ -29,7 +29,7 @@ from tirc.ir.expr import (
     StringImm,
     Var,
 )
-from tirc.passes.lower.flatten_buffer import widen
+from tirc.ir.index_arith import widen
 
 _DIVISIONS = ("div", "mod", "floordiv", "floormod")
 _ICMP_S = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}

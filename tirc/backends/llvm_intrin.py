@@ -11,7 +11,7 @@ from tirc.backends import llvm_types as lt
 from tirc.diagnostics import Diagnostic
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, StringImm
-from tirc.passes.abi import packed_abi as abi
+from tirc import ffi_abi as abi
 
 # (byte offset, LLVM type name) of DLTensor (48 bytes) and TVMFFIAny (16 bytes) fields.
 _DLTENSOR = {abi.ARR_DATA: (0, "ptr"), abi.ARR_DEVICE_TYPE: (8, "i32"),

@@ -460,7 +460,7 @@ def opaque(value: ir.Value, ptr: ir.PointerType) -> ir.Value:
 
 
 def _product(shape: tuple[PrimExpr, ...]) -> PrimExpr:
-    from tirc.passes.abi.packed_abi import mul
+    from tirc.ffi_abi import mul
     out: PrimExpr = IntImm(shape[0].dtype if shape else DataType("int64"), 1)
     for s in shape:
         out = mul(out, s)

@@ -53,7 +53,7 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.abi.make_packed_api import _needs_packing
-from tirc.passes.abi.packed_abi import (binop, cast, dtype_range, empty_condition, fits, i32,
+from tirc.ffi_abi import (binop, cast, dtype_range, empty_condition, fits, i32,
                                     mul, not_null, wide)
 from tirc.passes.pipeline import PassContext
 

@@ -33,7 +33,7 @@ misaligned byte offset for a symbolic ``elem_offset`` is a ValueError; TVM casts
 field and scalar to its variable's type unchecked and compares the narrowed values; the
 strides of an empty tensor are not checked (NumPy gives a (4, 0) array strides (0, 0)).
 
-Intrinsics introduced, documented with their struct fields in ``packed_abi`` (the host
+Intrinsics introduced, documented with their struct fields in ``tirc.ffi_abi`` (the host
 code generator implements them): ``T.tvm_struct_get``, ``T.tvm_struct_set``,
 ``T.handle_add_byte_offset``; also ``T.isnullptr``.
 """
@@ -62,8 +62,8 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import Mutator, walk
-from tirc.passes.abi import packed_abi as abi
-from tirc.passes.abi.packed_abi import (
+from tirc import ffi_abi as abi
+from tirc.ffi_abi import (
     any_value,
     binop,
     cast,

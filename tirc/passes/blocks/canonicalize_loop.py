@@ -17,7 +17,7 @@ from tirc.ir.function import IRModule
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import For
 from tirc.ir.visitor import Mutator
-from tirc.passes.lower.flatten_buffer import arith
+from tirc.ir.index_arith import arith
 
 
 def _is_const(e, value: int) -> bool:

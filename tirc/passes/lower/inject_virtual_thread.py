@@ -29,7 +29,7 @@ from tirc.ir.stmt import (AllocBuffer, AttrStmt, BufferStore, For, IfThenElse, I
                           LetStmt, SeqStmt, Stmt)
 from tirc.ir.renew import substitute
 from tirc.ir.visitor import Mutator, walk
-from tirc.passes.lower.flatten_buffer import arith, cast
+from tirc.ir.index_arith import arith, cast
 
 _KEYS = (THREAD_EXTENT, VIRTUAL_THREAD)
 

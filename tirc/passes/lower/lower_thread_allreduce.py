@@ -47,7 +47,7 @@ from tirc.ir.reducer import CommReducer
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Evaluate, IfThenElse,
                           IterVar, SeqStmt, Stmt, seq)
 from tirc.ir.visitor import Mutator
-from tirc.passes.lower.flatten_buffer import arith
+from tirc.ir.index_arith import arith
 from tirc.target import Target
 
 _WARP_KINDS = ("cuda",)

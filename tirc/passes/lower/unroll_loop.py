@@ -44,7 +44,7 @@ from tirc.ir.stmt import (AllocBuffer, AttrStmt, DeclBuffer, Evaluate, For, Iter
                           SeqStmt, Stmt, seq)
 from tirc.ir.renew import map_buffer
 from tirc.ir.visitor import Mutator, walk
-from tirc.passes.lower.flatten_buffer import arith, cast
+from tirc.ir.index_arith import arith, cast
 from tirc.passes.pipeline import PassContext
 
 MAX_COPIES = 256

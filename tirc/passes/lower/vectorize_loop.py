@@ -33,7 +33,7 @@ from tirc.ir.ops import INTRINSICS
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, seq
 from tirc.ir.visitor import Mutator, walk
-from tirc.passes.lower.flatten_buffer import arith, broadcast, cast
+from tirc.ir.index_arith import arith, broadcast, cast
 from tirc.passes.pipeline import PassContext
 
 # Pure element-wise intrinsics: a vector call applies the scalar one to every lane. An

@@ -29,7 +29,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, INT32, INT64, DataType
 from tirc.ir.expr import BinOp, Call, Cast, FloatImm, IntImm, Not, PrimExpr, Var
 from tirc.ir.stmt import Evaluate, Stmt
-from tirc.passes.lower.flatten_buffer import widen as wide  # noqa: F401  (used by both ABIs)
+from tirc.ir.index_arith import widen as wide  # noqa: F401  (used by both ABIs)
 
 # tvm-ffi type indices (TVMFFITypeIndex).
 NONE, INT, BOOL_T, FLOAT, OPAQUE_PTR, DLTENSOR_PTR = 0, 1, 2, 3, 4, 7
