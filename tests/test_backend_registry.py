@@ -108,3 +108,15 @@ def test_backends_import_no_pass():
         found = [n.module for n in ast.walk(tree)
                  if isinstance(n, ast.ImportFrom) and (n.module or "").startswith("tirc.passes")]
         assert not found, (path.name, found)
+
+
+def test_llvmlite_internals_are_used_in_one_adapter_only():
+    """Going past llvmlite's public API (``_insert``, a class swap, setting ``.type``)
+    happens in tirc/backends/llvmlite_compat.py alone, which says why."""
+    import re
+    pattern = re.compile(r"\._insert\(|__class__\s*=|\.type\s*=(?!=)")
+    for path in sorted((ROOT / "tirc").rglob("*.py")):
+        if path.name == "llvmlite_compat.py":
+            continue
+        hits = [line for line in path.read_text().splitlines() if pattern.search(line)]
+        assert not hits, (path.relative_to(ROOT), hits)

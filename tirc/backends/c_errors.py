@@ -11,6 +11,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
+from tirc.backends.llvmlite_compat import opaque
 from tirc.ir.attrs import SYMBOL_PREFIX
 
 LAST_ERROR_BYTES = 1024
@@ -31,7 +32,7 @@ def error_buffer(module: ir.Module, ptr_t: ir.PointerType, prefix: str = "") -> 
     buf = ir.GlobalVariable(module, ty, _BUFFER)
     buf.linkage, buf.storage_class, buf.align = "internal", "thread_local", 16
     buf.initializer = ir.Constant(ty, None)
-    buf.type = ptr_t  # opaque pointer
+    opaque(buf, ptr_t)
     accessor = ir.Function(module, ir.FunctionType(ptr_t, []),
                            last_error_symbol(module.name, prefix))
     accessor.attributes.add("nounwind")

@@ -18,7 +18,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
-from tirc.backends.llvm_lower import likely, opaque
+from tirc.backends.llvm_lower import likely
+from tirc.backends.llvmlite_compat import opaque
 from tirc.ir.expr import BinOp, Call
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import AllocBuffer, AssertStmt

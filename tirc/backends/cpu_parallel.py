@@ -12,7 +12,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
-from tirc.backends.llvm_lower import FunctionLowering, likely, opaque
+from tirc.backends.llvm_lower import FunctionLowering, likely
+from tirc.backends.llvmlite_compat import opaque
 from tirc.diagnostics import Diagnostic
 from tirc.ir.expr import BinOp, Var
 from tirc.ir.freevars import region_uses

@@ -44,6 +44,7 @@ from dataclasses import dataclass, field
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
+from tirc.backends.llvmlite_compat import call_pointer, opaque, store_atomic
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import C_API, USE_DYN_SHARED_MEMORY
 from tirc.ir.buffer import Buffer
@@ -143,18 +144,6 @@ def image_preference(archs: list[tuple[str, str]]) -> list[tuple[int, str, int, 
     return [item for _, item in sorted(order)]
 
 
-class _FnPointer(ir.instructions.LoadInstr):
-    """A loaded function pointer that llvmlite can call (opaque pointers carry no type)."""
-
-    @property
-    def function_type(self):
-        return self._fnty
-
-
-def _store_atomic(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, ordering: str, align: int) -> None:
-    b._insert(ir.instructions.StoreAtomicInstr(b.block, value, ptr, ordering, align))
-
-
 class CudaLauncher:
     """The launch support of one host LLVM module, created at its first launch."""
 
@@ -171,7 +160,7 @@ class CudaLauncher:
             g = ir.GlobalVariable(m, ty, f"__tirc_cuda_image{i}")
             g.linkage, g.global_constant, g.align = "private", True, 64
             g.initializer = ir.Constant(ty, bytearray(data))
-            g.type = PTR
+            opaque(g, PTR)
             self.images.append(g)
         self.ready = [self._global(f"__tirc_cuda_ready{i}", ir.ArrayType(I32, MAX_DEVICES), 4)
                       for i in range(len(code.groups))]
@@ -188,7 +177,7 @@ class CudaLauncher:
         g = ir.GlobalVariable(self.module.ir, ty, name)
         g.linkage, g.align = "internal", align
         g.initializer = ir.Constant(ty, None)
-        g.type = PTR
+        opaque(g, PTR)
         return g
 
     def _declare(self, name: str, ret: ir.Type, args: list[ir.Type], var_arg: bool = False) -> ir.Function:
@@ -211,9 +200,7 @@ class CudaLauncher:
         slot = b.gep(self.api, [ir.Constant(I64, 0), ir.Constant(I64, _API_INDEX[name])],
                      source_etype=self.api_type)
         fn = b.load(slot, typ=PTR, name=name)
-        fn.__class__ = _FnPointer
-        fn._fnty = ir.FunctionType(I32, _API[name])
-        return b.call(fn, args)
+        return call_pointer(b, fn, ir.FunctionType(I32, _API[name]), args)
 
     @property
     def api_type(self) -> ir.Type:
@@ -351,7 +338,7 @@ class CudaLauncher:
         b.store(module, self._elem(b, self.modules[i], PTR, dev))
         old = b.alloca(PTR)
         check(self.api_call(b, "cuCtxPopCurrent_v2", [old]), "cuCtxPopCurrent", fail)
-        _store_atomic(b, ir.Constant(I32, 1), ready, "release", 4)
+        store_atomic(b, ir.Constant(I32, 1), ready, "release", 4)
         self._lock(b, "unlock")
         b.ret(ir.Constant(I32, 0))
         b.position_at_end(fail_popped)

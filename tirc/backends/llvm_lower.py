@@ -18,6 +18,7 @@ from tirc.backends.llvm_alias import AliasScopes, is_argument_data, is_noalias
 from tirc.backends.llvm_context import LLVMTargetContext
 from tirc.backends.llvm_debug import DebugInfo
 from tirc.backends.llvm_expr import ExprLowering
+from tirc.backends.llvmlite_compat import opaque
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
@@ -450,13 +451,6 @@ def likely(branch: ir.Instruction) -> ir.Instruction:
     else:
         branch.set_metadata("prof", weights)
     return branch
-
-
-def opaque(value: ir.Value, ptr: ir.PointerType) -> ir.Value:
-    """Give a global or stack slot the opaque pointer type (llvmlite may default to
-    typed pointers, which LLVM no longer parses)."""
-    value.type = ptr
-    return value
 
 
 def _product(shape: tuple[PrimExpr, ...]) -> PrimExpr:

@@ -35,7 +35,8 @@ from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
 from tirc.backends.llvm_context import LIBM, LLVM_MATH, LLVMTargetContext, init_llvm
-from tirc.backends.llvm_lower import ModuleLowering, opaque
+from tirc.backends.llvm_lower import ModuleLowering
+from tirc.backends.llvmlite_compat import opaque
 from tirc.backends.nvptx_warp import lower_warp_call, sync_warp
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import NOALIAS_KEYS, THREAD_EXTENT, is_kernel
