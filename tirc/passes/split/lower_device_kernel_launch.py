@@ -27,9 +27,10 @@ from tirc.ir.attrs import (GLOBAL_SYMBOL, KERNEL_LAUNCH_PARAMS, TARGET, THREAD_E
                            USE_DYN_SHARED_MEMORY, is_kernel)
 from tirc.ir.dtype import INT32, INT64
 from tirc.ir.equal import structural_equal
-from tirc.ir.expr import BinOp, Call, GlobalVar, IntImm, PrimExpr, StringImm
+from tirc.ir.expr import Call, GlobalVar, IntImm, PrimExpr, StringImm
 from tirc.ir.freevars import region_uses
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.index_arith import arith, cast
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import AllocBuffer, AttrStmt, IterVar
 from tirc.ir.visitor import Mutator, walk
@@ -41,16 +42,8 @@ from tirc.target import Target, thread_axis_limits
 def _product(values: list[PrimExpr]) -> PrimExpr:
     out: PrimExpr = IntImm(INT64, 1)
     for v in values:
-        v64 = v if v.dtype == INT64 else _cast64(v)
-        out = v64 if isinstance(out, IntImm) and out.value == 1 else BinOp("mul", out, v64, INT64)
+        out = arith("mul", out, cast(v, INT64))
     return out
-
-
-def _cast64(e: PrimExpr) -> PrimExpr:
-    from tirc.ir.expr import Cast
-    if isinstance(e, IntImm):
-        return IntImm(INT64, e.value)
-    return Cast(INT64, e)
 
 
 def launch_params(name: str, kernel: PrimFunc) -> tuple[list[str], list[PrimExpr]]:
@@ -70,7 +63,8 @@ def launch_params(name: str, kernel: PrimFunc) -> tuple[list[str], list[PrimExpr
             extents.append(node.value)
         elif isinstance(node, AllocBuffer) and node.buffer.scope == "shared.dyn":
             b = node.buffer
-            dyn.append(BinOp("mul", _product(list(b.shape)), IntImm(INT64, b.dtype.bits * b.dtype.lanes // 8), INT64))
+            dyn.append(arith("mul", _product(list(b.shape)),
+                             IntImm(INT64, b.dtype.bits * b.dtype.lanes // 8)))
     params = {id(p) for p in kernel.params}
     for tag, extent in zip(tags, extents):
         outside = [v for v in region_uses(_eval(extent)).vars if id(v) not in params]
@@ -81,27 +75,15 @@ def launch_params(name: str, kernel: PrimFunc) -> tuple[list[str], list[PrimExpr
     if dyn:
         total = dyn[0]
         for d in dyn[1:]:
-            total = BinOp("add", total, d, INT64)
+            total = arith("add", total, d)
         tags.append(USE_DYN_SHARED_MEMORY)
-        extents.append(_fold(total))
+        extents.append(total)
     return tags, extents
 
 
 def _eval(e: PrimExpr):
     from tirc.ir.stmt import Evaluate
     return Evaluate(e)
-
-
-def _fold(e: PrimExpr) -> PrimExpr:
-    if isinstance(e, BinOp) and isinstance(e.a, IntImm) and isinstance(e.b, IntImm):
-        value = {"mul": e.a.value * e.b.value, "add": e.a.value + e.b.value}.get(e.op)
-        if value is not None:
-            return IntImm(e.dtype, value)
-    if isinstance(e, BinOp):
-        a, b = _fold(e.a), _fold(e.b)
-        if a is not e.a or b is not e.b:
-            return _fold(replace(e, a=a, b=b))
-    return e
 
 
 def _check_block_size(name: str, kernel: PrimFunc, tags: list[str], extents: list[PrimExpr]) -> None:
