@@ -28,7 +28,7 @@ from tirc.target import Target
 
 def _archs(t: Target) -> tuple[str | None, ...]:
     from tirc.target import cuda_archs
-    return cuda_archs(t) if t.kind == "cuda" else (None,)
+    return cuda_archs(t) if t.is_cuda else (None,)
 
 
 def arch_target(t: Target, arch: str | None, count: int) -> Target:

@@ -105,7 +105,7 @@ CUDA_AXIS_LIMITS: dict[str, int] = {
 
 def thread_axis_limits(target: "Target") -> dict[str, int]:
     """The largest extent each thread axis may have on ``target`` (none for a CPU)."""
-    return dict(CUDA_AXIS_LIMITS) if target.kind == "cuda" else {}
+    return dict(CUDA_AXIS_LIMITS) if target.is_cuda else {}
 
 
 def cuda_archs(target: "Target") -> tuple[str, ...]:
@@ -127,6 +127,12 @@ def _derive_cuda(opts: dict[str, Any]) -> dict[str, Any]:
     archs = opts["arch"] if isinstance(opts["arch"], tuple) else (opts["arch"],)
     return {"ptx_version": CUDA_ARCHS[archs[0]].ptx_version,
             "max_shared_memory_per_block": min(CUDA_ARCHS[a].max_shared_memory for a in archs)}
+
+
+def _derive_nvptx(opts: dict[str, Any]) -> dict[str, Any]:
+    """TVM's ``nvptx`` kind names the arch ``-mcpu``: everything follows from it as for a
+    ``cuda`` target of that arch."""
+    return {"arch": opts["mcpu"], **_derive_cuda({"arch": opts["mcpu"]})}
 
 
 def for_arch(target: "Target", arch: str) -> "Target":
@@ -273,6 +279,35 @@ KINDS: dict[str, TargetKind] = {
             **_COMMON,
         },
         _derive_cuda, "NVIDIA GPUs through LLVM's NVPTX backend"),
+    "nvptx": TargetKind(
+        "nvptx", "cuda", 2,
+        {
+            "mcpu": Option("str", DEFAULT_CUDA_ARCH, "GPU architecture (as cuda's -arch)",
+                           tuple(CUDA_ARCHS)),
+            "mtriple": Option("str", "nvptx64-nvidia-cuda", "target triple",
+                              ("nvptx64-nvidia-cuda",)),
+            "arch": Option("str", None, "GPU architecture (from mcpu)", derived=True),
+            "max_num_threads": Option("int", 1024, "most threads in one block"),
+            "thread_warp_size": Option("int", 32, "threads in a warp"),
+            "max_shared_memory_per_block": Option("int", None, "shared memory one block may use, bytes (from mcpu)", derived=True),
+            "ptx_version": Option("int", None, "PTX ISA version x10 (from mcpu)", derived=True),
+            "supports_calls": Option("bool", True, "the code generator emits calls between "
+                                     "functions; false inlines private functions"),
+            "keys": Option("list", ("cuda", "gpu"), "keys TVM uses to select schedules"),
+            **_COMMON,
+        },
+        _derive_nvptx, "NVIDIA GPUs through LLVM's NVPTX backend, as TVM's LLVM-based CUDA "
+        "kind spells it (-mcpu=sm_80): the same code generator as cuda"),
+}
+
+# Target kinds TVM 0.27 registers that tirc has no code generator for: a located error
+# that says so, rather than "unknown kind".
+UNSUPPORTED_KINDS = {
+    "c": "TVM's C source backend", "ext_dev": "TVM's external-device placeholder",
+    "rocm": "AMD GPUs", "opencl": "OpenCL devices", "metal": "Apple GPUs",
+    "vulkan": "Vulkan devices", "webgpu": "WebGPU", "hexagon": "Qualcomm Hexagon DSPs",
+    "composite": "TVM's multi-device composite target", "trn": "AWS Trainium",
+    "test": "TVM's test target",
 }
 
 
@@ -310,6 +345,11 @@ class Target:
     @property
     def is_device(self) -> bool:
         return KINDS[self.kind].is_device
+
+    @property
+    def is_cuda(self) -> bool:
+        """An NVIDIA GPU target (kinds ``cuda`` and ``nvptx``): one or more ``arch``."""
+        return KINDS[self.kind].device_type == "cuda"
 
     @property
     def supports_calls(self) -> bool:
@@ -398,6 +438,9 @@ def _check_value(kind: TargetKind, name: str, value: Any) -> Any:
 
 def make_target(kind_name: str, given: dict[str, Any], host: "Target | None" = None) -> Target:
     """Validate ``given`` options against the kind, fill defaults and derived options."""
+    if kind_name in UNSUPPORTED_KINDS:
+        raise TargetError(f"target kind '{kind_name}' ({UNSUPPORTED_KINDS[kind_name]}) is not "
+                          f"supported by tirc; supported kinds: {', '.join(sorted(KINDS))}")
     if kind_name not in KINDS:
         raise TargetError(f"unknown target kind '{kind_name}'; valid kinds: {', '.join(sorted(KINDS))}")
     kind = KINDS[kind_name]

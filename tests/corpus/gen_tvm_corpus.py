@@ -486,6 +486,14 @@ def thread_extent(A: T.Buffer((128,), "float32")):
     A[bx * 64 + tx] = T.float32(0.0)
 '''
 
+SOURCES["target_nvptx"] = '''
+@T.prim_func
+def scale(A: T.Buffer((64,), "float32")):
+    T.func_attr({"target": T.target({"kind": "nvptx", "mcpu": "sm_86", "host": {"kind": "llvm", "mtriple": "x86_64-unknown-linux-gnu"}})})
+    for tx in T.thread_binding(64, thread="threadIdx.x"):
+        A[tx] = A[tx] * T.float32(2)
+'''
+
 SOURCES["asserts"] = '''
 @T.prim_func
 def asserts(A: T.Buffer((16,), "float32"), n: T.int32):

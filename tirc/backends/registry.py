@@ -86,5 +86,12 @@ def get_backend(kind: str, span: Span | None = None, role: str | None = None) ->
     return backend
 
 
+class NVPTXBackend(CUDABackend):
+    """TVM's ``nvptx`` kind: the cuda backend under its other name."""
+
+    kind = "nvptx"
+
+
 register(CPUBackend())
 register(CUDABackend())
+register(NVPTXBackend())

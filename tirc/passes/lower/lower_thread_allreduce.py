@@ -50,7 +50,7 @@ from tirc.ir.visitor import Mutator
 from tirc.ir.index_arith import arith
 from tirc.target import Target
 
-_WARP_KINDS = ("cuda",)
+_WARP_KINDS = ("cuda", "nvptx")
 
 
 @dataclass
