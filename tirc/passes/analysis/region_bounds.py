@@ -198,7 +198,7 @@ def predicate_refiner(pred: PrimExpr, dom: Dom):
                 continue
             lo = natural[0] if c.lo is None else max(natural[0], c.lo * m)
             hi = natural[1] if c.hi is None else min(natural[1], c.hi * m)
-            base = ev.eval(rest.normalize())
+            base = ev.interval_of(rest.normalize())
             if not (base.has_lower and base.has_upper):
                 return None
             return IntervalSet(add(base.min, imm(e.dtype, lo)), add(base.max, imm(e.dtype, hi)))

@@ -142,14 +142,14 @@ def eval_set(e: PrimExpr, dom: Dom, refine=None) -> IntervalSet:
     """The interval ``e`` covers while each variable of ``dom`` ranges over its set
     (TVM's ``EvalSet``). ``refine(e, evaluator)`` may return a tighter set for a
     subexpression (predicate bounds), or None."""
-    return _Evaluator(dom, refine).eval(e)
+    return _Evaluator(dom, refine).interval_of(e)
 
 
 def eval_range(min_: PrimExpr, extent: PrimExpr, dom: Dom, refine=None) -> IntervalSet:
     """``EvalSet`` of the range ``[min, min + extent)``."""
     ev = _Evaluator(dom, refine)
     if is_int(extent, 1) or (not isinstance(extent, IntImm) and Analyzer().can_prove_equal(extent, imm(extent.dtype, 1))):
-        return ev.eval(min_)
+        return ev.interval_of(min_)
     last = Analyzer().simplify(binop("sub", binop("add", min_, extent), imm(extent.dtype, 1)))
     return ev.relax(IntervalSet(min_, last))
 
@@ -157,8 +157,8 @@ def eval_range(min_: PrimExpr, extent: PrimExpr, dom: Dom, refine=None) -> Inter
 def eval_interval(s: IntervalSet, dom: Dom) -> IntervalSet:
     """``EvalSet`` of a set: its lower bound relaxed down, its upper bound up."""
     ev = _Evaluator(dom, None)
-    lo = ev.eval(s.min).min if s.has_lower else s.min
-    hi = ev.eval(s.max).max if s.has_upper else s.max
+    lo = ev.interval_of(s.min).min if s.has_lower else s.min
+    hi = ev.interval_of(s.max).max if s.has_upper else s.max
     return IntervalSet(lo, hi)
 
 
@@ -175,11 +175,11 @@ class _Evaluator:
         if self.depth >= len(self.dom):
             return s
         self.depth += 1
-        lo, hi = self.eval(s.min), self.eval(s.max)
+        lo, hi = self.interval_of(s.min), self.interval_of(s.max)
         self.depth -= 1
         return IntervalSet(lo.min, hi.max)
 
-    def eval(self, e) -> IntervalSet:
+    def interval_of(self, e) -> IntervalSet:
         if isinstance(e, _Inf):
             return IntervalSet(e, e)
         if self.refine is not None:
@@ -191,12 +191,12 @@ class _Evaluator:
         if isinstance(e, Var):
             return self._var(e)
         if isinstance(e, BinOp):
-            a, b = self.eval(e.a), self.eval(e.b)
+            a, b = self.interval_of(e.a), self.interval_of(e.b)
             if a.min is e.a and a.max is e.a and b.min is e.b and b.max is e.b:
                 return IntervalSet.point(e)
             return _combine(e, a, b, self.ana)
         if isinstance(e, Select):
-            t, f = self.eval(e.true_value), self.eval(e.false_value)
+            t, f = self.interval_of(e.true_value), self.interval_of(e.false_value)
             if f.is_empty:
                 return t
             if t.is_empty:
@@ -205,7 +205,7 @@ class _Evaluator:
             hi = POS_INF if POS_INF in (f.max, t.max) else binop("max", f.max, t.max)
             return IntervalSet(lo, hi)
         if isinstance(e, Cast):
-            v = self.eval(e.value)
+            v = self.interval_of(e.value)
             if v.min is v.max:
                 return v if v.is_empty else IntervalSet.point(cast(e.dtype, v.min))
             return IntervalSet(cast(e.dtype, v.min) if v.has_lower else NEG_INF,
@@ -215,7 +215,7 @@ class _Evaluator:
                 return EVERYTHING
             return IntervalSet.point(e)
         if isinstance(e, Ramp) and isinstance(e.stride, IntImm):
-            base = self.eval(e.base)
+            base = self.interval_of(e.base)
             span = imm(e.base.dtype, e.stride.value * (e.lanes - 1))
             zero = imm(e.base.dtype, 0)
             extra = IntervalSet(zero, span) if e.stride.value > 0 else IntervalSet(span, zero)
