@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from tirc.device_images import DeviceOutputs, arch_target
-from tirc.diagnostics import Diagnostic, InternalError
+from tirc.diagnostics import Diagnostic, internal_errors
 from tirc.ir.attrs import TARGET
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.target import Target, TargetError, host_triple, parse_target
@@ -164,7 +164,7 @@ def build(source: str | IRModule, target: Target | str | None = None,
                tuple(depfile_targets), symbol_prefix, line_info, debug, dump_ir)
     for stage_name, stage in STAGES:
         start = time.perf_counter()
-        with InternalError.guard(f"stage {stage_name}"):
+        with internal_errors(f"stage {stage_name}"):
             stage(b)
         b.stage_times.append((stage_name, time.perf_counter() - start))
     return BuildResult(b.files, b.host_mod, b.host_target,

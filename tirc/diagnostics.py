@@ -7,6 +7,7 @@ which carries the diagnostics and renders them the same way.
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 
@@ -40,34 +41,25 @@ class Diagnostic(Exception):
 
 class InternalError(Exception):
     """A bug in tirc (not in the input), caught where it happened: ``where`` names the
-    pass or stage (``"pass LoopPartition"``, ``"stage host codegen (llvm)"``); the driver
+    pass or stage (``"pass LoopPartition"``, ``"stage host codegen"``); the driver
     reports it with exit status 3 and asks for a bug report."""
 
     def __init__(self, where: str, cause: BaseException):
         super().__init__(f"internal error in {where}: {type(cause).__name__}: {cause}")
         self.where, self.cause = where, cause
 
-    @classmethod
-    def guard(cls, where: str):
-        """A context manager that turns any exception but a Diagnostic (or a deep-nesting
-        RecursionError, reported as such, or an InternalError already located) raised in
-        its body into an InternalError at ``where``."""
-        return _Guard(where)
 
-
-class _Guard:
-    def __init__(self, where: str):
-        self.where = where
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind, value, tb) -> bool:
-        if value is None or not isinstance(value, Exception):
-            return False  # KeyboardInterrupt, SystemExit: as they are
-        if isinstance(value, (Diagnostic, InternalError, RecursionError, MemoryError)):
-            return False
-        raise InternalError(self.where, value) from value
+@contextmanager
+def internal_errors(where: str):
+    """Any exception but a Diagnostic (or a deep-nesting RecursionError, reported as such,
+    or an InternalError already located) raised in the body becomes an InternalError at
+    ``where``."""
+    try:
+        yield
+    except (Diagnostic, InternalError, RecursionError, MemoryError):
+        raise
+    except Exception as e:
+        raise InternalError(where, e) from e
 
 
 class SourceFile:

@@ -10,7 +10,7 @@ import time
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from tirc.diagnostics import Diagnostic, InternalError
+from tirc.diagnostics import Diagnostic, internal_errors
 from tirc.ir.function import IRModule
 from tirc.target import Target
 
@@ -326,7 +326,7 @@ def _run(p: Pass, mod: IRModule, ctx: PassContext, instruments: tuple[Instrument
     """One pass with its instruments; a bug in it is an InternalError naming it."""
     for inst in instruments:
         inst.before(p, mod)
-    with InternalError.guard(f"pass {p.name}"):
+    with internal_errors(f"pass {p.name}"):
         mod = p.run(mod, ctx)
     for inst in instruments:
         inst.after(p, mod)
