@@ -49,7 +49,7 @@ from tirc.ir.function import IRModule
 from tirc.ir.reducer import CommReducer
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import AttrStmt, BufferStore, Evaluate, For, LetStmt, SeqStmt, Stmt, seq
-from tirc.ir.visitor import Mutator, fill_span, walk
+from tirc.ir.visitor import Mutator, walk
 from tirc.passes.blocks.reducer_match import deep_equal, find_reducer
 
 
@@ -276,7 +276,7 @@ def _rewrite(realize: SBlockRealize, loops: list[For], reducer: CommReducer, rhs
         tuple(BufferRegion(o, region) for o in outputs), seq(stores, block.span),
         span=block.span), span=block.span))
 
-    result = fill_span(seq(stmts, realize.span), realize.span or block.span)
+    result = seq(stmts, realize.span)
     for lp in reversed(loops):
         if _is_thread_loop(lp):
             result = replace(lp, body=result)
