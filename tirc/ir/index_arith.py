@@ -1,6 +1,7 @@
 """Index arithmetic on IR expressions: integer constants fold, scalars broadcast, ramps
 and broadcasts stay ramps and broadcasts where they can (``arith``, ``cast``,
-``broadcast``), and ``widen`` redoes an int32 index computation in int64. FlattenBuffer,
+``broadcast``), ``widen`` redoes an int32 index computation in int64, and
+``constant_layout`` reads a buffer's constant shape, strides and offset. FlattenBuffer,
 VectorizeLoop, UnrollLoop, InjectVirtualThread, LowerThreadAllreduce, CanonicalizeLoop,
 the ABI passes and the LLVM expression lowering all build indices with it.
 """
@@ -140,3 +141,20 @@ def widen(e: PrimExpr) -> PrimExpr:
     if isinstance(e, BinOp) and d.is_int and e.op in _WIDE_OPS:
         return BinOp(e.op, widen(e.a), widen(e.b), INT64, e.span)
     return Cast(INT64, e, getattr(e, "span", None))
+
+
+def constant_layout(b, value=const_int) -> tuple[list[int], list[int], int] | None:
+    """Buffer ``b``'s shape, strides (row-major when none are declared) and element offset
+    as integers, each read with ``value`` (an expression -> int or None); None when one
+    of them is not constant."""
+    shape = [value(e) for e in b.shape]
+    strides = [value(e) for e in b.strides] if b.strides else None
+    offset = value(b.elem_offset) if b.elem_offset is not None else 0
+    if None in shape or offset is None or (strides is not None and None in strides):
+        return None
+    if strides is None:
+        strides, acc = [], 1
+        for n in reversed(shape):
+            strides.insert(0, acc)
+            acc *= n
+    return shape, strides, offset

@@ -43,7 +43,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT64, DataType
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.index_arith import arith, cast, const_int, widen
+from tirc.ir.index_arith import arith, cast, const_int, constant_layout, widen
 from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Stmt
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.pipeline import PassContext
@@ -71,16 +71,10 @@ def _row_major(b: Buffer, wide: bool = False) -> list[PrimExpr]:
 def _reach(b: Buffer) -> int | None:
     """The largest magnitude of an in-bounds flat index of ``b`` plus one, when its
     shape, strides and offset are constants; None otherwise."""
-    shape = [const_int(e) for e in b.shape]
-    strides = [const_int(e) for e in b.strides] if b.strides else None
-    offset = const_int(b.elem_offset) if b.elem_offset is not None else 0
-    if None in shape or offset is None or (strides is not None and None in strides):
+    layout = constant_layout(b)
+    if layout is None:
         return None
-    if strides is None:
-        strides, acc = [], 1
-        for n in reversed(shape):
-            strides.insert(0, acc)
-            acc *= n
+    shape, strides, offset = layout
     if 0 in shape:
         return abs(offset) + 1
     return abs(offset) + sum((n - 1) * abs(s) for n, s in zip(shape, strides)) + 1

@@ -36,6 +36,7 @@ from tirc.ir.dtype import DataType
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, GlobalVar, IntImm, Not,
                           PrimExpr, Ramp)
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.index_arith import constant_layout
 from tirc.ir.stmt import AllocBuffer, BufferStore, IfThenElse, While
 from tirc.ir.visitor import Visitor
 from tirc.passes.analysis.simplify_arith import fold_binop, fold_cast
@@ -101,17 +102,7 @@ def _storage_bits(d: DataType) -> int:
 
 def _layout(b: Buffer) -> tuple[list[int], list[int], int] | None:
     """Constant shape, strides (row-major when none are declared) and element offset."""
-    shape = [fold(e) for e in b.shape]
-    strides = [fold(e) for e in b.strides] if b.strides else None
-    offset = fold(b.elem_offset) if b.elem_offset is not None else 0
-    if None in shape or offset is None or (strides is not None and None in strides):
-        return None
-    if strides is None:
-        strides, acc = [], 1
-        for n in reversed(shape):
-            strides.insert(0, acc)
-            acc *= n
-    return shape, strides, offset
+    return constant_layout(b, fold)
 
 
 def _extent(layout) -> tuple[int, int]:
