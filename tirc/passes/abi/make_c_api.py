@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
-from tirc.ir import describe
+from tirc.ffi_abi import binop, cast, dtype_range, empty_condition, fits, i32, mul, not_null, wide
 from tirc.ir.attrs import C_API, GLOBAL_SYMBOL, SYMBOL_PREFIX
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, INT64
@@ -52,18 +52,13 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import Mutator, walk
-from tirc.passes.abi.make_packed_api import _needs_packing
-from tirc.ffi_abi import (binop, cast, dtype_range, empty_condition, fits, i32,
-                                    mul, not_null, wide)
+from tirc.passes.abi.make_packed_api import export_functions
 from tirc.passes.pipeline import PassContext
 
 
 def make_c_api(mod: IRModule, ctx: PassContext) -> IRModule:
-    funcs = {name: (_CFunction(name, f, ctx.symbol_prefix).run() if _needs_packing(f) else f)
-             for name, f in mod.functions.items()}
-    if all(funcs[n] is f for n, f in mod.functions.items()):
-        return mod
-    return replace(mod, functions=funcs, facts=describe.with_exported(mod, funcs, "c"))
+    return export_functions(mod, lambda name, f: _CFunction(name, f, ctx.symbol_prefix).run(),
+                            "c")
 
 
 def _scalar_ok(dtype, what: str, where: str, span) -> None:

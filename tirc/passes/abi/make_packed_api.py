@@ -41,7 +41,26 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tirc import ffi_abi as abi
 from tirc.diagnostics import Diagnostic, Span
+from tirc.ffi_abi import (
+    any_value,
+    binop,
+    cast,
+    compact_condition,
+    dl_dtype,
+    empty_condition,
+    fits,
+    fold,
+    i32,
+    mul,
+    not_null,
+    range_text,
+    struct_get,
+    struct_set,
+    text,
+    wide,
+)
 from tirc.ir import describe
 from tirc.ir.attrs import (CallingConv, CALLING_CONV, DEVICE_ID, DEVICE_TYPE, GLOBAL_SYMBOL,
     TARGET)
@@ -62,25 +81,6 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import Mutator, walk
-from tirc import ffi_abi as abi
-from tirc.ffi_abi import (
-    any_value,
-    binop,
-    cast,
-    compact_condition,
-    dl_dtype,
-    empty_condition,
-    fits,
-    fold,
-    i32,
-    mul,
-    not_null,
-    range_text,
-    struct_get,
-    struct_set,
-    text,
-    wide,
-)
 from tirc.passes.pipeline import PassContext
 from tirc.target import KINDS, Target
 
@@ -88,11 +88,18 @@ WHEN, EXPECTED = " when calling:\n  `", "`,\n  expected "
 
 
 def make_packed_api(mod: IRModule, ctx: PassContext) -> IRModule:
-    funcs = {name: (_Packer(name, f, ctx.symbol_prefix).run() if _needs_packing(f) else f)
+    return export_functions(mod, lambda name, f: _Packer(name, f, ctx.symbol_prefix).run(),
+                            "packed")
+
+
+def export_functions(mod: IRModule, make, abi: str) -> IRModule:
+    """``mod`` with every public host function rewritten by ``make(name, func)`` for the
+    host ABI ``abi``, and recorded as exported in the build's facts (both ABI passes)."""
+    funcs = {name: (make(name, f) if _needs_packing(f) else f)
              for name, f in mod.functions.items()}
     if all(funcs[n] is f for n, f in mod.functions.items()):
         return mod
-    return replace(mod, functions=funcs, facts=describe.with_exported(mod, funcs, "packed"))
+    return replace(mod, functions=funcs, facts=describe.with_exported(mod, funcs, abi))
 
 
 def _needs_packing(f: PrimFunc) -> bool:
