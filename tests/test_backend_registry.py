@@ -46,18 +46,19 @@ def test_a_new_target_kind_is_a_kind_entry_and_a_registered_backend(tmp_path, to
     assert obj.startswith("; toy object of mm for toy")
     assert '"calling_conv": 1' in obj  # the module after the pipeline (MakePackedAPI ran)
     assert '"kind": "toy"' in result.manifest["host_target"]
-    assert [n for n, _ in result.stage_times] == [n for n, _ in STAGES]
+    assert [n for n, _ in result.stage_times] == [n for n, _, _ in STAGES]
 
 
 def test_the_build_table_names_no_target_kind():
     import inspect
 
     import tirc.build as b
-    for _, stage in STAGES:  # ("llvm" is also an --emit kind, LLVM IR text: not checked)
-        source = inspect.getsource(stage)
-        assert "kind ==" not in source and "kind !=" not in source, stage.__name__
-        for kind in ("cuda", "nvptx", "cpu"):
-            assert f'"{kind}"' not in source, (stage.__name__, kind)
+    for _, stage, text in STAGES:  # ("llvm" is also an --emit kind, LLVM IR text: not checked)
+        for code in (stage, text):
+            source = inspect.getsource(code)
+            assert "kind ==" not in source and "kind !=" not in source, stage.__name__
+            for kind in ("cuda", "nvptx", "cpu"):
+                assert f'"{kind}"' not in source, (stage.__name__, kind)
     assert "cuda" not in inspect.getsource(b._Build)
 
 
@@ -82,7 +83,7 @@ def test_backends_are_objects_not_import_strings():
 
 def test_build_reports_the_time_of_every_stage_and_pass(tmp_path):
     result = build(MATMUL.read_text(), "llvm", None, tmp_path, "mm", filename=str(MATMUL))
-    assert [n for n, _ in result.stage_times] == [n for n, _ in STAGES]
+    assert [n for n, _ in result.stage_times] == [n for n, _, _ in STAGES]
     assert all(t >= 0 for _, t in result.stage_times)
     assert [n for n, _ in result.pass_times][:2] == ["Verify", "BindTarget"]
 
@@ -95,7 +96,7 @@ def test_time_passes_on_the_command_line_names_passes_and_stages(tmp_path):
                                  "-q"])
     assert r.exit_code == 0, r.output
     assert "pass timings:" in r.output and "stage timings:" in r.output
-    for name, _ in STAGES:
+    for name, _, _ in STAGES:
         assert f"  {name}\n" in r.output
 
 

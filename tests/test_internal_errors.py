@@ -36,7 +36,7 @@ def test_a_bug_in_a_backend_names_the_stage(tmp_path, monkeypatch):
     monkeypatch.setattr(cpu, "generate", _broken)
     r = CliRunner().invoke(cli, ["build", str(SAMPLE), "--target", "cuda", "-o", str(tmp_path)])
     assert r.exit_code == 3, r.output
-    assert "internal error in stage host codegen while compiling" in r.output
+    assert "internal error in stage host-codegen while compiling" in r.output
     assert not list(tmp_path.iterdir())
 
 
@@ -44,7 +44,7 @@ def test_a_bug_in_device_codegen_names_the_stage(tmp_path, monkeypatch):
     import tirc.backends.nvptx as nvptx
     monkeypatch.setattr(nvptx, "generate", _broken)
     r = CliRunner().invoke(cli, ["build", str(SAMPLE), "--target", "cuda", "-o", str(tmp_path)])
-    assert r.exit_code == 3 and "internal error in stage device codegen" in r.output, r.output
+    assert r.exit_code == 3 and "internal error in stage device-codegen" in r.output, r.output
 
 
 def test_lower_reports_the_pass_and_the_file(monkeypatch):

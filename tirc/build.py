@@ -1,6 +1,6 @@
 """``build()``: TIR text or module -> pipeline -> backends -> files, as a table of named
-stages (:data:`STAGES`: parse, passes, split, device codegen, host codegen, manifest and
-header, write) run over one ``_Build`` record; each target kind's code generation is its
+stages (:data:`STAGES`: parse, passes, split, device-codegen, host-codegen, manifest,
+write) run over one ``_Build`` record; each target kind's code generation is its
 registered backend's (:mod:`tirc.backends.registry`), so this module names none.
 
 The host module (every function whose target is a CPU target or carries a host) goes
@@ -141,7 +141,8 @@ def build(source: str | IRModule, target: Target | str | None = None,
           depfile: str | os.PathLike | None = None, also_ptx: bool = False,
           depfile_targets: tuple[str, ...] = (), symbol_prefix: str = "",
           line_info: bool = False, debug: bool = False,
-          dump_ir: str | os.PathLike | None = None) -> BuildResult:
+          dump_ir: str | os.PathLike | None = None, print_after=(),
+          stop_after: str | None = None, show=None) -> BuildResult:
     """Compile ``source`` and write ``OUT/NAME.o`` (+ ``.so``, ``.ll``) and the device
     images (``device_only``: those alone). ``depfile``: also write there a Make rule
     with every output as a target (``depfile_targets``: those instead, as ``cc -MT``)
@@ -151,7 +152,10 @@ def build(source: str | IRModule, target: Target | str | None = None,
     code carries the ``.tir`` line of each statement (PTX ``.loc``, kept in cubins);
     ``debug`` (``-g``): the host object has DWARF line tables for them. ``dump_ir``: a
     directory for the module after each pass (``--dump-ir``, :class:`DumpIR`).
-    Diagnostics for every user error; TargetError for a bad target; an InternalError
+    ``print_after``: stage and pass names (:func:`check_stop_names`; ``"all"``: every
+    one) after which ``show`` (default: standard output) gets what they made (a stage's
+    text: :data:`STAGES`); ``stop_after``: the stage or pass after which the build ends,
+    writing nothing (it is the ``write`` stage that writes). Diagnostics for every user error; TargetError for a bad target; an InternalError
     naming the pass or stage for a bug in tirc."""
     emit = parse_emit(emit)
     check_symbol_prefix(symbol_prefix)
@@ -159,14 +163,24 @@ def build(source: str | IRModule, target: Target | str | None = None,
         raise ValueError(f"unknown device format '{device_format}'; valid: {', '.join(DEVICE_FORMATS)}")
     if device_only and (shared or emit):
         raise ValueError("a device-only build writes no host object to link or emit")
+    print_after = check_stop_names(print_after, stop_after, abi)
+    if show is None:
+        import sys
+        show = sys.stdout.write
     b = _Build(source, bind_target_from(target, host), Path(out_dir), name, shared, emit,
                filename, cc, device_format, device_only, abi, depfile, also_ptx,
-               tuple(depfile_targets), symbol_prefix, line_info, debug, dump_ir)
-    for stage_name, stage in STAGES:
+               tuple(depfile_targets), symbol_prefix, line_info, debug, dump_ir,
+               print_after, stop_after, show)
+    for stage_name, stage, text in STAGES:
         start = time.perf_counter()
         with internal_errors(f"stage {stage_name}"):
             stage(b)
         b.stage_times.append((stage_name, time.perf_counter() - start))
+        if stage_name in print_after:
+            with internal_errors(f"stage {stage_name}"):
+                show(f"# after stage {stage_name}\n{text(b)}")
+        if b.stopped or stage_name == stop_after:
+            break
     return BuildResult(b.files, b.host_mod, b.host_target,
                        {t.canonical: m for t, m in b.devices.items()},
                        {arch_target(t, arch, len(files)).canonical: path
@@ -196,6 +210,10 @@ class _Build:
     line_info: bool
     debug: bool
     dump_ir: str | os.PathLike | None
+    print_after: frozenset[str]  # stage and pass names (check_stop_names)
+    stop_after: str | None
+    show: object  # where print_after's text goes
+    stopped: bool = False  # stop_after names a pass: no stage after "passes" runs
     mod: IRModule | None = None
     host_mod: IRModule | None = None
     host_target: Target | None = None
@@ -221,12 +239,17 @@ def _parse(b: _Build) -> None:
 
 def _passes(b: _Build) -> None:
     """The pass pipeline; a bug in a pass is an InternalError naming the pass."""
-    from tirc.passes.pipeline import DumpIR, PassContext, TimePasses, run_pipeline
+    from tirc.passes.pipeline import DumpIR, PassContext, PrintAfter, TimePasses, pass_names, run_pipeline
     timer = TimePasses()
     instruments = (timer,) + ((DumpIR(str(b.dump_ir), b.name),) if b.dump_ir is not None else ())
-    b.mod = run_pipeline(b.source, PassContext(b.bind, b.abi, b.symbol_prefix), None,
+    if b.print_after & set(pass_names(None)):
+        instruments += (PrintAfter(set(b.print_after), b.show),)
+    names = pass_names(b.abi)
+    stop = b.stop_after if b.stop_after in names else None
+    b.mod = run_pipeline(b.source, PassContext(b.bind, b.abi, b.symbol_prefix), stop,
                          instruments)
     b.pass_times = timer.times
+    b.stopped = stop is not None
 
 
 def _split(b: _Build) -> None:
@@ -268,7 +291,8 @@ def _host_codegen(b: _Build) -> None:
     if b.device_only:
         return
     backend = get_backend(b.host_target.kind, b.host_mod.span, role="host")
-    b.obj = backend.host_object(b.host_mod, b.host_target, b.name, keep_ir="llvm" in b.emit,
+    keep_ir = "llvm" in b.emit or "host-codegen" in b.print_after
+    b.obj = backend.host_object(b.host_mod, b.host_target, b.name, keep_ir=keep_ir,
                                 debug=b.debug, device_code=b.launch_table)
     b.outputs.append((b.out / f"{b.name}.o", b.obj.object))
     if "llvm" in b.emit:
@@ -303,18 +327,78 @@ def _write(b: _Build) -> None:
     _write_all(b.outputs, b.shared and so, b.obj, b.cc)
 
 
-# The build, in order: each stage reads what the earlier ones left in the _Build. Device
-# code generation goes through the backend of each device target's kind, host code
-# generation through the host target's (tirc.backends.registry); this table names none.
+def _module_text(mod: IRModule) -> str:
+    from tirc.ir.printer import print_module
+    return print_module(mod)
+
+
+def _split_text(b: _Build) -> str:
+    """The host module, then each device module, each under a line naming its target."""
+    parts = [f"# host module ({b.host_target.describe()})\n{_module_text(b.host_mod)}"]
+    parts += [f"# device module ({t.describe()})\n{_module_text(m)}" for t, m in b.devices.items()]
+    return "".join(parts)
+
+
+def _file_text(path: Path, data: bytes) -> str:
+    """A text output as it is, under a line naming it; a binary one as that line alone."""
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    if text is None or "\0" in text:
+        return f"# {path.name}: {len(data)} bytes (binary)\n"
+    return f"# {path.name}\n{text}" + ("" if text.endswith("\n") else "\n")
+
+
+def _device_text(b: _Build) -> str:
+    files = [(path, data) for fs in b.dev.images.values() for _, path, data in fs] + b.dev.extras
+    return "".join(_file_text(p, d) for p, d in files) or "# no device code\n"
+
+
+def _host_text(b: _Build) -> str:
+    return b.obj.llvm_ir if b.obj is not None else "# no host object (device-only build)\n"
+
+
+def _outputs_text(b: _Build) -> str:
+    made = (b.out / f"{b.name}.h", b.out / f"{b.name}.json")
+    return "".join(_file_text(p, d) for p, d in b.outputs if p in made)
+
+
+def _written_text(b: _Build) -> str:
+    return "".join(f"{p}\n" for p in b.files)
+
+
+# The build, in order: each stage reads what the earlier ones left in the _Build, and
+# names the text --print-after shows of what it made. Device code generation goes
+# through the backend of each device target's kind, host code generation through the
+# host target's (tirc.backends.registry); this table names none.
 STAGES = (
-    ("parse", _parse),
-    ("passes", _passes),
-    ("split", _split),
-    ("device codegen", _device_codegen),
-    ("host codegen", _host_codegen),
-    ("manifest and header", _manifest_and_header),
-    ("write", _write),
+    ("parse", _parse, lambda b: _module_text(b.source)),  # the module as read
+    ("passes", _passes, lambda b: _module_text(b.mod)),  # after the whole pipeline
+    ("split", _split, _split_text),  # host and device modules
+    ("device-codegen", _device_codegen, _device_text),  # device images (text ones whole)
+    ("host-codegen", _host_codegen, _host_text),  # the host object's LLVM IR
+    ("manifest", _manifest_and_header, _outputs_text),  # NAME.h and NAME.json
+    ("write", _write, _written_text),  # the files written
 )
+STAGE_NAMES = tuple(name for name, _, _ in STAGES)
+
+
+def check_stop_names(print_after, stop_after: str | None, abi: str = "packed") -> frozenset[str]:
+    """The stage and pass names of ``--print-after`` (``"all"``: every stage and every
+    pass of ``abi``'s pipeline) after checking them and ``stop_after``; ValueError
+    naming an unknown one, or a pass that does not run with ``abi``."""
+    from tirc.passes.pipeline import pass_names
+    names = [*STAGE_NAMES, *pass_names(abi)]
+    for flag, values in (("--print-after", print_after), ("--stop-after", (stop_after,))):
+        for v in values:
+            if v is None or (v == "all" and flag == "--print-after"):
+                continue
+            if v not in names:
+                other = (f"; it does not run with --abi {abi}" if v in pass_names(None)
+                         else f"; stages: {', '.join(STAGE_NAMES)}; or a pass (tirc passes)")
+                raise ValueError(f"{flag}: unknown stage or pass '{v}'{other}")
+    return frozenset(names if "all" in print_after else print_after)
 
 
 def _manifest(facts, name: str, abi: str, host_target: Target, images: dict,

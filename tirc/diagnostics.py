@@ -41,7 +41,7 @@ class Diagnostic(Exception):
 
 class InternalError(Exception):
     """A bug in tirc (not in the input), caught where it happened: ``where`` names the
-    pass or stage (``"pass LoopPartition"``, ``"stage host codegen"``); the driver
+    pass or stage (``"pass LoopPartition"``, ``"stage host-codegen"``); the driver
     reports it with exit status 3 and asks for a bug report."""
 
     def __init__(self, where: str, cause: BaseException):

@@ -254,7 +254,14 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               "pass's input)")
 @click.option("--time-passes", is_flag=True,
               help="report the time of each pass and of each build stage (parse, passes, "
-              "split, device codegen, host codegen, manifest and header, write) on stderr")
+              "split, device-codegen, host-codegen, manifest, write) on stderr")
+@click.option("--print-after", multiple=True, metavar="STAGE|PASS",
+              help="print on stdout what a stage made (parse, passes, split: TIR; "
+              "device-codegen: the device images; host-codegen: the host LLVM IR; manifest: "
+              "NAME.h and NAME.json; write: the files) or the module after a pass "
+              "(repeatable; 'all' for every stage and pass)")
+@click.option("--stop-after", metavar="STAGE|PASS",
+              help="end the build after this stage or pass, writing no file")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
               metavar="N", help="build N inputs at a time, in worker processes")
 @click.option("-MD", "depfile", is_flag=True,
@@ -269,8 +276,9 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               help="say what is built and where: targets, files written, timings")
 @click.option("-q", "--quiet", is_flag=True, help="print nothing but diagnostics")
 def build(files, target, host, out_dir, shared, emit, device_format, resource_usage,
-          device_only, abi, symbol_prefix, line_info, debug, dump_ir, time_passes, jobs,
-          depfile, depfile_path, depfile_targets, verbose, quiet) -> None:
+          device_only, abi, symbol_prefix, line_info, debug, dump_ir, time_passes,
+          print_after, stop_after, jobs, depfile, depfile_path, depfile_targets, verbose,
+          quiet) -> None:
     """Compile each FILE (NAME.tir): write OUTDIR/NAME.o, the host object with the
     device images embedded, NAME.h (its declarations), NAME.json (a manifest of
     functions and kernels), one device image per device target (NAME.ptx, or
@@ -290,11 +298,15 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
     from tirc.jobs import BuildOptions, build_many
 
     bind_target_from(target, host)  # usage errors first
-    from tirc.build import check_symbol_prefix, parse_emit
+    from tirc.build import check_stop_names, check_symbol_prefix, parse_emit
     try:
         check_symbol_prefix(symbol_prefix)
     except ValueError as e:
         raise click.UsageError(f"--symbol-prefix: {e}") from None
+    try:
+        check_stop_names(print_after, stop_after, abi)
+    except ValueError as e:
+        raise click.UsageError(str(e)) from None
     formats = {f.strip() for value in device_format for f in value.split(",") if f.strip()} or {"ptx"}
     unknown = sorted(formats - {"ptx", "cubin", "fatbin"})
     if unknown:
@@ -339,10 +351,12 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
                         also_ptx=formats == {"ptx", "cubin"}, device_only=device_only, abi=abi,
                         resource_usage=resource_usage, symbol_prefix=symbol_prefix,
                         line_info=line_info, debug=debug, dump_ir=dump_ir,
-                        time_passes=time_passes, depfile=depfile or depfile_path is not None or bool(depfile_targets),
+                        time_passes=time_passes, print_after=tuple(print_after),
+                        stop_after=stop_after, depfile=depfile or depfile_path is not None or bool(depfile_targets),
                         depfile_path=depfile_path, depfile_targets=tuple(depfile_targets),
                         verbose=verbose)
-    status = build_many(files, opts, jobs, quiet, lambda line: click.echo(line, err=True))
+    status = build_many(files, opts, jobs, quiet, lambda line: click.echo(line, err=True),
+                        lambda text: click.echo(text, nl=False))
     if status:
         sys.exit(status)
 

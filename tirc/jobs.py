@@ -50,6 +50,8 @@ class BuildOptions:
     debug: bool = False  # -g: DWARF line tables in the host object
     dump_ir: str | None = None  # --dump-ir DIR: the module after every pass
     time_passes: bool = False  # --time-passes: the time of every pass and build stage
+    print_after: tuple[str, ...] = ()  # --print-after: stage and pass names, or "all"
+    stop_after: str | None = None  # --stop-after: a stage or pass name; nothing written
 
 
 @dataclass
@@ -61,6 +63,7 @@ class Outcome:
     messages: list[str] = field(default_factory=list)  # diagnostics, rendered
     info: list[str] = field(default_factory=list)  # -v lines
     report: list[str] = field(default_factory=list)  # --resource-usage lines (even with -q)
+    printed: list[str] = field(default_factory=list)  # --print-after texts, for stdout
     summary: str = ""  # -v: the last line, after the diagnostics
     files: list[str] = field(default_factory=list)
     seconds: float = 0.0
@@ -115,7 +118,9 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
                            also_ptx=opts.also_ptx,
                            abi=opts.abi, depfile=depfile, depfile_targets=opts.depfile_targets,
                            symbol_prefix=opts.symbol_prefix, line_info=opts.line_info,
-                           debug=opts.debug, dump_ir=opts.dump_ir)
+                           debug=opts.debug, dump_ir=opts.dump_ir,
+                           print_after=opts.print_after, stop_after=opts.stop_after,
+                           show=outcome.printed.append)
         except RecursionError:
             raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
         outcome.files = [str(p) for p in result.files]
@@ -279,10 +284,13 @@ def _died(path: str, exitcode: int | None) -> Outcome:
 
 
 def build_many(paths: list[str], opts: BuildOptions, jobs: int = 1, quiet: bool = False,
-               echo: Callable[[str], None] = print) -> int:
+               echo: Callable[[str], None] = print,
+               out: Callable[[str], None] | None = None) -> int:
     """Build every input (``jobs`` at a time); report each in input order through
-    ``echo``; return the exit status (0, 1 when any input failed, 3 for an internal
-    error)."""
+    ``echo`` (lines for stderr) and ``out`` (the ``--print-after`` texts, for stdout;
+    default: ``echo``); return the exit status (0, 1 when any input failed, 3 for an
+    internal error)."""
+    out = out or echo
     start = time.perf_counter()
     n = len(paths)
     status = OK
@@ -295,6 +303,8 @@ def build_many(paths: list[str], opts: BuildOptions, jobs: int = 1, quiet: bool 
         if not quiet:
             for line in outcome.info:
                 echo(line)
+        for text in outcome.printed:
+            out(text)
         for line in outcome.report:
             echo(line)
         for message in outcome.messages:
