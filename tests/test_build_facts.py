@@ -50,7 +50,8 @@ def test_the_abi_passes_record_the_exported_signatures():
     (f,) = mod.facts.functions
     assert (f.name, f.symbol, f.abi) == ("vector_add", "__tvm_ffi_vector_add", "packed")
     assert f.signature.startswith('vector_add(A: T.Buffer((n,), "float32"), B: ')
-    assert f.params[0] == Param("A", "buffer", "float32", ("n",))
+    assert f.params[0] == Param("A", "buffer", "float32", ("n",), written=False)
+    assert [p.written for p in f.params] == [False, False, True]
     assert f.returns is None and f.declaration is None
     c = _lower(VECTOR_ADD, "cuda -arch=sm_90", abi="c")
     (f,) = c.facts.functions
@@ -75,13 +76,22 @@ def test_storage_legalization_updates_the_kernel_parameters_it_changes():
     assert legal.facts.kernels[0].sizes == decided.facts.kernels[0].sizes
 
 
+def _runtime_imports(path) -> list[str]:
+    """The modules a file imports when it runs (not those under ``if TYPE_CHECKING:``)."""
+    tree = ast.parse(path.read_text())
+    typing_only = {id(n) for top in ast.walk(tree) if isinstance(top, ast.If)
+                   and isinstance(top.test, ast.Name) and top.test.id == "TYPE_CHECKING"
+                   for n in ast.walk(top)}
+    nodes = [n for n in ast.walk(tree) if id(n) not in typing_only]
+    modules = [n.module for n in nodes if isinstance(n, ast.ImportFrom)]
+    return modules + [a.name for n in nodes if isinstance(n, ast.Import) for a in n.names]
+
+
 def test_the_outputs_read_the_record_and_no_ir():
-    """manifest.py and header.py import nothing from the passes or the IR's nodes and
-    traversal; the build hands them the record."""
-    for name in ("manifest.py", "header.py"):
-        tree = ast.parse((ROOT / "tirc" / name).read_text())
-        modules = [n.module for n in ast.walk(tree) if isinstance(n, ast.ImportFrom)]
-        modules += [a.name for n in ast.walk(tree) if isinstance(n, ast.Import) for a in n.names]
+    """manifest.py, header.py, run.py and the runtime's loader import nothing from the
+    passes or the IR's nodes and traversal; the build hands them the record."""
+    for name in ("manifest.py", "header.py", "run.py", "runtime/loader.py"):
+        modules = _runtime_imports(ROOT / "tirc" / name)
         assert not [m for m in modules if m.startswith("tirc.passes")], name
         assert not set(modules) & {"tirc.ir.function", "tirc.ir.stmt", "tirc.ir.visitor",
                                    "tirc.ir.expr", "tirc.ir.describe"}, (name, modules)

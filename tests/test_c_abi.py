@@ -228,7 +228,8 @@ def test_manifest_of_a_cpu_module(tmp_path):
     assert fns["add"]["symbol"] == "add" and fns["add"]["target_summary"] == "llvm"
     assert fns["add"]["declaration"] == "int32_t add(float* A, float* B, float* C, int64_t n)"
     assert fns["add"]["params"][0] == {"name": "A", "kind": "buffer", "dtype": "float32",
-                                       "shape": ["n"]}
+                                       "shape": ["n"], "written": False}
+    assert [p["written"] for p in fns["add"]["params"][:3]] == [False, False, True]
     assert fns["mean"]["params"][0]["shape"] == ["k", 4] and fns["mean"]["returns"] == "float64"
     assert fns["scale"]["params"][1:] == [{"name": "m", "kind": "scalar", "dtype": "int32"},
                                           {"name": "s", "kind": "scalar", "dtype": "float32"}]

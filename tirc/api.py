@@ -177,10 +177,13 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
                    name: str | None = None, device_format: str = "ptx", emit=(),
                    load: bool = True, out_dir: str | os.PathLike | None = None,
                    symbol_prefix: str = "", line_info: bool = False,
-                   debug: bool = False) -> Compiled:
+                   debug: bool = False, serial_threads: bool = False) -> Compiled:
     """Build ``src`` into ``out_dir`` (None: a private temporary directory, removed
     before returning) and load the library; raises Diagnostic for errors in the input.
-    ``tirc run`` calls it with its ``-o`` directory."""
+    ``tirc run`` calls it with its ``-o`` directory. ``serial_threads``: device
+    functions first become CPU functions whose thread-bound loops run serially
+    (:func:`tirc.passes.lower.serialize_threads.serialize_threads`, a Diagnostic for
+    kernels that need threads to run together), to check a device build on the CPU."""
     import contextlib
     import json
     import tempfile
@@ -191,6 +194,9 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
     try:
         bind = _bind_target(target, host)
         mod = _parse(src)
+        if serial_threads:
+            from tirc.passes.lower.serialize_threads import serialize_threads
+            mod = serialize_threads(mod)
         name = name or mod.name or (next(iter(mod.functions)) if len(mod.functions) == 1
                                     else "module")
         with (tempfile.TemporaryDirectory(prefix="tirc-") if out_dir is None

@@ -7,8 +7,9 @@ Passes that decide something the outputs report write it here, once:
   host launch site; BF16/FP8StorageLegalize update the parameters of kernels whose
   storage type they change.
 - MakePackedAPI / MakeCAPI: each exported host function (:class:`Function`): its symbol,
-  ABI, TIR signature and parameters, return type and, for the C ABI, its C parameters
-  and declaration.
+  ABI, TIR signature and parameters (which buffers a call may write: the analysis
+  ``tirc.passes.analysis.written_params``), return type and, for the C ABI, its C
+  parameters and declaration.
 
 The record is plain data (strings, integers, tuples): ``tirc.manifest`` and
 ``tirc.header`` are functions of it and read no IR. The device stage's facts (images,
@@ -32,11 +33,16 @@ class Param:
     dtype: str
     shape: tuple[Value, ...] = ()  # buffers
     points_to: str | None = None  # a pointer parameter (kernels): what it points at
+    # buffers of exported functions: whether a call may store to it (None: not decided)
+    written: bool | None = None
 
     def as_json(self) -> dict:
         if self.kind == "buffer":
-            return {"name": self.name, "kind": "buffer", "dtype": self.dtype,
-                    "shape": list(self.shape)}
+            out = {"name": self.name, "kind": "buffer", "dtype": self.dtype,
+                   "shape": list(self.shape)}
+            if self.written is not None:
+                out["written"] = self.written
+            return out
         out = {"name": self.name, "kind": "scalar", "dtype": self.dtype}
         if self.points_to is not None:
             out["points_to"] = self.points_to

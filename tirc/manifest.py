@@ -9,8 +9,9 @@
                     "resource_usage"?, "fatbin"?}]}
 
 ``functions`` are the exported host functions (packed or C API), with their TIR
-parameters (``{"name", "kind": "buffer", "dtype", "shape"}`` or ``{"name", "kind":
-"scalar", "dtype"}``) and for the C ABI the C declaration. ``kernels`` are the device
+parameters (``{"name", "kind": "buffer", "dtype", "shape", "written"}`` or ``{"name",
+"kind": "scalar", "dtype"}``; ``written``: whether a call may store to the buffer, so a
+caller knows its outputs) and for the C ABI the C declaration. ``kernels`` are the device
 kernels (``calling_conv`` 2): ``grid`` and ``block`` are ``[x, y, z]`` with integers
 for constants and expression text (in terms of the kernel's parameters) otherwise;
 ``dynamic_shared_memory`` is bytes, likewise; ``launch_params`` the launch parameter

@@ -18,18 +18,19 @@ The function runs once as a warm-up, whose results are the outputs reported (so
 functions that update a buffer in place are compared after one call), then ``repeat``
 more times, each timed: with CUDA events on a stream of the device for device
 functions, ``time.perf_counter`` on the CPU. The outputs are the buffers the function
-stores to, and any other buffer whose contents the call changed.
+may store to (``written`` in the manifest), and any other buffer whose contents the
+call changed.
 
 CPU (``llvm``) functions run on the CPU; functions with a device target run on
 ``device("cuda", 0)``. Without a CUDA device :class:`tirc.runtime.NoCudaDevice` is
 raised (the driver prints "no CUDA device is present" and exits with status
 :data:`EXIT_NO_CUDA`, 4).
 
-``check_against="llvm"`` builds the same module for the CPU: device functions are
-rewritten first by :func:`tirc.passes.lower.serialize_threads.serialize_threads`
-(thread-bound loops become serial loops),
-which refuses modules whose kernels use shared memory, barriers, warp operations or
-``T.launch_thread``; such a module cannot be checked (a :class:`RunError`, exit 1).
+``check_against="llvm"`` builds the same module for the CPU, before anything runs:
+device functions become CPU functions whose thread-bound loops run serially
+(``tirc.api.build_and_load(serial_threads=True)``), which refuses modules whose kernels
+use shared memory, barriers, warp operations or ``T.launch_thread``; such a module
+cannot be checked (a :class:`RunError`, exit 1).
 The CPU build runs once on the same inputs and every output is compared with
 ``np.allclose`` (tolerances by dtype, :data:`TOLERANCES`; integers and bool exactly).
 """
@@ -44,14 +45,14 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tirc.diagnostics import Diagnostic
-from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.stmt import BufferStore
-from tirc.ir.visitor import walk
-from tirc.passes.lower.serialize_threads import serialize_threads
+
+if TYPE_CHECKING:
+    from tirc.ir.function import IRModule
 
 EXIT_NO_CUDA = 4
 
@@ -353,21 +354,14 @@ def _pick_function(manifest: dict, func: str | None) -> dict:
                    "one with --func NAME", 2)
 
 
-def _written(f: PrimFunc | None) -> set[str]:
-    """Names of the buffer parameters ``f`` stores to."""
-    if f is None:
-        return set()
-    by_data = {buf.data: p.name for p, buf in f.buffer_map}
-    return {by_data[n.buffer.data] for n in walk(f.body)
-            if isinstance(n, BufferStore) and n.buffer.data in by_data}
-
-
-def _build_and_load(mod: IRModule, target, host, out_dir: str, name: str, filename: str):
+def _build_and_load(mod: IRModule, target, host, out_dir: str, name: str,
+                    serial_threads: bool = False):
     """The loaded library and manifest of ``mod`` built into ``out_dir`` (``tirc.compile``'s
     core, keeping the files)."""
     from tirc.api import build_and_load
 
-    built = build_and_load(mod, target, host, name=name, out_dir=out_dir)
+    built = build_and_load(mod, target, host, name=name, out_dir=out_dir,
+                           serial_threads=serial_threads)
     return built.module, built.manifest
 
 
@@ -404,13 +398,16 @@ def run_module(mod: IRModule, filename: str, opts: RunOptions,
         except OSError as e:
             raise RunError(f"cannot create the output directory '{out}': "
                            f"{e.strerror or e}") from None
-        lib, manifest = _build_and_load(mod, opts.target, opts.host, out, name, filename)
+        lib, manifest = _build_and_load(mod, opts.target, opts.host, out, name)
         entry = _pick_function(manifest, opts.func)
         params = entry["params"] or []
         values = make_inputs(params, opts)
         if opts.check_against == "llvm":  # refuse early, before the device run
+            cpu_out = os.path.join(out, "llvm")
+            os.makedirs(cpu_out, exist_ok=True)
             try:
-                cpu_mod = serialize_threads(mod)
+                cpu_lib, _ = _build_and_load(mod, "llvm", None, cpu_out, name,
+                                             serial_threads=True)
             except Diagnostic as d:
                 raise RunError(f"--check-against llvm is not possible for this module: "
                                f"{d.message}") from None
@@ -425,7 +422,7 @@ def run_module(mod: IRModule, filename: str, opts: RunOptions,
         fn(*args)  # warm-up; its results are the outputs
         dev.synchronize()
         results = {p["name"]: a.to_numpy() for p, a in zip(params, args) if p["kind"] == "buffer"}
-        written = _written(mod.functions.get(entry["name"]))
+        written = {p["name"] for p in params if p.get("written")}
         outputs = {n: r for (n, r), v in zip(results.items(),
                                             [v for p, v in zip(params, values) if p["kind"] == "buffer"])
                    if n in written or not np.array_equal(r, v)}
@@ -446,9 +443,6 @@ def run_module(mod: IRModule, filename: str, opts: RunOptions,
                 raise RunError(f"cannot write '{opts.save_outputs}': {e.strerror or e}") from None
         reference = None
         if opts.check_against == "llvm":
-            cpu_out = os.path.join(out, "llvm")
-            os.makedirs(cpu_out, exist_ok=True)
-            cpu_lib, _ = _build_and_load(cpu_mod, "llvm", None, cpu_out, name, filename)
             cpu_fn = cpu_lib[entry["name"]]
             cpu_args = _device_args(params, values, rt.device("cpu"))
             cpu_fn(*cpu_args)

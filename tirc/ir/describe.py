@@ -79,15 +79,17 @@ def target_of(f: PrimFunc) -> tuple[str | None, str | None]:
     return t.canonical, t.describe()
 
 
-def params(f: PrimFunc) -> tuple[facts.Param, ...]:
-    """The parameters of ``f``: buffers with their dtype and shape, scalars (pointers
-    with what they point at)."""
+def params(f: PrimFunc, written: frozenset[int] | None = None) -> tuple[facts.Param, ...]:
+    """The parameters of ``f``: buffers with their dtype and shape (and, given
+    ``written``, whether their position is in it), scalars (pointers with what they
+    point at)."""
     out = []
-    for p in f.params:
+    for i, p in enumerate(f.params):
         buf = f.buffer_of(p)
         if buf is not None:
             out.append(facts.Param(p.name, "buffer", str(buf.dtype),
-                                   tuple(value(s) for s in buf.shape)))
+                                   tuple(value(s) for s in buf.shape),
+                                   written=None if written is None else i in written))
         else:
             out.append(facts.Param(p.name, "scalar", str(p.dtype), (),
                                    str(p.ptr.dtype) if p.ptr is not None else None))
@@ -190,22 +192,27 @@ def launch_of(call: Call) -> tuple[str, tuple[str, ...], facts.LaunchSizes]:
     return kname, tags, launch_sizes(tags, sizes)
 
 
-def exported_function(name: str, before: PrimFunc, after: PrimFunc, abi: str) -> facts.Function:
+def exported_function(name: str, before: PrimFunc, after: PrimFunc, abi: str,
+                      written: frozenset[int] = frozenset()) -> facts.Function:
     """The facts of the exported host function ``after``, which an ABI pass made of
-    ``before`` (``abi``: ``"packed"`` or ``"c"``)."""
+    ``before`` (``abi``: ``"packed"`` or ``"c"``; ``written``: the positions of the
+    parameters a call may write)."""
     target, summary = target_of(after)
     cparams = c_params(after, before) if abi == "c" else ()
     return facts.Function(
         name, str(after.attrs.get(GLOBAL_SYMBOL, name)), abi, target, summary,
-        tir_signature(name, before), params(before), returns(before), cparams,
+        tir_signature(name, before), params(before, written), returns(before), cparams,
         c_declaration(name, after, cparams) if abi == "c" else None)
 
 
-def with_exported(mod: IRModule, funcs: dict[str, PrimFunc], abi: str) -> facts.BuildFacts:
+def with_exported(mod: IRModule, funcs: dict[str, PrimFunc], abi: str,
+                  written: dict[str, frozenset[int]]) -> facts.BuildFacts:
     """``mod``'s facts with every function an ABI pass rewrote (``funcs``: the module's
-    functions after it) recorded as exported, in module order."""
+    functions after it) recorded as exported, in module order; ``written``: by function,
+    the positions of the parameters a call may write."""
     record = mod.facts
     for name, f in mod.functions.items():
         if funcs[name] is not f:
-            record = record.with_function(exported_function(name, f, funcs[name], abi))
+            record = record.with_function(
+                exported_function(name, f, funcs[name], abi, written.get(name, frozenset())))
     return record

@@ -82,6 +82,7 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.pipeline import PassContext
+from tirc.passes.analysis.written_params import written_params
 from tirc.target import KINDS, Target
 
 WHEN, EXPECTED = " when calling:\n  `", "`,\n  expected "
@@ -94,12 +95,14 @@ def make_packed_api(mod: IRModule, ctx: PassContext) -> IRModule:
 
 def export_functions(mod: IRModule, make, abi: str) -> IRModule:
     """``mod`` with every public host function rewritten by ``make(name, func)`` for the
-    host ABI ``abi``, and recorded as exported in the build's facts (both ABI passes)."""
+    host ABI ``abi``, and recorded as exported in the build's facts (both ABI passes),
+    with the parameters each may write (:func:`written_params`)."""
     funcs = {name: (make(name, f) if _needs_packing(f) else f)
              for name, f in mod.functions.items()}
     if all(funcs[n] is f for n, f in mod.functions.items()):
         return mod
-    return replace(mod, functions=funcs, facts=describe.with_exported(mod, funcs, abi))
+    return replace(mod, functions=funcs,
+                   facts=describe.with_exported(mod, funcs, abi, written_params(mod)))
 
 
 def _needs_packing(f: PrimFunc) -> bool:
