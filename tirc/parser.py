@@ -12,6 +12,7 @@ from lark.indenter import Indenter
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.function import IRModule
+from tirc.nesting import with_room
 
 
 class _TirIndenter(Indenter):
@@ -127,6 +128,7 @@ def parse_tree(text: str, filename: str = "<string>") -> lark.Tree:
         raise _syntax_error(e, filename, text) from None
 
 
+@with_room
 def parse(text: str, filename: str = "<string>") -> IRModule:
     """Parse TVMScript text into an :class:`IRModule`."""
     from tirc.frontend.builder import build_module

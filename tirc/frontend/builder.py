@@ -6,7 +6,6 @@ its block, and becomes a scoped IR statement whose body is that rest.
 """
 from __future__ import annotations
 
-import sys
 from dataclasses import dataclass
 from typing import Callable
 
@@ -21,6 +20,7 @@ from tirc.frontend.loops import build_for
 from tirc.frontend.buffers import make_buffer
 from tirc.frontend.scope import Scope
 from tirc.frontend.values import LetType, Slot, TName, describe
+from tirc.nesting import MAX_BLOCK_DEPTH
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import (FloatImm, IntImm, PointerType, PrimExpr, Var)
@@ -29,7 +29,6 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, DeclBuffer, Break, BufferStor
                           Evaluate, IfThenElse, LetStmt, Return, Stmt,
                           While, seq)
 
-MAX_BLOCK_DEPTH = 100
 
 
 @dataclass
@@ -40,8 +39,6 @@ class Binder:
 
 
 def build_module(tree: lark.Tree, filename: str) -> IRModule:
-    if sys.getrecursionlimit() < 10000:
-        sys.setrecursionlimit(10000)
     return ModuleBuilder(filename).module(tree)
 
 

@@ -13,9 +13,9 @@ from tirc.frontend.values import (HandleType, Lambda, LetType, ModuleRef, Namesp
                                   ThreadDecl, describe, literal_expr)
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
+from tirc.nesting import MAX_EXPR_DEPTH
 from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp, Var)
 
-MAX_DEPTH = 150
 _REGION_CONSTRUCTS = frozenset({"reads", "writes", "match_buffer"})
 
 _BINARY_TOKENS = {
@@ -92,8 +92,8 @@ class ExprBuilder:
         """Evaluate an expression subtree to a value (see :mod:`tirc.frontend.values`)."""
         self._depth += 1
         try:
-            if self._depth > MAX_DEPTH:
-                raise Diagnostic(f"expression nested more than {MAX_DEPTH} levels deep",
+            if self._depth > MAX_EXPR_DEPTH:
+                raise Diagnostic(f"expression nested more than {MAX_EXPR_DEPTH} levels deep",
                                  self.span(node))
             if isinstance(node, lark.Token):
                 return self._name(str(node), self.span(node))

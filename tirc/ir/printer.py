@@ -16,6 +16,7 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore,
                           SeqStmt, Stmt, While)
 from tirc.ir.scalars import scalar_buffers
 from tirc.ir.freevars import free_vars
+from tirc.nesting import with_room
 from tirc.target import Target
 from tirc.ir.print_expr import ExprPrinter, _plus, py_value, quote
 from tirc.ir.print_block import BlockPrinter, implicit_root
@@ -28,6 +29,7 @@ _LOOP_FN = {"parallel": "T.parallel", "vectorized": "T.vectorized", "unrolled": 
             "serial": "T.serial"}
 
 
+@with_room
 def print_module(mod: IRModule) -> str:
     """The whole module as TVMScript text."""
     names = sorted(mod.functions)
@@ -593,7 +595,6 @@ def _pragma_nodes(f: PrimFunc) -> list[Var]:
     from tirc.ir.visitor import walk
     params = {id(p) for p in f.params}
     bound: set[int] = set()
-    own: dict[int, int] = {}
     for node in walk(f.body):
         if isinstance(node, For):
             bound.add(id(node.loop_var))
