@@ -1,21 +1,22 @@
-"""Text to IR: the Lark LALR parser (built once, cached) and syntax-error mapping.
+"""Text to IR: the LALR parser of ``grammar.lark`` and syntax-error mapping.
 
-The text is parsed, never evaluated: :mod:`tirc.frontend.builder` walks the parse tree.
+The parser is :mod:`tirc.grammar_parser`, which Lark's stand-alone generator made from
+the grammar (``python tools/gen_parser.py`` after changing it; a test checks it is not
+stale): a build imports neither Lark nor a grammar cache. The text is parsed, never
+evaluated: :mod:`tirc.frontend.builder` walks the parse tree.
 """
 from __future__ import annotations
 
 from functools import lru_cache
-from pathlib import Path
 
-import lark
-from lark.indenter import Indenter
+from tirc import grammar_parser as lark
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.function import IRModule
 from tirc.nesting import with_room
 
 
-class _TirIndenter(Indenter):
+class _TirIndenter(lark.Indenter):
     NL_type = "_NL"
     OPEN_PAREN_types = ["LPAR", "LSQB", "LBRACE"]
     CLOSE_PAREN_types = ["RPAR", "RSQB", "RBRACE"]
@@ -49,9 +50,7 @@ class _BadDedent(Exception):
 
 @lru_cache(maxsize=1)
 def _parser() -> lark.Lark:
-    grammar = (Path(__file__).parent / "grammar.lark").read_text(encoding="utf-8")
-    return lark.Lark(grammar, parser="lalr", postlex=_TirIndenter(), propagate_positions=True,
-                     maybe_placeholders=True, cache=True, lexer="basic")
+    return lark.Lark_StandAlone(postlex=_TirIndenter())
 
 
 _TOKEN_NAMES = {
@@ -124,7 +123,7 @@ def parse_tree(text: str, filename: str = "<string>") -> lark.Tree:
         text += "\n"
     try:
         return _parser().parse(text)
-    except (lark.exceptions.LarkError, _BadDedent) as e:
+    except (lark.LarkError, _BadDedent) as e:
         raise _syntax_error(e, filename, text) from None
 
 

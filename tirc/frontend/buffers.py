@@ -78,7 +78,7 @@ def shape_string(b: "FunctionBuilder", text: str, span: Span | None) -> PrimExpr
     expression (``("n * 8",)``, what TVM 0.27 prints when a parameter's shape uses a
     scalar parameter declared after it) defines each of its names not yet defined, then
     is read as an expression, as TVM's parser does."""
-    import lark
+    from tirc import grammar_parser as lark
 
     if text.isidentifier():
         return b.shape_var(text, span)
@@ -109,7 +109,7 @@ def shape_string(b: "FunctionBuilder", text: str, span: Span | None) -> PrimExpr
 def _relocate(tree, line: int, col_offset: int) -> None:
     """Positions of a tree parsed from one line of a string literal, moved to where the
     literal stands in the file."""
-    import lark
+    from tirc import grammar_parser as lark
 
     for t in tree.iter_subtrees():
         meta = t.meta

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
-import lark
+from tirc import grammar_parser as lark
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.arith import cast_to

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any
 
-import lark
+from tirc import grammar_parser as lark
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend import calls

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import lark
+from tirc import grammar_parser as lark
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.exprs import ExprBuilder
