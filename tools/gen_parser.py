@@ -9,7 +9,9 @@ Lark's generator does not give the same bytes twice (its tables come out in anot
 order), so staleness is the grammar's sha256, recorded in the module's first line.
 
 The options are those the parser needs: the basic lexer, positions on every tree node
-(for diagnostics), and ``None`` for absent optional parts (``[x]``).
+(for diagnostics), and ``None`` for absent optional parts (``[x]``). The tables stay a
+Python literal (no ``-c``: that would store them pickled and compressed, an opaque blob
+loaded with ``pickle``, for no gain in import time).
 """
 from __future__ import annotations
 
@@ -21,7 +23,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 GRAMMAR = ROOT / "tirc" / "grammar.lark"
 MODULE = ROOT / "tirc" / "grammar_parser.py"
-OPTIONS = ["-l", "basic", "--propagate_positions", "--maybe_placeholders", "-c"]
+OPTIONS = ["-l", "basic", "--propagate_positions", "--maybe_placeholders"]
 
 
 def grammar_hash() -> str:
