@@ -157,8 +157,9 @@ def build(source: str | IRModule, target: Target | str | None = None,
     ``print_after``: stage and pass names (:func:`check_stop_names`; ``"all"``: every
     one) after which ``show`` (default: standard output) gets what they made (a stage's
     text: :data:`STAGES`); ``stop_after``: the stage or pass after which the build ends,
-    writing nothing (it is the ``write`` stage that writes). Diagnostics for every user error; TargetError for a bad target; an InternalError
-    naming the pass or stage for a bug in tirc."""
+    writing nothing (it is the ``write`` stage that writes). Diagnostics for every user
+    error; TargetError for a bad target; an InternalError naming the pass or stage for a
+    bug in tirc."""
     emit = parse_emit(emit)
     check_symbol_prefix(symbol_prefix)
     if device_format not in DEVICE_FORMATS:
@@ -241,7 +242,8 @@ def _parse(b: _Build) -> None:
 
 def _passes(b: _Build) -> None:
     """The pass pipeline; a bug in a pass is an InternalError naming the pass."""
-    from tirc.passes.pipeline import DumpIR, PassContext, PrintAfter, TimePasses, pass_names, run_pipeline
+    from tirc.passes.pipeline import (DumpIR, PassContext, PrintAfter, TimePasses, pass_names,
+                                      run_pipeline)
     timer = TimePasses()
     instruments = (timer,) + ((DumpIR(str(b.dump_ir), b.name),) if b.dump_ir is not None else ())
     if b.print_after & set(pass_names(None)):
