@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 from tirc.ir.expr import BinOp, IntImm, PrimExpr
 from tirc.passes.analysis.arith_canonical_form import (FLOOR, TRUNC, Canon, Split, Sum, convert_mode,
                                               normalize, separate, to_split, to_sum)
-from tirc.passes.analysis.arith_ops import (binop, floordiv_int, floormod_int, imm, index_typed,
-                                   is_int, mul, truncdiv_int, truncmod_int)
+from tirc.passes.analysis.arith_ops import (binop, floordiv_int, floormod_int, fold_identity, imm,
+                                            index_typed, is_int, mul, truncdiv_int,
+                                            truncmod_int)
 
 if TYPE_CHECKING:
     from tirc.passes.analysis.arith_analyzer import Analyzer
@@ -186,20 +187,7 @@ def _fold(op: str, a: Canon, b: Canon) -> Canon | None:
     """TVM's TryConstFold on canonical operands (only immediates fold)."""
     if isinstance(a, IntImm) and isinstance(b, IntImm):
         return binop(op, a, b)
-    if op == "add":
-        if is_int(a, 0):
-            return b
-        if is_int(b, 0):
-            return a
-    elif op == "sub":
-        if is_int(b, 0):
-            return a
-    elif op == "mul":
-        if is_int(a, 1) or is_int(b, 0):
-            return b
-        if is_int(b, 1) or is_int(a, 0):
-            return a
-    return None
+    return fold_identity(op, a, b)
 
 
 def _mul_and_normalize(a: PrimExpr, b: PrimExpr) -> PrimExpr:

@@ -73,14 +73,9 @@ _FOLD = {
 }
 
 
-def binop(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    """``a op b`` as TVM's operator functions build it (TryConstFold first)."""
-    a, b = _match(a, b)
-    dt = a.dtype
-    if is_int(a) and is_int(b) and op in _FOLD:
-        if op in ("floordiv", "floormod", "div", "mod") and b.value == 0:
-            return BinOp(op, a, b, dt)
-        return imm(dt, _FOLD[op](a.value, b.value))
+def fold_identity(op: str, a, b):
+    """``a op b`` when an operand is the identity or zero of ``add``/``sub``/``mul``
+    (``x + 0``, ``x - 0``, ``x * 1``, ``x * 0``): the operand it equals; otherwise None."""
     if op == "add":
         if is_int(a, 0):
             return b
@@ -94,7 +89,21 @@ def binop(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
             return b
         if is_int(b, 1) or is_int(a, 0):
             return a
-    elif op in ("floordiv", "div"):
+    return None
+
+
+def binop(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    """``a op b`` as TVM's operator functions build it (TryConstFold first)."""
+    a, b = _match(a, b)
+    dt = a.dtype
+    if is_int(a) and is_int(b) and op in _FOLD:
+        if op in ("floordiv", "floormod", "div", "mod") and b.value == 0:
+            return BinOp(op, a, b, dt)
+        return imm(dt, _FOLD[op](a.value, b.value))
+    same = fold_identity(op, a, b)
+    if same is not None:
+        return same
+    if op in ("floordiv", "div"):
         if is_int(a, 0) or is_int(b, 1):
             return a
     elif op in ("floormod", "mod"):
