@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from tirc.diagnostics import Span
 from tirc.ir.buffer import Buffer
+from tirc.ir.const_fold import int_range, try_const_fold
 from tirc.ir.dtype import BOOL, INT32, INT64, DataType
 from tirc.ir.expr import BinOp, Call, Cast, FloatImm, IntImm, Not, PrimExpr, Var
 from tirc.ir.stmt import Evaluate, Stmt
@@ -100,11 +101,9 @@ def fold(op: str, conds: list[PrimExpr]) -> PrimExpr:
 
 
 def mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(a.dtype, a.value * b.value)
-    if isinstance(a, IntImm) and a.value == 1:
-        return cast(a.dtype, b)
-    return binop("mul", a, cast(a.dtype, b))
+    b = cast(a.dtype, b)
+    folded = try_const_fold("mul", a, b, a.dtype)
+    return folded if folded is not None else binop("mul", a, b)
 
 
 _SYM = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%", "div": "/"}
@@ -154,10 +153,9 @@ def empty_condition(buf: Buffer) -> PrimExpr | None:
 
 def dtype_range(dtype: DataType) -> tuple[int, int]:
     """The smallest and largest value of the integer ``dtype``."""
-    bits = dtype.bits
-    if dtype.is_uint:
-        return 0, (1 << bits) - 1
-    return -(1 << (bits - 1)), (1 << (bits - 1)) - 1
+    limits = int_range(dtype)
+    assert limits is not None, dtype
+    return limits
 
 
 def fits(value: PrimExpr, dtype: DataType, non_negative: bool = False) -> PrimExpr | None:

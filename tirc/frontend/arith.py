@@ -2,11 +2,11 @@
 narrower integers widen, integers meet floats as floats, scalars broadcast to vectors."""
 from __future__ import annotations
 
-import struct
+from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.values import describe, literal_expr
-from tirc.ir.const_fold import fold_identity
+from tirc.ir.const_fold import fold_imms, try_const_fold
 from tirc.ir.dtype import BOOL, DataType
 from tirc.ir.expr import (COMPARE_OPS, LOGIC_OPS, BinOp, Broadcast, Cast, FloatImm, IntImm,
                           PrimExpr)
@@ -124,75 +124,13 @@ def typed_binary(op: str, a: PrimExpr, b: PrimExpr, span: Span | None, fold: boo
     b = cast_to(b, dtype, span)
     result = BOOL.with_lanes(dtype.lanes) if op in COMPARE_OPS else dtype
     if fold:
-        folded = fold_constants(op, a, b, result, span)
-        if folded is None and op not in LOGIC_OPS:
-            # x + 0, x * 1, T.min(x, x)...: TVM's operators fold these too (its parser
-            # builds 'and'/'or' as nodes, unfolded)
-            folded = fold_identity(op, a, b)
+        # as TVM's operators: two immediates fold, and so do x + 0, x * 1, T.min(x, x)...
+        # (its parser builds 'and'/'or' of a non-constant as nodes, unfolded)
+        folded = (fold_imms(op, a, b, result) if op in LOGIC_OPS
+                  else try_const_fold(op, a, b, result))
         if folded is not None:
-            return folded
+            return folded if folded is a or folded is b else replace(folded, span=span)
     return BinOp(op, a, b, result, span)
-
-
-def _trunc_div(x: int, y: int) -> int:
-    q = abs(x) // abs(y)
-    return q if (x >= 0) == (y >= 0) else -q
-
-
-_INT_FOLD = {
-    **_PY_FOLD,
-    "div": _trunc_div,
-    "mod": lambda x, y: x - _trunc_div(x, y) * y,
-    "and": lambda x, y: bool(x) and bool(y), "or": lambda x, y: bool(x) or bool(y),
-}
-_FLOAT_FOLD = {k: _PY_FOLD[k] for k in ("add", "sub", "mul", "min", "max", "eq", "ne", "lt",
-                                         "le", "gt", "ge")}
-_FLOAT_FOLD["div"] = lambda x, y: x / y
-
-
-def fold_constants(op: str, a: PrimExpr, b: PrimExpr, dtype, span: Span | None) -> PrimExpr | None:
-    """``a op b`` as one immediate when both are scalar immediates and the result is exact."""
-    if a.dtype.lanes != 1:
-        return None
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        if op in ("div", "mod", "floordiv", "floormod") and b.value == 0:
-            return None
-        if op in ("shift_left", "shift_right") and not 0 <= b.value < a.dtype.bits:
-            return None
-        fn = _INT_FOLD.get(op)
-        if fn is None:
-            return None
-        value = fn(a.value, b.value)
-        if dtype.is_bool:
-            return IntImm(dtype, int(bool(value)), span)
-        bits = dtype.bits
-        lo, hi = (0, 2**bits - 1) if dtype.is_uint else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
-        return IntImm(dtype, int(value), span) if lo <= value <= hi else None
-    if isinstance(a, FloatImm) and isinstance(b, FloatImm):
-        # as TVM: float32 and float64 only, on the operands' values in their dtype
-        # (a float32 literal holds a double until then), the result rounded to it
-        fn = _FLOAT_FOLD.get(op)
-        if fn is None or (op == "div" and b.value == 0.0) or a.dtype.base not in _FLOAT_FMT:
-            return None
-        value = fn(_round_float(a.value, a.dtype), _round_float(b.value, b.dtype))
-        if dtype.is_bool:
-            return IntImm(dtype, int(bool(value)), span)
-        return FloatImm(dtype, _round_float(float(value), dtype), span)
-    return None
-
-
-_FLOAT_FMT = {"float32": "f", "float64": "d"}
-
-
-def _round_float(value: float, dtype: DataType) -> float:
-    """``value`` rounded to float32 (float64 values are doubles already)."""
-    fmt = _FLOAT_FMT.get(dtype.base)
-    if fmt is None or value != value or value in (float("inf"), float("-inf")):
-        return value
-    try:
-        return struct.unpack(fmt, struct.pack(fmt, value))[0]
-    except OverflowError:
-        return float("inf") if value > 0 else float("-inf")
 
 
 def difference(stop: PrimExpr, start: PrimExpr, span: Span | None) -> PrimExpr:

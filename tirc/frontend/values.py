@@ -13,6 +13,7 @@ from typing import Any
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.buffer import Buffer
+from tirc.ir.const_fold import int_range
 from tirc.ir.dtype import BOOL, FLOAT32, INT32, INT64, DataType
 from tirc.ir.expr import FloatImm, IntImm, PrimExpr, StringImm
 
@@ -146,8 +147,7 @@ def check_float_range(value: float, dtype: DataType, span: Span | None) -> None:
 
 
 def check_int_range(value: int, dtype: DataType, span: Span | None) -> None:
-    bits = dtype.bits
-    lo, hi = (0, 2**bits - 1) if dtype.is_uint else (-(2 ** (bits - 1)), 2 ** (bits - 1) - 1)
+    lo, hi = int_range(dtype.element())
     if not lo <= value <= hi:
         raise Diagnostic(f"integer {value} does not fit in {dtype}", span)
 

@@ -8,6 +8,7 @@ the ABI passes and the LLVM expression lowering all build indices with it.
 from __future__ import annotations
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir.const_fold import make_int, try_const_fold
 from tirc.ir.dtype import INT64, DataType
 from tirc.ir.expr import BinOp, Broadcast, Cast, IntImm, PrimExpr, Ramp
 
@@ -19,9 +20,7 @@ def const_int(e: PrimExpr) -> int | None:
 
 
 def _fits(value: int, dtype: DataType) -> bool:
-    bits = dtype.bits
-    lo, hi = (0, 1 << bits) if dtype.is_uint else (-(1 << (bits - 1)), 1 << (bits - 1))
-    return lo <= value < hi
+    return make_int(value, dtype) is not None
 
 
 def cast(e: PrimExpr, elem: DataType) -> PrimExpr:
@@ -57,20 +56,10 @@ def _lanes_error(a: PrimExpr, b: PrimExpr) -> Diagnostic:
 def _scalar(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
     a, b = _unify(a, b)
     dtype = a.dtype
-    ca, cb = const_int(a), const_int(b)
-    if ca is not None and cb is not None:
-        value = {"add": ca + cb, "sub": ca - cb, "mul": ca * cb}[op]
-        if _fits(value, dtype):
-            return IntImm(dtype, value)
     if dtype.is_integer:
-        if op in ("add", "sub") and cb == 0:
-            return a
-        if op == "add" and ca == 0:
-            return b
-        if op == "mul" and (ca == 1 or cb == 0):
-            return b
-        if op == "mul" and (cb == 1 or ca == 0):
-            return a
+        folded = try_const_fold(op, a, b, dtype)
+        if folded is not None:
+            return folded
         if op == "add" and isinstance(b, BinOp) and b.op == "add" and b.dtype == dtype:
             return _scalar("add", _scalar("add", a, b.a), b.b)  # a + (x + y) -> a + x + y
     return BinOp(op, a, b, dtype)

@@ -10,7 +10,7 @@ import math
 from typing import Any
 
 from tirc.ir.buffer import Buffer
-from tirc.ir.const_fold import fold_identity, folds_away
+from tirc.ir.const_fold import folds_away, try_const_fold
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar,
                           IntImm, Let, Not, PrimExpr, Ramp, Select, Shuffle, StringImm,
                           Var)
@@ -213,10 +213,8 @@ class ExprPrinter:
 def _plus(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     """``a + b`` as the text of a bound, folded as TVM's ``+`` folds it (two constants,
     or one of them 0)."""
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        return IntImm(a.dtype, a.value + b.value)
-    if a.dtype == b.dtype:
-        folded = fold_identity("add", a, b)
+    if a.dtype == b.dtype or (isinstance(a, IntImm) and isinstance(b, IntImm)):
+        folded = try_const_fold("add", a, b, a.dtype)
         if folded is not None:
             return folded
     return BinOp("add", a, b, a.dtype)

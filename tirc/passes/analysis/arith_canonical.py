@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
+from tirc.ir.const_fold import fold_identity, truncdiv, truncmod
 from tirc.ir.expr import BinOp, IntImm, PrimExpr
 from tirc.passes.analysis.arith_canonical_form import (FLOOR, TRUNC, Canon, Split, Sum, convert_mode,
                                               normalize, separate, to_split, to_sum)
-from tirc.passes.analysis.arith_ops import (binop, floordiv_int, floormod_int, fold_identity, imm,
-                                            index_typed, is_int, mul, truncdiv_int,
-                                            truncmod_int)
+from tirc.passes.analysis.arith_ops import (binop, floordiv_int, floormod_int, imm, index_typed,
+                                            is_int, mul)
 
 if TYPE_CHECKING:
     from tirc.passes.analysis.arith_analyzer import Analyzer
@@ -117,7 +117,7 @@ class Canonical:
         lhs.divide_by(c)
         temp = extra.normalize()
         if isinstance(temp, IntImm):
-            lhs.base += (floordiv_int if mode == FLOOR else truncdiv_int)(temp.value, c)
+            lhs.base += (floordiv_int if mode == FLOOR else truncdiv)(temp.value, c)
         elif not (self.ana.const_bound(temp)[1] < c
                   and (mode == TRUNC or self.ana.can_prove_ge(temp, 0))):
             lhs.add_split(_split_div(self, to_split(temp), c, mode), 1)
@@ -154,7 +154,7 @@ class Canonical:
                     and self.ana.can_prove_ge(extra.normalize(), 0)):
                 temp = extra.normalize()
                 if isinstance(temp, IntImm):
-                    return imm(e.dtype, truncmod_int(temp.value, c))
+                    return imm(e.dtype, truncmod(temp.value, c))
                 if self.ana.const_bound(temp)[1] < c:
                     return temp
                 psum = extra

@@ -1,7 +1,8 @@
 """Integer expression building blocks shared by the region analyses (TVM's ``arith``):
 
 - operators that fold constants exactly as TVM's (``x + 0`` is ``x``, ``x * 1`` is ``x``,
-  two immediates fold), so that what the analyses build prints as TVM prints it;
+  two immediates fold: :func:`tirc.ir.const_fold.try_const_fold`), so that what the
+  analyses build prints as TVM prints it;
 - constant bounds of an expression given constant bounds of its variables
   (``ConstIntBound``);
 - modular sets, ``coeff * k + base`` (``ModularSet``).
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 import math
 
+from tirc.ir.const_fold import COMPARE, truncdiv, try_const_fold
 from tirc.ir.dtype import BOOL, DataType
 from tirc.ir.expr import BinOp, Call, Cast, IntImm, PrimExpr, Select, Var
 
@@ -25,15 +27,6 @@ def floordiv_int(a: int, b: int) -> int:
 
 def floormod_int(a: int, b: int) -> int:
     return a % b
-
-
-def truncdiv_int(a: int, b: int) -> int:
-    q = abs(a) // abs(b)
-    return q if (a >= 0) == (b >= 0) else -q
-
-
-def truncmod_int(a: int, b: int) -> int:
-    return a - b * truncdiv_int(a, b)
 
 
 def is_int(e: object, value: int | None = None) -> bool:
@@ -66,63 +59,12 @@ def cast(dtype: DataType, e: PrimExpr) -> PrimExpr:
     return Cast(dtype, e)
 
 
-_FOLD = {
-    "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
-    "floordiv": floordiv_int, "floormod": floormod_int, "div": truncdiv_int,
-    "mod": truncmod_int, "min": min, "max": max,
-}
-
-
-def fold_identity(op: str, a, b):
-    """``a op b`` when an operand is the identity or zero of ``add``/``sub``/``mul``
-    (``x + 0``, ``x - 0``, ``x * 1``, ``x * 0``): the operand it equals; otherwise None."""
-    if op == "add":
-        if is_int(a, 0):
-            return b
-        if is_int(b, 0):
-            return a
-    elif op == "sub":
-        if is_int(b, 0):
-            return a
-    elif op == "mul":
-        if is_int(a, 1) or is_int(b, 0):
-            return b
-        if is_int(b, 1) or is_int(a, 0):
-            return a
-    return None
-
-
 def binop(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
     """``a op b`` as TVM's operator functions build it (TryConstFold first)."""
     a, b = _match(a, b)
-    dt = a.dtype
-    if is_int(a) and is_int(b) and op in _FOLD:
-        if op in ("floordiv", "floormod", "div", "mod") and b.value == 0:
-            return BinOp(op, a, b, dt)
-        return imm(dt, _FOLD[op](a.value, b.value))
-    same = fold_identity(op, a, b)
-    if same is not None:
-        return same
-    if op in ("floordiv", "div"):
-        if is_int(a, 0) or is_int(b, 1):
-            return a
-    elif op in ("floormod", "mod"):
-        if is_int(a, 0):
-            return a
-        if is_int(b, 1):
-            return imm(dt, 0)
-    elif op in ("min", "max"):
-        if a is b:
-            return a
-    if op in ("eq", "ne", "lt", "le", "gt", "ge"):
-        if is_int(a) and is_int(b):
-            return IntImm(BOOL, int(_compare(op, a.value, b.value)))
-        return BinOp(op, a, b, BOOL)
-    return BinOp(op, a, b, dt)
-
-
-def _compare(op: str, x: int, y: int) -> bool:
-    return {"eq": x == y, "ne": x != y, "lt": x < y, "le": x <= y, "gt": x > y, "ge": x >= y}[op]
+    dt = BOOL if op in COMPARE else a.dtype
+    folded = try_const_fold(op, a, b, dt)
+    return folded if folded is not None else BinOp(op, a, b, dt)
 
 
 def add(a, b): return binop("add", a, b)
@@ -168,7 +110,7 @@ def _div_bound(a: Bound, c: int, floor: bool) -> Bound:
     def div(x):
         if math.isinf(x):
             return x if c > 0 else -x
-        return floordiv_int(int(x), c) if floor else truncdiv_int(int(x), c)
+        return floordiv_int(int(x), c) if floor else truncdiv(int(x), c)
     lo, hi = div(a[0]), div(a[1])
     return (min(lo, hi), max(lo, hi))
 

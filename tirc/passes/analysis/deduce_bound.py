@@ -9,7 +9,6 @@ expressions are built with TVM's constant-folding operators (:func:`fold`).
 """
 from __future__ import annotations
 
-from tirc.ir.dtype import BOOL
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var
 from tirc.ir.visitor import walk
 from tirc.passes.analysis.arith_analyzer import Analyzer
@@ -30,7 +29,7 @@ def _int(e, value: int) -> bool:
 
 def fold(op: str, a, b):
     """``a op b`` as TVM's operators build it (:func:`~tirc.passes.analysis.arith_ops.binop`),
-    ``min``/``max`` aware of the infinities, ``and`` folding a constant side."""
+    ``min``/``max`` aware of the infinities."""
     if op in ("min", "max"):
         low, high = (NEG_INF, POS_INF) if op == "min" else (POS_INF, NEG_INF)
         for x, y in ((a, b), (b, a)):
@@ -38,11 +37,6 @@ def fold(op: str, a, b):
                 return y
             if x is low:
                 return x
-    if op == "and":
-        for x, y in ((a, b), (b, a)):
-            if isinstance(x, IntImm):
-                return y if x.value else x
-        return BinOp("and", a, b, BOOL)
     return binop(op, a, b)
 
 

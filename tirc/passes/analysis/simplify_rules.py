@@ -5,11 +5,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from tirc.ir.const_fold import fold_imms, is_imm
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import BinOp, Call, IntImm, PrimExpr
 from tirc.ir.ops import INTRINSICS
 from tirc.ir.visitor import walk
-from tirc.passes.analysis.simplify_arith import Interval, decide_compare, fold_binop, interval, is_imm
+from tirc.passes.analysis.simplify_arith import Interval, decide_compare, interval
 
 def is_pure(e: PrimExpr) -> bool:
     """No call in ``e`` may have a side effect (module calls count as side-effecting)."""
@@ -38,7 +39,7 @@ def simplify_binop(e: BinOp, ranges: dict[int, Interval]) -> PrimExpr:
     """``e`` (whose operands are already simplified) rewritten by folding, identities,
     reassociation of constants and the integer ranges of variables."""
     op, a, b, dt = e.op, e.a, e.b, e.dtype
-    folded = fold_binop(op, a, b, dt)
+    folded = fold_imms(op, a, b, dt)
     if folded is not None:
         return folded
     if dt.lanes != 1 and op not in ("and", "or"):
@@ -101,11 +102,11 @@ def _reassociate(e: BinOp, ranges: dict[int, Interval]) -> PrimExpr:
         elif op == "mul" and inner == "mul":
             combined = ("mul", c1 * c2)
         if combined is not None:
-            const = fold_binop("add", IntImm(dt, combined[1]), IntImm(dt, 0), dt)
+            const = fold_imms("add", IntImm(dt, combined[1]), IntImm(dt, 0), dt)
             if const is not None:
                 return simplify_binop(BinOp(combined[0], a.a, const, dt, e.span), ranges)
     if op in ("add", "sub") and c2 is not None and c2 < 0:  # x + -3 -> x - 3
-        flipped = fold_binop("sub", IntImm(dt, 0), b, dt)
+        flipped = fold_imms("sub", IntImm(dt, 0), b, dt)
         if flipped is not None:
             return simplify_binop(BinOp("sub" if op == "add" else "add", a, flipped, dt, e.span), ranges)
     if (op in ("add", "sub") and c2 is None and isinstance(a, BinOp) and a.op in ("add", "sub")

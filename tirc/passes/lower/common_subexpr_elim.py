@@ -34,7 +34,7 @@ result verifies.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from tirc.ir.expr import (BITWISE_OPS, BinOp, BufferLoad, Call, Cast, IntImm, Let, Not,
                           PrimExpr, Select, Var)

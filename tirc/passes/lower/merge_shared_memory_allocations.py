@@ -35,6 +35,7 @@ from dataclasses import replace
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import TARGET, THREAD_EXTENT
 from tirc.ir.buffer import Buffer
+from tirc.ir.const_fold import try_const_fold
 from tirc.ir.dtype import HANDLE, INT32, INT64, DataType
 from tirc.ir.expr import BinOp, BufferLoad, Call, Cast, IntImm, Let, PointerType, PrimExpr, Var
 from tirc.ir.function import IRModule
@@ -56,17 +57,8 @@ def _cast(e: PrimExpr, dtype: DataType) -> PrimExpr:
 
 
 def _binop(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    if isinstance(a, IntImm) and isinstance(b, IntImm):
-        fold = {"add": a.value + b.value, "mul": a.value * b.value,
-                "floordiv": a.value // b.value if b.value else None}[op]
-        if fold is not None:
-            return IntImm(a.dtype, fold)
-    one = {"add": 0, "mul": 1, "floordiv": 1}[op]  # the identity element
-    if isinstance(b, IntImm) and b.value == one:
-        return a
-    if op != "floordiv" and isinstance(a, IntImm) and a.value == one:
-        return b
-    return BinOp(op, a, b, a.dtype)
+    folded = try_const_fold(op, a, b, a.dtype)
+    return folded if folded is not None else BinOp(op, a, b, a.dtype)
 
 
 def _align(x: PrimExpr, a: int) -> PrimExpr:

@@ -31,6 +31,7 @@ from dataclasses import replace
 
 from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
+from tirc.ir.const_fold import fold_cast, is_imm
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import (BinOp, BufferLoad, Call, Cast, GlobalVar, IntImm, Let, Not,
                           PrimExpr, Select, Var)
@@ -39,7 +40,7 @@ from tirc.ir.ops import INTRINSICS
 from tirc.ir.stmt import (AssertStmt, AttrStmt, Evaluate, For, IfThenElse, IterVar, LetStmt,
                           Return, SeqStmt, Stmt, While, seq)
 from tirc.ir.visitor import Mutator, walk
-from tirc.passes.analysis.simplify_arith import Interval, fold_cast, interval, is_imm
+from tirc.passes.analysis.simplify_arith import Interval, interval
 from tirc.passes.analysis.simplify_rules import const_int, imm_bool, is_pure, simplify_binop
 
 _FALLTHROUGH = object()  # a pure function's statement finished without returning

@@ -32,6 +32,7 @@ from __future__ import annotations
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.block import MatchBufferRegion, SBlock, SBlockRealize
 from tirc.ir.buffer import Buffer
+from tirc.ir.const_fold import fold_cast, fold_imms
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, GlobalVar, IntImm, Not,
                           PrimExpr, Ramp)
@@ -39,7 +40,6 @@ from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.index_arith import constant_layout
 from tirc.ir.stmt import AllocBuffer, BufferStore, IfThenElse, While
 from tirc.ir.visitor import Visitor
-from tirc.passes.analysis.simplify_arith import fold_binop, fold_cast
 
 _DIVISIONS = {"div": "division (T.truncdiv)", "mod": "modulo (T.truncmod)",
               "floordiv": "division (//)", "floormod": "modulo (%)"}
@@ -67,7 +67,7 @@ def fold(e: PrimExpr) -> int | None:
         a, b = fold(e.a), fold(e.b)
         if a is None or b is None:
             return None
-        r = fold_binop(e.op, IntImm(e.a.dtype, a), IntImm(e.b.dtype, b), e.dtype)
+        r = fold_imms(e.op, IntImm(e.a.dtype, a), IntImm(e.b.dtype, b), e.dtype)
         return r.value if isinstance(r, IntImm) else None
     if isinstance(e, Not):
         a = fold(e.a)
