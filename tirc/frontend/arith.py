@@ -138,9 +138,6 @@ def difference(stop: PrimExpr, start: PrimExpr, span: Span | None) -> PrimExpr:
     ``start + n`` (so ``range(i, i + 4)`` has extent 4 and printing round-trips)."""
     from tirc.ir.equal import structural_equal
 
-    if isinstance(stop, IntImm) and isinstance(start, IntImm):
-        return IntImm(stop.dtype if stop.dtype.bits >= start.dtype.bits else start.dtype,
-                      stop.value - start.value, span)
     if isinstance(stop, BinOp) and stop.op == "add":
         if structural_equal(stop.a, start):
             return stop.b
