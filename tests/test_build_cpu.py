@@ -138,7 +138,6 @@ CPU_CORPUS_REFUSED = {
     "decl_buffer_aliasing.tir": "buffer 'X' is allocated in 'global' memory inside device code",
     "dtypes_all.tir": "float8_e8m0fnu is not supported by FP8StorageLegalize",
     "loops_thread_binding.tir": "host code of 'tb' writes buffer 'A', which lives on the cuda device",
-    "strings_and_extern_calls.tir": "T.call_packed is not supported by the LLVM backend",
     "vector_dtypes_scalars.tir": "parameter 'x' of vector type float32x4 cannot be passed",
 }
 

@@ -33,7 +33,7 @@ from tirc.ir.stmt import Evaluate, Stmt
 from tirc.ir.index_arith import widen as wide  # noqa: F401  (used by both ABIs)
 
 # tvm-ffi type indices (TVMFFITypeIndex).
-NONE, INT, BOOL_T, FLOAT, OPAQUE_PTR, DLTENSOR_PTR = 0, 1, 2, 3, 4, 7
+NONE, INT, BOOL_T, FLOAT, OPAQUE_PTR, DLTENSOR_PTR, RAW_STR = 0, 1, 2, 3, 4, 7, 8
 OBJECT_BEGIN, TENSOR = 64, 70
 TENSOR_HEADER_BYTES = 24  # sizeof(TVMFFIObject): a Tensor object's DLTensor follows it
 

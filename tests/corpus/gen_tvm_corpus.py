@@ -744,6 +744,19 @@ def externs(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "int32"), n: T.int
     T.evaluate(T.tvm_access_ptr(T.type_annotation("float32"), A.data, 0, 16, 1))
 '''
 
+# Calls of tvm-ffi's global registry from host code: run by tests/test_packed_calls.py
+# against the values TVM 0.27's own build gives (recorded there).
+SOURCES["call_packed_host"] = '''
+@I.ir_module
+class Module:
+    @T.prim_func
+    def main(A: T.Buffer((4,), "float32"), B: T.Buffer((2,), "int32"), n: T.int32):
+        T.func_attr({"target": T.target({"kind": "llvm", "mtriple": "x86_64-unknown-linux-gnu"})})
+        B[0] = T.call_packed("tirc_test.record", A.data, n, "hello", T.float32(2.5))
+        T.evaluate(T.call_packed("tirc_test.record", A.data, n + 1, "again", T.float32(0.5)))
+        B[1] = T.call_packed("tirc_test.record", A.data, 7, "third", T.float32(1))
+'''
+
 SOURCES["cuda_intrinsics_sync"] = '''
 @T.prim_func
 def cuda_intrins(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):

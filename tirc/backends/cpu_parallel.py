@@ -32,6 +32,7 @@ class _ParallelBody(FunctionLowering):
         self.alias = parent.alias  # one set of scopes per function, attached at its end
 
     handles_errors = True  # a callee's error goes to the struct like any failure here
+    parallel_body = True  # runs on a worker thread (tvm-ffi's error slot is per thread)
 
     def field(self, k: int) -> ir.Value:
         return self.b.gep(self.data, [ir.Constant(lt.I32, 0), ir.Constant(lt.I32, k)],
