@@ -156,3 +156,59 @@ def test_c_abi_refuses_packed_calls():
         _load(_one('T.call_packed("tirc_test.record", A.data, 1, "x", T.float32(0))'), abi="c",
               symbol_prefix="t_")
     assert "C ABI" in err.value.message and err.value.span is not None
+
+
+# -- calls of exported functions (issue 14 item 5: this was an internal error) -----------
+
+PUBLIC = ROOT / "tests" / "corpus" / "tvm" / "module_public_calls_public.tir"
+
+
+def test_exported_function_calls_exported_functions():
+    """TVM 0.27 prints the module; its own build stops at an internal error on it."""
+    lib = build_and_load(SourceFile(str(PUBLIC), PUBLIC.read_text())).module
+    A, B = np.zeros(4, "float32"), np.zeros(1, "int32")
+    lib["main"](_arr(A), _arr(B), 5)
+    assert A.tolist() == [5, 6, 7, 9]
+    with pytest.raises(RuntimeError, match="x is too large"):  # the callee's own check
+        lib["main"](_arr(A), _arr(B), 100)
+
+
+@pytest.mark.parametrize("body,message", [
+    ('''
+     X = T.alloc_buffer((4,), "float32")
+     Module.fill(X, 1)
+     ''', "buffer 'X' cannot be passed to the exported function 'fill'"),
+])
+def test_exported_calls_that_cannot_be_made_are_located_errors(body, message):
+    with pytest.raises(Diagnostic) as err:
+        _load(_one(body, extra='''
+            @T.prim_func
+            def fill(X: T.Buffer((4,), "float32"), x: T.int32):
+                T.func_attr({"target": T.target("llvm")})
+                X[0] = T.float32(1)
+            '''))
+    assert message in err.value.message and err.value.span is not None
+
+
+def test_private_function_cannot_call_an_exported_one():
+    text = HEAD + textwrap.dedent('''
+        @I.ir_module
+        class Module:
+            @T.prim_func
+            def main(n: T.int32):
+                T.func_attr({"target": T.target("llvm")})
+                Module.helper(n)
+
+            @T.prim_func(private=True)
+            def helper(n: T.int32):
+                T.func_attr({"target": T.target("llvm")})
+                Module.twice(n)
+
+            @T.prim_func
+            def twice(x: T.int32) -> T.int32:
+                T.func_attr({"target": T.target("llvm")})
+                return x * 2
+        ''')
+    with pytest.raises(Diagnostic) as err:
+        _load(text)
+    assert "private function 'helper' cannot call the exported function 'twice'" in err.value.message

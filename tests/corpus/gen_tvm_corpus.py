@@ -757,6 +757,31 @@ class Module:
         B[1] = T.call_packed("tirc_test.record", A.data, 7, "third", T.float32(1))
 '''
 
+# A public function calling another public one (TVM 0.27's own build stops at an
+# internal error on it; tirc calls the callee's packed symbol): tests/test_packed_calls.py.
+SOURCES["module_public_calls_public"] = '''
+@I.ir_module
+class Module:
+    @T.prim_func
+    def main(A: T.Buffer((4,), "float32"), B: T.Buffer((1,), "int32"), n: T.int32):
+        T.func_attr({"target": T.target({"kind": "llvm", "mtriple": "x86_64-unknown-linux-gnu"})})
+        Module.fill(A, n)
+        B[0] = Module.twice(n)
+        A[3] = A[3] + T.float32(1)
+
+    @T.prim_func
+    def fill(X: T.Buffer((4,), "float32"), x: T.int32):
+        T.func_attr({"target": T.target({"kind": "llvm", "mtriple": "x86_64-unknown-linux-gnu"})})
+        assert x < 100, "x is too large"
+        for i in range(4):
+            X[i] = T.Cast("float32", x + i)
+
+    @T.prim_func
+    def twice(x: T.int32) -> T.int32:
+        T.func_attr({"target": T.target({"kind": "llvm", "mtriple": "x86_64-unknown-linux-gnu"})})
+        return x * 2
+'''
+
 SOURCES["cuda_intrinsics_sync"] = '''
 @T.prim_func
 def cuda_intrins(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):

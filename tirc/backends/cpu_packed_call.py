@@ -35,7 +35,7 @@ from tirc.backends import llvm_types as lt
 from tirc.backends.llvm_lower import likely
 from tirc.backends.llvmlite_compat import opaque, store_atomic
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import C_API
+from tirc.ir.attrs import C_API, CPACKED_TENSORS
 from tirc.ir.expr import Call, StringImm
 
 PACKED_CALLS = ("call_packed", "tvm_call_packed", "call_cpacked", "tvm_call_cpacked")
@@ -51,8 +51,9 @@ def lower_packed_call(fl, call: Call) -> ir.Value:
         raise Diagnostic(f"T.{call.op} needs the function's name as a string first", call.span)
     ptr_t = fl.ctx.pointer()
     args = fl.alloca(_ANY, max(len(call.args) - 1, 1), name="packed_args", align=8)
+    tensors = set(dict(call.kwargs).get(CPACKED_TENSORS, ()))  # calls of exported functions
     for i, value in enumerate(call.args[1:]):
-        _store_arg(fl, args, i, value)
+        _store_arg(fl, args, i, value, i in tensors)
     result = fl.alloca(_ANY, name="packed_result", align=8)
     fl.b.store(ir.Constant(_ANY, [0, 0, 0]), result)
     count = ir.Constant(lt.I32, len(call.args) - 1)
@@ -65,6 +66,8 @@ def lower_packed_call(fl, call: Call) -> ir.Value:
         caller = fl.module.declare("TVMFFIFunctionCall", call_t)
         code = fl.b.call(caller, [handle, args, count, result])
     _fail_unless_zero(fl, code, "packed_call_ok")
+    if call.dtype.is_void:
+        return ir.Constant(lt.I32, 0)
     return _read_result(fl, result, call)
 
 
@@ -86,8 +89,10 @@ def _slot(fl, args: ir.Value, i: int, field: int) -> ir.Value:
                     source_etype=_ANY)
 
 
-def _store_arg(fl, args: ir.Value, i: int, value) -> None:
-    if isinstance(value, StringImm):
+def _store_arg(fl, args: ir.Value, i: int, value, tensor: bool) -> None:
+    if tensor:
+        index, v = ir.Constant(lt.I32, abi.DLTENSOR_PTR), fl.expr(value)
+    elif isinstance(value, StringImm):
         index, v = ir.Constant(lt.I32, abi.RAW_STR), fl.string(value.value)
     else:
         form = abi.any_value(value)

@@ -48,3 +48,6 @@ PRAGMA_AUTO_UNROLL_MAX_STEP = "pragma_auto_unroll_max_step"
 PRAGMA_UNROLL_EXPLICIT = "pragma_unroll_explicit"
 PRAGMA_LOOP_PARTITION_HINT = "pragma_loop_partition_hint"
 PRAGMA_DEBUG_SKIP_REGION = "pragma_debug_skip_region"
+
+# -- call options (keyword arguments of intrinsic calls) ----------------------------------
+CPACKED_TENSORS = "tensors"  # T.call_cpacked: the argument positions passed as DLTensor*

@@ -82,6 +82,7 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.pipeline import PassContext
+from tirc.passes.abi.exported_calls import rewrite_exported_calls
 from tirc.passes.analysis.written_params import written_params
 from tirc.target import KINDS, Target
 
@@ -89,8 +90,20 @@ WHEN, EXPECTED = " when calling:\n  `", "`,\n  expected "
 
 
 def make_packed_api(mod: IRModule, ctx: PassContext) -> IRModule:
-    return export_functions(mod, lambda name, f: _Packer(name, f, ctx.symbol_prefix).run(),
-                            "packed")
+    symbols = {name: f"__tvm_ffi_{ctx.symbol_prefix}{name}"
+               for name, f in mod.functions.items() if _needs_packing(f)}
+    if symbols:  # calls of them from private host functions are refused
+        mod = replace(mod, functions={
+            name: f if name in symbols or _is_device(f) else
+            replace(f, body=rewrite_exported_calls(f.body, name, symbols, None))
+            for name, f in mod.functions.items()})
+    return export_functions(
+        mod, lambda name, f: _Packer(name, f, ctx.symbol_prefix, symbols).run(), "packed")
+
+
+def _is_device(f: PrimFunc) -> bool:
+    target = f.attrs.get(TARGET)
+    return isinstance(target, Target) and target.is_device and target.host is None
 
 
 def export_functions(mod: IRModule, make, abi: str) -> IRModule:
@@ -116,8 +129,10 @@ def _needs_packing(f: PrimFunc) -> bool:
 class _Packer:
     """Builds one packed function: LetStmts and checks in order, then the body."""
 
-    def __init__(self, name: str, func: PrimFunc, prefix: str = ""):
+    def __init__(self, name: str, func: PrimFunc, prefix: str = "",
+                 symbols: dict[str, str] | None = None):
         self.name, self.func, self.prefix = name, func, prefix
+        self.symbols = symbols or {}  # exported functions' symbols, for calls of them
         self.args = Var("args", HANDLE)
         self.bound: dict[int, str] = {}  # variable -> where its value came from
         self.early: list[tuple] = []  # ("let", var, value) / ("assert", cond, kind, msg)
@@ -168,6 +183,9 @@ class _Packer:
         for i, p, buf, handle in tensors:
             self.data_check(i, buf, handle)
         body = self.body(result)
+        if self.symbols:
+            body = rewrite_exported_calls(body, self.name, self.symbols,
+                                          {id(buf): handle for _, _, buf, handle in tensors})
         if tensors:
             body = AttrStmt(StringImm("default"), DEVICE_TYPE, i32(self.dev_type), body, sp)
             body = AttrStmt(StringImm("default"), DEVICE_ID, dev_id, body, sp)
