@@ -169,6 +169,7 @@ def test_exported_function_calls_exported_functions():
     A, B = np.zeros(4, "float32"), np.zeros(1, "int32")
     lib["main"](_arr(A), _arr(B), 5)
     assert A.tolist() == [5, 6, 7, 9]
+    assert B.tolist() == [10]  # TVM prints the store B[0] = ... as `B = Module.twice(n)`
     with pytest.raises(RuntimeError, match="x is too large"):  # the callee's own check
         lib["main"](_arr(A), _arr(B), 100)
 

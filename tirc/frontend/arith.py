@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic, Span
-from tirc.frontend.values import describe, literal_expr
+from tirc.frontend.values import describe, is_scalar_buffer, literal_expr, scalar_element
 from tirc.ir.const_fold import fold_imms, try_const_fold
 from tirc.ir.dtype import BOOL, DataType
 from tirc.ir.expr import (COMPARE_OPS, LOGIC_OPS, BinOp, Broadcast, Cast, FloatImm, IntImm,
@@ -88,6 +88,8 @@ def binary(op: str, a: object, b: object, span: Span | None, fold: bool = True) 
             if op in ("floordiv", "floormod") and b == 0:
                 raise Diagnostic("division by zero", span)
             return _PY_FOLD[op](a, b)
+    a = scalar_element(a, span) if is_scalar_buffer(a) else a
+    b = scalar_element(b, span) if is_scalar_buffer(b) else b
     for v in (a, b):
         if not isinstance(v, (PrimExpr, int, float, bool)):
             raise Diagnostic(f"operand of '{SYMBOLS.get(op, op)}' must be an expression, "

@@ -19,7 +19,7 @@ from tirc.frontend.functions import FunctionHeader, read_header, scan_mutable
 from tirc.frontend.loops import build_for
 from tirc.frontend.buffers import make_buffer
 from tirc.frontend.scope import Scope
-from tirc.frontend.values import LetType, Slot, TName, describe
+from tirc.frontend.values import LetType, Slot, TName, describe, is_scalar_buffer
 from tirc.nesting import MAX_BLOCK_DEPTH
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
@@ -401,6 +401,10 @@ class FunctionBuilder(ExprBuilder):
             value = self.as_expr(v, rspan, existing.buffer.dtype)
             return BufferStore(existing.buffer, self._coerce(value, existing.buffer.dtype, rspan),
                                (IntImm(DataType("int32"), 0, span),), span)
+        if is_scalar_buffer(existing):  # ``B = v`` stores B's one element, as in TVM
+            value = self.as_expr(v, rspan, existing.dtype)
+            return BufferStore(existing, self._coerce(value, existing.dtype, rspan),
+                               (IntImm(existing.shape[0].dtype, 0, span),), span)
         if isinstance(v, Buffer):
             raise Diagnostic("a buffer cannot be renamed by assignment", span)
         value = self.as_expr(v, rspan)

@@ -10,7 +10,8 @@ from tirc.frontend import calls
 from tirc.frontend.arith import binary, cast_to, difference, typed_binary
 from tirc.frontend.scope import Scope
 from tirc.frontend.values import (HandleType, Lambda, LetType, ModuleRef, Namespace, Slot, TName,
-                                  ThreadDecl, describe, literal_expr)
+                                  ThreadDecl, describe, is_scalar_buffer, literal_expr,
+                                  scalar_element)
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
 from tirc.nesting import MAX_EXPR_DEPTH
@@ -110,7 +111,9 @@ class ExprBuilder:
 
     def as_expr(self, v: object, span: Span | None, dtype: DataType | None = None) -> PrimExpr:
         if isinstance(v, Slot):
-            return BufferLoad(v.buffer, (IntImm(v.buffer.shape[0].dtype, 0, span),), v.buffer.dtype, span)
+            return scalar_element(v.buffer, span)
+        if is_scalar_buffer(v):
+            return scalar_element(v, span)
         if isinstance(v, PrimExpr):
             return v
         if isinstance(v, (bool, int, float)) or (isinstance(v, str) and dtype is None):

@@ -75,6 +75,20 @@ class Slot:
     buffer: Buffer
 
 
+def is_scalar_buffer(v: object) -> bool:
+    """A buffer TVMScript also names bare for its one element: one dimension of extent 1
+    (TVM 0.27 prints ``B = v`` for ``B[0] = v`` and ``B`` for ``B[0]``, and reads them
+    back so, parameter buffers included)."""
+    return (isinstance(v, Buffer) and len(v.shape) == 1 and isinstance(v.shape[0], IntImm)
+            and v.shape[0].value == 1)
+
+
+def scalar_element(buf: Buffer, span: Span | None) -> PrimExpr:
+    """``buf[0]`` for a buffer named bare where a value is needed (:func:`is_scalar_buffer`)."""
+    from tirc.ir.expr import BufferLoad
+    return BufferLoad(buf, (IntImm(buf.shape[0].dtype, 0, span),), buf.dtype, span)
+
+
 @dataclass(frozen=True)
 class ThreadDecl:
     """``bx = T.env_thread("blockIdx.x")``: a thread variable awaiting ``launch_thread``."""
