@@ -6,21 +6,13 @@ from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.values import describe, is_scalar_buffer, literal_expr, scalar_element
-from tirc.ir.const_fold import fold_imms, try_const_fold
+from tirc.ir.const_fold import COMPARE, INT_OPS, fold_imms, try_const_fold
 from tirc.ir.dtype import BOOL, DataType
 from tirc.ir.expr import (COMPARE_OPS, LOGIC_OPS, BinOp, Broadcast, Cast, FloatImm, IntImm,
                           PrimExpr)
 
-_PY_FOLD = {
-    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
-    "floordiv": lambda a, b: a // b, "floormod": lambda a, b: a % b,
-    "min": min, "max": max,
-    "eq": lambda a, b: a == b, "ne": lambda a, b: a != b, "lt": lambda a, b: a < b,
-    "le": lambda a, b: a <= b, "gt": lambda a, b: a > b, "ge": lambda a, b: a >= b,
-    "shift_left": lambda a, b: a << b, "shift_right": lambda a, b: a >> b,
-    "bitwise_and": lambda a, b: a & b, "bitwise_or": lambda a, b: a | b,
-    "bitwise_xor": lambda a, b: a ^ b,
-}
+# Python numbers of the script, folded as Python does (``/`` is not an integer operator)
+_PY_FOLD = {**{op: f for op, f in INT_OPS.items() if op not in ("div", "mod")}, **COMPARE}
 _INT_ONLY = ("floordiv", "floormod", "shift_left", "shift_right", "bitwise_and",
              "bitwise_or", "bitwise_xor")
 

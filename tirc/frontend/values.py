@@ -15,7 +15,7 @@ from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.buffer import Buffer
 from tirc.ir.const_fold import int_range
 from tirc.ir.dtype import BOOL, FLOAT32, INT32, INT64, DataType
-from tirc.ir.expr import FloatImm, IntImm, PrimExpr, StringImm
+from tirc.ir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, StringImm
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -85,7 +85,6 @@ def is_scalar_buffer(v: object) -> bool:
 
 def scalar_element(buf: Buffer, span: Span | None) -> PrimExpr:
     """``buf[0]`` for a buffer named bare where a value is needed (:func:`is_scalar_buffer`)."""
-    from tirc.ir.expr import BufferLoad
     return BufferLoad(buf, (IntImm(buf.shape[0].dtype, 0, span),), buf.dtype, span)
 
 

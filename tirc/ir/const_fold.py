@@ -43,7 +43,7 @@ def truncmod(a: int, b: int) -> int:
     return a - b * truncdiv(a, b)
 
 
-_INT_OPS = {
+INT_OPS = {  # integer operators of TIR (and of Python ints, but div/mod)
     "add": lambda x, y: x + y, "sub": lambda x, y: x - y, "mul": lambda x, y: x * y,
     "div": truncdiv, "mod": truncmod, "floordiv": lambda x, y: x // y,
     "floormod": lambda x, y: x % y, "min": min, "max": max,
@@ -126,7 +126,7 @@ def fold_imms(op: str, a: PrimExpr, b: PrimExpr, dtype: DataType) -> PrimExpr | 
     x, y = a.value, b.value
     if op in COMPARE:
         return IntImm(BOOL, int(COMPARE[op](x, y)))
-    fn = _INT_OPS.get(op)
+    fn = INT_OPS.get(op)
     if fn is None or not dtype.is_integer:
         return None
     if op in ("div", "mod", "floordiv", "floormod") and y == 0:
