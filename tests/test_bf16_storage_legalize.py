@@ -300,3 +300,31 @@ class Module:
     with pytest.raises(Diagnostic, match="'kernel' calls 'helper'") as e:
         legalize_module(mod, {"bfloat16": BF16}, sm90, "BF16StorageLegalize")
     assert e.value.span.line == line_of(text, "Module.helper(")
+
+
+def test_fp8_pass_reuses_the_dtype_scan_of_a_large_module(monkeypatch):
+    """BF16 and FP8 legalization scan each function's dtypes once between them, whatever
+    the module's size: a fixed cache bound of 4096 made FP8 rescan every function of a
+    5000-kernel module (2.2 s of a 70 s build)."""
+    import dataclasses
+
+    from tirc.ir.function import IRModule
+    from tirc.passes.legalize import narrow_float
+    from tirc.passes.legalize.fp8_storage_legalize import fp8_storage_legalize
+    one = f"""
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(A: T.Buffer((4,), "float32")):
+        T.func_attr({{"target": {LLVM}}})
+        A[0] = T.float32(1)
+"""
+    func = parse(HEADER + one).functions["f"]
+    mod = IRModule({f"f{i}": dataclasses.replace(func) for i in range(5000)})
+    scans = []
+    real = narrow_float._dtypes
+    monkeypatch.setattr(narrow_float, "_dtypes", lambda f: (scans.append(f), real(f))[1])
+    mod = bf16_storage_legalize(mod, CTX)
+    assert len(scans) == 5000
+    fp8_storage_legalize(mod, CTX)
+    assert len(scans) == 5000

@@ -51,6 +51,7 @@ def legalize_module(mod: IRModule, formats: dict[str, Format], native: Callable[
     """Rewrite every function whose target is not ``native`` for ``formats``."""
     new: dict[str, PrimFunc] = {}
     legalized: set[str] = set()
+    _forget_others(mod)
     for name, func in mod.functions.items():
         target = func.attrs.get(TARGET)
         if not isinstance(target, Target):
@@ -95,14 +96,21 @@ def _dtypes(func: PrimFunc):
 _BASES: dict[int, tuple[PrimFunc, frozenset[str]]] = {}  # id(func) -> (func, dtype bases)
 
 
+def _forget_others(mod: IRModule) -> None:
+    """Keep only the entries of ``mod``'s functions: the cache holds one module, whatever
+    its size (a fixed bound made the second pass rescan modules of thousands of
+    functions)."""
+    live = {id(f) for f in mod.functions.values()}
+    for key in [k for k in _BASES if k not in live]:
+        del _BASES[key]
+
+
 def _bases(func: PrimFunc) -> frozenset[str]:
     """The dtype bases ``func`` mentions, remembered for the next legalization pass (BF16
     and FP8 run back to back over the same, mostly untouched, functions)."""
     hit = _BASES.get(id(func))
     if hit is not None and hit[0] is func:
         return hit[1]
-    if len(_BASES) > 4096:
-        _BASES.clear()
     bases = frozenset(dt.base for dt, _ in _dtypes(func) if dt is not None)
     _BASES[id(func)] = (func, bases)
     return bases
