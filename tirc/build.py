@@ -144,7 +144,7 @@ def build(source: str | IRModule, target: Target | str | None = None,
           depfile_targets: tuple[str, ...] = (), symbol_prefix: str = "",
           line_info: bool = False, debug: bool = False,
           dump_ir: str | os.PathLike | None = None, print_after=(),
-          stop_after: str | None = None, show=None) -> BuildResult:
+          stop_after: str | None = None, show=None, jobs: int = 1) -> BuildResult:
     """Compile ``source`` and write ``OUT/NAME.o`` (+ ``.so``, ``.ll``) and the device
     images (``device_only``: those alone). ``depfile``: also write there a Make rule
     with every output as a target (``depfile_targets``: those instead, as ``cc -MT``)
@@ -157,7 +157,9 @@ def build(source: str | IRModule, target: Target | str | None = None,
     ``print_after``: stage and pass names (:func:`check_stop_names`; ``"all"``: every
     one) after which ``show`` (default: standard output) gets what they made (a stage's
     text: :data:`STAGES`); ``stop_after``: the stage or pass after which the build ends,
-    writing nothing (it is the ``write`` stage that writes). Diagnostics for every user
+    writing nothing (it is the ``write`` stage that writes). ``jobs``: processes that
+    make the host object side by side, in chunks of functions (``-j``; forked, so
+    leave it 1 in a process with threads). Diagnostics for every user
     error; TargetError for a bad target; an InternalError naming the pass or stage for a
     bug in tirc."""
     emit = parse_emit(emit)
@@ -173,7 +175,7 @@ def build(source: str | IRModule, target: Target | str | None = None,
     b = _Build(source, bind_target_from(target, host), Path(out_dir), name, shared, emit,
                filename, cc, device_format, device_only, abi, depfile, also_ptx,
                tuple(depfile_targets), symbol_prefix, line_info, debug, dump_ir,
-               print_after, stop_after, show)
+               print_after, stop_after, show, jobs)
     for stage_name, stage, text in STAGES:
         start = time.perf_counter()
         with internal_errors(f"stage {stage_name}"):
@@ -216,6 +218,7 @@ class _Build:
     print_after: frozenset[str]  # stage and pass names (check_stop_names)
     stop_after: str | None
     show: object  # where print_after's text goes
+    jobs: int  # processes for the host object (backends.cpu_chunks)
     stopped: bool = False  # stop_after names a pass: no stage after "passes" runs
     mod: IRModule | None = None
     host_mod: IRModule | None = None
@@ -297,7 +300,7 @@ def _host_codegen(b: _Build) -> None:
     backend = get_backend(b.host_target.kind, b.host_mod.span, role="host")
     keep_ir = "llvm" in b.emit or "host-codegen" in b.print_after
     b.obj = backend.host_object(b.host_mod, b.host_target, b.name, keep_ir=keep_ir,
-                                debug=b.debug, device_code=b.launch_table)
+                                debug=b.debug, device_code=b.launch_table, jobs=b.jobs)
     b.outputs.append((b.out / f"{b.name}.o", b.obj.object))
     if "llvm" in b.emit:
         b.outputs.append((b.out / f"{b.name}.ll", b.obj.llvm_ir.encode()))

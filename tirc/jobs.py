@@ -18,7 +18,7 @@ import gc
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tirc.diagnostics import Diagnostic, Span, load_source, render
@@ -52,6 +52,7 @@ class BuildOptions:
     time_passes: bool = False  # --time-passes: the time of every pass and build stage
     print_after: tuple[str, ...] = ()  # --print-after: stage and pass names, or "all"
     stop_after: str | None = None  # --stop-after: a stage or pass name; nothing written
+    module_jobs: int = 1  # -j N with one input: its host object made in N chunks at once
 
 
 @dataclass
@@ -120,7 +121,7 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
                            symbol_prefix=opts.symbol_prefix, line_info=opts.line_info,
                            debug=opts.debug, dump_ir=opts.dump_ir,
                            print_after=opts.print_after, stop_after=opts.stop_after,
-                           show=outcome.printed.append)
+                           show=outcome.printed.append, jobs=opts.module_jobs)
         except RecursionError:
             raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
         outcome.files = [str(p) for p in result.files]
@@ -315,6 +316,8 @@ def build_many(paths: list[str], opts: BuildOptions, jobs: int = 1, quiet: bool 
         failed += outcome.status != OK
 
     if jobs <= 1 or n <= 1:
+        if n == 1 and jobs > 1:  # one input: its functions side by side
+            opts = replace(opts, module_jobs=jobs)
         for i, path in enumerate(paths, 1):
             report(i, build_one(path, opts))
             if i < n and not gc.isenabled():  # the caller turned the collector off

@@ -23,16 +23,22 @@ def last_error_symbol(module_name: str, prefix: str = "") -> str:
     return f"{prefix}{c_identifier(module_name)}_last_error"
 
 
-def error_buffer(module: ir.Module, ptr_t: ir.PointerType, prefix: str = "") -> ir.GlobalVariable:
-    """The module's thread-local message buffer and its accessor, created once."""
+def error_buffer(module: ir.Module, ctx, prefix: str = "") -> ir.GlobalVariable:
+    """The module's thread-local message buffer and its accessor, created once (in a
+    chunk of a module lowered in several, ``cpu_chunks``, other than the owner: the
+    buffer declared only; ``ctx``: the CPUContext)."""
     existing = module.globals.get(_BUFFER)
     if existing is not None:
         return existing
+    ptr_t = ctx.pointer()
     ty = ir.ArrayType(lt.I8, LAST_ERROR_BYTES)
     buf = ir.GlobalVariable(module, ty, _BUFFER)
-    buf.linkage, buf.storage_class, buf.align = "internal", "thread_local", 16
-    buf.initializer = ir.Constant(ty, None)
+    buf.storage_class, buf.align = "thread_local", 16
     opaque(buf, ptr_t)
+    if ctx.share == "declare":
+        return buf
+    buf.linkage = ctx.module_wide(_BUFFER)
+    buf.initializer = ir.Constant(ty, None)
     accessor = ir.Function(module, ir.FunctionType(ptr_t, []),
                            last_error_symbol(module.name, prefix))
     accessor.attributes.add("nounwind")
@@ -45,7 +51,7 @@ def record_error(fl, kind: ir.Value, message: ir.Value) -> None:
     """``snprintf(buffer, LAST_ERROR_BYTES, "%s: %s", kind, message)``."""
     ptr_t = fl.ctx.pointer()
     module = fl.module.ir
-    buf = error_buffer(module, ptr_t, str(fl.func.attrs.get(SYMBOL_PREFIX, "")))
+    buf = error_buffer(module, fl.ctx, str(fl.func.attrs.get(SYMBOL_PREFIX, "")))
     snprintf = fl.module.declare("snprintf", ir.FunctionType(lt.I32, [ptr_t, lt.I64, ptr_t],
                                                              var_arg=True))
     fl.b.call(snprintf, [buf, ir.Constant(lt.I64, LAST_ERROR_BYTES), fl.string("%s: %s"),

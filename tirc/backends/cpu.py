@@ -51,7 +51,13 @@ def target_machine(target: Target, opt: int | None = None) -> llvm.TargetMachine
 
 
 class CPUContext(LLVMTargetContext):
-    def __init__(self, target: Target, device_code=None):
+    """``share``: None when the module is lowered whole; when it is lowered in chunks
+    (``cpu_chunks``), "define" in the owner chunk, which defines the module-wide state
+    (CUDA launch tables and helpers, the C API's error buffer) with external linkage
+    for the link (their names in ``shared``, made internal again after it), "declare"
+    in the others, which only declare it."""
+
+    def __init__(self, target: Target, device_code=None, share: str | None = None):
         self.machine = target_machine(target)
         super().__init__(target, self.machine.triple, str(self.machine.target_data))
         if target.get("mcpu") or target.get("mattr"):
@@ -65,6 +71,15 @@ class CPUContext(LLVMTargetContext):
         self.device_code = device_code  # cuda_launch.DeviceCode: images the launches use
         self.launcher = None  # cuda_launch.CudaLauncher, made at the first launch
         self.device_attrs: list[tuple[str, ir.Value]] = []  # enclosing device_id/device_type
+        self.share = share
+        self.shared: list[str] = []
+
+    def module_wide(self, name: str) -> str:
+        """The linkage of module-wide state ``name`` defined here."""
+        if self.share == "define":
+            self.shared.append(name)
+            return ""  # external (a definition's default) until the chunks are linked
+        return "internal"
 
     def lower_attr(self, fl, s):
         if s.key not in (DEVICE_ID, DEVICE_TYPE):
@@ -106,7 +121,7 @@ class CPUContext(LLVMTargetContext):
         if func.attrs.get(C_API):  # --abi c: the module's <NAME>_last_error()
             from tirc.backends.c_errors import error_buffer
             prefix = str(func.attrs.get(SYMBOL_PREFIX, ""))  # --symbol-prefix
-            error_buffer(llfunc.module, self.pointer(), prefix)
+            error_buffer(llfunc.module, self, prefix)
 
     def raise_error(self, fl, kind, message):
         if not self.is_exported(fl.func):  # a private function: the caller raises it
@@ -160,15 +175,38 @@ def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
 
 
 def generate(mod: IRModule, target: Target, name: str = "module", device_code=None,
-             keep_ir: bool = True, debug: bool = False) -> HostObject:
+             keep_ir: bool = True, debug: bool = False, jobs: int = 1) -> HostObject:
     """The host object of ``mod``; ``keep_ir``: also its optimised LLVM IR as text;
-    ``debug``: with DWARF line tables (``-g``)."""
+    ``debug``: with DWARF line tables (``-g``); ``jobs``: made in up to that many
+    chunks side by side (``cpu_chunks``; not with ``debug``)."""
+    if jobs > 1 and not debug:
+        from tirc.backends import cpu_chunks
+        parts = cpu_chunks.chunks(mod, jobs)
+        if len(parts) > 1:
+            return _generate_in_chunks(parts, mod, target, name, device_code, keep_ir)
     text, ctx = lower_to_llvm(mod, target, name, device_code, debug)
     parsed = llvm.parse_assembly(text)
     parsed.verify()
     machine = optimize(parsed, ctx, int(target.get("opt-level", 3)))
     return HostObject(machine.emit_object(parsed), str(parsed) if keep_ir else "", ctx.triple,
                       ctx.uses_openmp, ctx.launcher is not None)
+
+
+def _generate_in_chunks(parts: list[IRModule], mod: IRModule, target: Target, name: str,
+                        device_code, keep_ir: bool) -> HostObject:
+    from functools import partial
+
+    from tirc.backends.cpu_chunks import link, lower_chunk
+    from tirc.forked import run_forked
+    machine = target_machine(target)  # before forking: the children share LLVM's setup
+    objects = run_forked([partial(lower_chunk, part, mod, target, name, device_code, i == 0)
+                          for i, part in enumerate(parts)], "host codegen chunk")
+    linked = link(objects)
+    if not any(o.full_pipeline for o in objects):
+        machine = target_machine(target, opt=0)
+    return HostObject(machine.emit_object(linked), str(linked) if keep_ir else "",
+                      machine.triple, any(o.uses_openmp for o in objects),
+                      any(o.uses_cuda for o in objects))
 
 
 def optimize(parsed: llvm.ModuleRef, ctx: CPUContext, level: int) -> llvm.TargetMachine:

@@ -145,17 +145,20 @@ def image_preference(archs: list[tuple[str, str]]) -> list[tuple[int, str, int, 
 
 
 class CudaLauncher:
-    """The launch support of one host LLVM module, created at its first launch."""
+    """The launch support of one host LLVM module, created at its first launch. When
+    the module is one chunk of several (``cpu_chunks``), the owner chunk defines it all
+    and every other chunk only declares what its launches use."""
 
     def __init__(self, module, code: DeviceCode):
         self.module, self.code = module, code  # a ModuleLowering
+        self.declare_only = module.ctx.share == "declare"
         m = module.ir
         self.mutex = self._global("__tirc_cuda_mutex", ir.ArrayType(lt.I8, 64), 16)
         self.lib = self._global("__tirc_cuda_lib", PTR, 8)
         self.api = self._global("__tirc_cuda_api", ir.ArrayType(PTR, len(_API)), 8)
         self.ctxs = self._global("__tirc_cuda_ctx", ir.ArrayType(PTR, MAX_DEVICES), 8)
         self.images: list[ir.GlobalVariable] = []
-        for i, data in enumerate(code.images):
+        for i, data in enumerate(code.images if not self.declare_only else ()):
             ty = ir.ArrayType(lt.I8, len(data))
             g = ir.GlobalVariable(m, ty, f"__tirc_cuda_image{i}")
             g.linkage, g.global_constant, g.align = "private", True, 64
@@ -175,8 +178,10 @@ class CudaLauncher:
     # -- module-level pieces -----------------------------------------------------------
     def _global(self, name: str, ty: ir.Type, align: int) -> ir.GlobalVariable:
         g = ir.GlobalVariable(self.module.ir, ty, name)
-        g.linkage, g.align = "internal", align
-        g.initializer = ir.Constant(ty, None)
+        g.align = align
+        if not self.declare_only:
+            g.linkage = self.module.ctx.module_wide(name)
+            g.initializer = ir.Constant(ty, None)
         opaque(g, PTR)
         return g
 
@@ -186,9 +191,12 @@ class CudaLauncher:
     def _string(self, text: str) -> ir.Value:
         return self.module.string(text)
 
-    def _helper(self, name: str, ret: ir.Type, args: list[ir.Type]) -> tuple[ir.Function, ir.IRBuilder]:
+    def _helper(self, name: str, ret: ir.Type, args: list[ir.Type]) -> tuple[ir.Function, ir.IRBuilder | None]:
+        """A helper function and a builder for its body (None: only declared here)."""
         f = ir.Function(self.module.ir, ir.FunctionType(ret, args), name)
-        f.linkage = "internal"
+        if self.declare_only:
+            return f, None
+        f.linkage = self.module.ctx.module_wide(name)
         f.attributes.add("nounwind")
         f.attributes.add("noinline")
         f.attributes.add("optnone")  # run once per device or on failure: not worth optimising
@@ -218,6 +226,8 @@ class CudaLauncher:
         """``__tirc_cuda_error(status, what, msg)``: "WHAT failed: NAME (CUresult S)" into
         ``msg`` (MSG_BYTES)."""
         f, b = self._helper("__tirc_cuda_error", ir.VoidType(), [I32, PTR, PTR])
+        if b is None:
+            return f
         status, what, buf = f.args
         name_slot = b.alloca(PTR)
         b.store(self._string("an unknown CUDA error"), name_slot)
@@ -248,6 +258,8 @@ class CudaLauncher:
         """``__tirc_cuda_driver(msg)`` (mutex held): dlopen + dlsym + cuInit once; 0, or
         -1 with the message in ``msg``."""
         f, b = self._helper("__tirc_cuda_driver", I32, [PTR])
+        if b is None:
+            return f
         msg = f.args[0]
         loaded = b.icmp_unsigned("!=", b.load(self.lib, typ=PTR), ir.Constant(PTR, None))
         with b.if_then(loaded):
@@ -282,6 +294,8 @@ class CudaLauncher:
         compute capability (``image_preference``), or fails naming the capability and
         the archs it has."""
         f, b = self._helper(f"__tirc_cuda_load{i}", I32, [I32, PTR])
+        if b is None:
+            return f
         dev, msg = f.args
         dev.name, msg.name = "dev", "msg"
         fail = f.append_basic_block("fail")

@@ -62,6 +62,7 @@ class ModuleLowering:
         self.strings: dict[str, ir.GlobalVariable] = {}
         self.loop_functions: set[str] = set()  # LLVM names of functions with a loop
         self.may_fail: set[str] | None = None  # functions that may fail (cpu_errors), when asked
+        self.declared_at: dict[str, Span | None] = {}  # external functions: first use
 
     def lower(self) -> ir.Module:
         for name, func in self.mod.functions.items():
@@ -90,6 +91,7 @@ class ModuleLowering:
         """An external function (C symbol or LLVM intrinsic), declared once."""
         existing = self.ir.globals.get(name)
         if existing is None:
+            self.declared_at[name] = span
             return ir.Function(self.ir, fnty, name)
         if not isinstance(existing, ir.Function) or existing.function_type != fnty:
             raise Diagnostic(f"'{name}' is used with two different signatures", span)

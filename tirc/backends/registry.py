@@ -25,9 +25,10 @@ class Backend:
     role: str = "host"  # "host" (an object file) or "device" (device images)
 
     def host_object(self, mod, target, name: str, *, keep_ir: bool = False,
-                    debug: bool = False, device_code=None) -> Any:
+                    debug: bool = False, device_code=None, jobs: int = 1) -> Any:
         """The host object of ``mod`` (``.object`` bytes, ``.llvm_ir``, ``.triple``,
-        ``.uses_openmp``, ``.uses_cuda``); ``device_code``: the images it embeds."""
+        ``.uses_openmp``, ``.uses_cuda``); ``device_code``: the images it embeds;
+        ``jobs``: processes it may use."""
         raise NotImplementedError(f"'{self.kind}' is not a host target")
 
     def device_images(self, devices: dict, out, name: str, *, device_format: str,
@@ -46,9 +47,10 @@ class CPUBackend(Backend):
     kind, name, role = "llvm", "cpu", "host"
     doc = "host CPU code through LLVM (an object file)"
 
-    def host_object(self, mod, target, name, *, keep_ir=False, debug=False, device_code=None):
+    def host_object(self, mod, target, name, *, keep_ir=False, debug=False, device_code=None,
+                    jobs=1):
         from tirc.backends.cpu import generate
-        return generate(mod, target, name, device_code, keep_ir=keep_ir, debug=debug)
+        return generate(mod, target, name, device_code, keep_ir=keep_ir, debug=debug, jobs=jobs)
 
 
 class CUDABackend(Backend):

@@ -1,0 +1,151 @@
+"""The host object of one module made in chunks, side by side (``tirc build -j N`` on one
+input): functions are independent after the split, so their LLVM IR can be made, and
+optimised, in several processes.
+
+* **Chunks.** The host module's functions are cut into at most N chunks of whole
+  call-graph components (a private function goes with every function that calls it;
+  exported functions call each other through their symbols), contiguous in module
+  order and of about equal numbers of functions. Same module, same N: same chunks.
+* **Module-wide state** — the CUDA launch tables, the embedded device images and the
+  helpers that load them, the C API's error buffer and ``NAME_last_error`` accessor —
+  is defined in chunk 0 (its names external for the link) and declared in the others
+  (``CPUContext.share``). Each chunk's own internal symbols (string constants, packed
+  function caches, outlined parallel bodies) stay its own; the linker renames any that
+  clash.
+* **Work.** Each chunk is lowered to LLVM IR, parsed, verified and optimised as a
+  module of its own (``cpu.optimize``: the full pipeline for a chunk with loops) and
+  comes back as bitcode, chunk 0 from this process and the others from forked ones
+  (``tirc.forked``). The chunks are linked in order into one LLVM module, the
+  module-wide state made internal again, and the one object emitted from it, at the
+  code generation level the chunks' pipelines asked for.
+
+Not chunked (one LLVM module, as with ``-j 1``): a module with one component, and
+``-g`` builds (one DWARF compile unit per object).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+from llvmlite import binding as llvm
+
+from tirc.diagnostics import Diagnostic, Span
+from tirc.ir.attrs import C_API, CALLING_CONV, SYMBOL_PREFIX, CallingConv
+from tirc.ir.expr import Call, GlobalVar
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.visitor import walk
+from tirc.target import Target
+
+
+@dataclass(frozen=True)
+class ChunkObject:
+    """What one chunk sends back."""
+
+    bitcode: bytes
+    full_pipeline: bool  # optimised with the -O pipeline (code generation at that level)
+    shared: tuple[str, ...]  # module-wide symbols it defines (chunk 0)
+    # its external functions, defined or declared: (symbol, LLVM type, where first used)
+    signatures: tuple[tuple[str, str, Span | None], ...]
+    uses_openmp: bool
+    uses_cuda: bool
+
+
+def chunks(mod: IRModule, count: int) -> list[IRModule]:
+    """``mod`` cut into at most ``count`` modules of whole call-graph components;
+    ``[mod]`` when it cannot be cut."""
+    components = _components(mod)
+    count = min(count, len(components))
+    if count <= 1:
+        return [mod]
+    total = sum(len(c) for c in components)
+    groups: list[list[str]] = [[]]
+    done = 0
+    for comp in components:
+        if groups[-1] and done >= total * len(groups) / count and len(groups) < count:
+            groups.append([])
+        groups[-1].extend(comp)
+        done += len(comp)
+    return [replace(mod, functions={n: mod.functions[n] for n in names}) for names in groups]
+
+
+def _exported(func: PrimFunc) -> bool:
+    return (func.attrs.get(CALLING_CONV, 0) == CallingConv.CPACKED_FUNC
+            or bool(func.attrs.get(C_API)))
+
+
+def _components(mod: IRModule) -> list[list[str]]:
+    """The module's functions grouped by calls (GlobalVar calls bind caller and callee),
+    each group in module order, groups ordered by their first function."""
+    names = list(mod.functions)
+    if all(_exported(f) for f in mod.functions.values()):
+        return [[n] for n in names]  # only private functions are called by GlobalVar
+    parent = {n: n for n in names}
+    order = {n: i for i, n in enumerate(names)}
+
+    def root(n: str) -> str:
+        while parent[n] != n:
+            parent[n] = parent[parent[n]]
+            n = parent[n]
+        return n
+
+    for name, func in mod.functions.items():
+        for node in walk(func.body):
+            if isinstance(node, Call) and isinstance(node.op, GlobalVar) \
+                    and node.op.name in parent:
+                a, b = root(name), root(node.op.name)
+                if a != b:
+                    parent[max(a, b, key=order.get)] = min(a, b, key=order.get)
+    groups: dict[str, list[str]] = {}
+    for n in names:
+        groups.setdefault(root(n), []).append(n)
+    return list(groups.values())
+
+
+def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, device_code,
+                owner: bool) -> ChunkObject:
+    """One chunk lowered, optimised and written as bitcode; ``owner``: it defines the
+    module-wide state ``whole`` needs."""
+    from tirc.backends.cpu import CPUContext, optimize
+    from tirc.backends.llvm_lower import ModuleLowering
+    ctx = CPUContext(target, device_code, "define" if owner else "declare")
+    lowering = ModuleLowering(sub, ctx, name)
+    if owner:
+        if device_code is not None and device_code.kernels:
+            from tirc.backends.cuda_launch import CudaLauncher
+            ctx.launcher = CudaLauncher(lowering, device_code)
+        c_api = [f for f in whole.functions.values() if f.attrs.get(C_API)]
+        if c_api:
+            from tirc.backends.c_errors import error_buffer
+            error_buffer(lowering.ir, ctx, str(c_api[0].attrs.get(SYMBOL_PREFIX, "")))
+    text = str(lowering.lower())
+    ctx.loop_functions = lowering.loop_functions
+    parsed = llvm.parse_assembly(text)
+    parsed.verify()
+    full = optimize(parsed, ctx, int(target.get("opt-level", 3))) is ctx.machine
+    signatures = tuple((f.name, str(f.function_type), lowering.declared_at.get(f.name))
+                       for f in lowering.ir.functions if f.linkage not in ("internal", "private"))
+    return ChunkObject(parsed.as_bitcode(), full, tuple(ctx.shared), signatures,
+                       ctx.uses_openmp, ctx.launcher is not None)
+
+
+def link(objects: list[ChunkObject]) -> llvm.ModuleRef:
+    """The chunks linked in order into one module, module-wide state internal again; a
+    Diagnostic if two chunks use one external symbol with two signatures, as lowering
+    the module whole says (``ModuleLowering.declare``)."""
+    seen: dict[str, tuple[str, Span | None]] = {}
+    for obj in objects:
+        for symbol, fnty, span in obj.signatures:
+            first = seen.setdefault(symbol, (fnty, span))
+            if first[0] != fnty:
+                raise Diagnostic(f"'{symbol}' is used with two different signatures",
+                                 span or first[1])
+    linked = llvm.parse_bitcode(objects[0].bitcode)
+    for obj in objects[1:]:
+        linked.link_in(llvm.parse_bitcode(obj.bitcode))
+    for symbol in objects[0].shared:
+        try:
+            value = linked.get_function(symbol)
+        except NameError:
+            value = linked.get_global_variable(symbol)
+        value.linkage = "internal"
+    linked.verify()
+    return linked

@@ -1,0 +1,98 @@
+"""Tasks of one build run side by side in forked processes (``tirc build -j N`` on one
+input: ``backends.cpu_chunks``).
+
+The parent prepares every task before forking, so a child inherits what it works on
+and nothing is pickled to it; each child runs one task and sends its result back
+pickled through a pipe, and the parent runs the first task itself meanwhile. Results
+come back in task order, whatever order the children finish in. A task's exception is
+raised in the parent as the task raised it (a Diagnostic keeps its location); a child
+that dies without sending a result is an InternalError naming its task. If the
+parent's own task fails, the children are killed and reaped before the error goes on.
+
+Fork, not spawn: a spawned child would import tirc and LLVM again and need its task
+pickled, which costs more than the work saved for a module of a few hundred functions.
+Only the command line forks (it is single-threaded); the Python API runs tasks in its
+own process unless asked for more.
+"""
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+from collections.abc import Callable
+from typing import TypeVar
+
+from tirc.diagnostics import InternalError
+
+R = TypeVar("R")
+
+
+class ChildDied(RuntimeError):
+    """A forked task's process ended without sending its result."""
+
+
+def run_forked(tasks: list[Callable[[], R]], what: str = "task") -> list[R]:
+    """``[t() for t in tasks]``, the tasks after the first in forked children."""
+    if len(tasks) <= 1 or not hasattr(os, "fork"):
+        return [t() for t in tasks]
+    children: list[tuple[int, int]] = []
+    try:
+        for task in tasks[1:]:
+            children.append(_fork(task))
+        first = tasks[0]()
+    except BaseException:
+        for pid, fd in children:
+            _kill(pid, fd)
+        raise
+    results: list[R] = [first]
+    error: BaseException | None = None
+    for i, (pid, fd) in enumerate(children, 1):
+        with os.fdopen(fd, "rb") as f:
+            data = f.read()
+        os.waitpid(pid, 0)
+        if error is not None:
+            continue
+        if not data:
+            error = InternalError(f"{what} {i}", ChildDied("its process died without a result"))
+            continue
+        ok, value = pickle.loads(data)
+        if ok:
+            results.append(value)
+        else:
+            error = value
+    if error is not None:
+        raise error
+    return results
+
+
+def _fork(task: Callable[[], R]) -> tuple[int, int]:
+    read, write = os.pipe()
+    pid = os.fork()
+    if pid:
+        os.close(write)
+        return pid, read
+    # the child: never returns into the parent's code, never runs its exit handlers
+    os.close(read)
+    status = 0
+    try:
+        try:
+            payload = pickle.dumps((True, task()), pickle.HIGHEST_PROTOCOL)
+        except BaseException as e:  # noqa: BLE001 (sent to the parent, raised there)
+            try:
+                payload = pickle.dumps((False, e), pickle.HIGHEST_PROTOCOL)
+            except Exception:  # an exception that does not pickle: its text
+                payload = pickle.dumps((False, RuntimeError(f"{type(e).__name__}: {e}")))
+        with os.fdopen(write, "wb") as f:
+            f.write(payload)
+    except BaseException:  # noqa: BLE001
+        status = 1
+    os._exit(status)
+
+
+def _kill(pid: int, fd: int) -> None:
+    try:
+        os.kill(pid, signal.SIGKILL)
+    except ProcessLookupError:
+        pass
+    os.close(fd)
+    os.waitpid(pid, 0)
