@@ -141,9 +141,9 @@ def user_venv(path: Path) -> list[str]:
     return [str(exe)]
 
 
-def run_tirc(path: Path, kind: str) -> tuple[float, bool, str]:
+def run_tirc(path: Path, kind: str, jobs: int = 1) -> tuple[float, bool, str]:
     with tempfile.TemporaryDirectory(prefix="bench_tirc_") as out:
-        cmd = tirc_cmd() + ["build", str(path), "-o", out, "-q"]
+        cmd = tirc_cmd() + ["build", str(path), "-o", out, "-q"] + (["-j", str(jobs)] if jobs > 1 else [])
         if kind == "cuda":
             cmd += ["--target", CUDA_TARGET, "--host", HOST]
         t0 = time.perf_counter()
@@ -190,6 +190,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--sizes", default="10,50,500", help="generated module sizes")
     ap.add_argument("--samples", default="all", help="'all', 'none' or comma-separated names")
     ap.add_argument("--quick", action="store_true", help="repeat 1, sizes 10,50")
+    ap.add_argument("--jobs", default="1", help="comma-separated `tirc build -j` values for "
+                    "the generated modules: one row per value (default 1)")
     ap.add_argument("--tirc", help="the tirc executable to time (default: tirc on PATH)")
     ap.add_argument("--venv", type=Path, help="time tirc installed as the README installs it, "
                     "in this virtual environment (made, with `pip install .`, if missing)")
@@ -203,7 +205,7 @@ def main(argv: list[str] | None = None) -> int:
     sizes = [int(s) for s in args.sizes.split(",") if s.strip()]
 
     work = Path(tempfile.mkdtemp(prefix="bench_compile_"))
-    modules: list[tuple[str, Path, str, int]] = []  # (name, path, kind, kernels)
+    modules: list[tuple[str, Path, str, int, int]] = []  # (name, path, kind, kernels, -j)
     if args.samples != "none":
         names = None if args.samples == "all" else set(args.samples.split(","))
         for p in sorted(SAMPLES.glob("*.tir")):
@@ -212,24 +214,27 @@ def main(argv: list[str] | None = None) -> int:
             text = p.read_text()
             kind = "cuda" if is_cuda(text) else "llvm"
             kernels = text.count("blockIdx.x\")") if kind == "cuda" else 0
-            modules.append((p.name, p, kind, kernels))
+            modules.append((p.name, p, kind, kernels, 1))
+    jobs = [int(j) for j in args.jobs.split(",") if j.strip()]
     for n in sizes:
         p = work / ("gen_%d.tir" % n)
         p.write_text(generate(n))
-        modules.append(("generated, %d kernels" % n, p, "cuda", n))
+        for j in jobs:
+            modules.append(("generated, %d kernels" % n + (", -j %d" % j if j > 1 else ""),
+                            p, "cuda", n, j))
 
     if modules:  # warm-up, untimed: file caches, Lark's grammar cache
         run_tirc(modules[0][1], modules[0][2])
         run_tvm(modules[0][1], modules[0][2])
     rows = []
-    for name, path, kind, kernels in modules:
+    for name, path, kind, kernels, j in modules:
         reps = args.repeat_large if kernels >= 500 else args.repeat
         reps = max(1, reps)
         t_tirc, t_tvm = [], []
         ok_tirc = ok_tvm = True
         what_tirc = what_tvm = ""
         for _ in range(reps):  # interleaved
-            dt, ok, what = run_tirc(path, kind)
+            dt, ok, what = run_tirc(path, kind, j)
             t_tirc.append(dt)
             ok_tirc, what_tirc = ok_tirc and ok, what if ok or ok_tirc else what_tirc
             dt, ok, what = run_tvm(path, kind)
@@ -240,7 +245,7 @@ def main(argv: list[str] | None = None) -> int:
                 what_tvm = what
         m_tirc = statistics.median(t_tirc)
         m_tvm = statistics.median(t_tvm)
-        rows.append(dict(name=name, kind=kind, kernels=kernels, reps=reps,
+        rows.append(dict(name=name, kind=kind, kernels=kernels, reps=reps, jobs=j,
                          tirc=m_tirc if ok_tirc else None, tvm=m_tvm if ok_tvm else None,
                          tirc_raw=m_tirc, tvm_raw=m_tvm, ok_tirc=ok_tirc, ok_tvm=ok_tvm,
                          what_tirc=what_tirc, what_tvm=what_tvm))
@@ -273,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
             r["name"], tgt, k or "-", r["reps"], tirc_cell, tvm_cell, ratio, per_t, per_v,
             wt.replace("|", "\\|"), wv.replace("|", "\\|")))
 
-    gen = [r for r in rows if r["name"].startswith("generated") and r["ok_tirc"]]
+    gen = [r for r in rows if r["name"].startswith("generated") and r["ok_tirc"] and r["jobs"] == 1]
     if len(gen) >= 2:
         print()
         print("Growth with module size (generated modules; marginal = extra time per extra "

@@ -260,3 +260,30 @@ def test_cli_j_on_one_input_builds_it_in_chunks(tmp_path):
     assert r.exit_code == 0, r.output
     build(CPU, "llvm", None, tmp_path / "api", "m", jobs=3)
     assert (tmp_path / "cli" / "m.o").read_bytes() == (tmp_path / "api" / "m.o").read_bytes()
+
+
+def test_plan_cuts_large_modules_even_for_one_process(monkeypatch):
+    from tirc.backends import cpu_chunks
+    host = host_module(CPU)  # 5 functions, 4 components
+    assert [len(s) for s in cpu_chunks.plan(host, 1)] == [1]
+    monkeypatch.setattr(cpu_chunks, "CHUNK_FUNCTIONS", 2)
+    shares = cpu_chunks.plan(host, 1)
+    assert len(shares) == 1 and len(shares[0]) == 3
+    assert [len(s) for s in cpu_chunks.plan(host, 2)] == [2, 1]
+    assert sorted(f for s in cpu_chunks.plan(host, 2) for p in s for f in p.functions) \
+        == sorted(host.functions)
+
+
+@needs_cc
+def test_many_chunks_in_one_process_run_as_whole(tmp_path, monkeypatch):
+    from tirc.backends import cpu_chunks
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    np = pytest.importorskip("numpy")
+    monkeypatch.setattr(cpu_chunks, "CHUNK_FUNCTIONS", 1)
+    build(CPU, "llvm", None, tmp_path, "m", shared=True, jobs=1)
+    m = tvm_ffi.load_module(str(tmp_path / "m.so"))
+    a = np.arange(8, dtype="float32")
+    m["last"](a)
+    np.testing.assert_array_equal(a, np.arange(8) * 2 + 1)
+    with pytest.raises(RuntimeError, match="check: negative input"):
+        m["check"](np.array([-1, 2, 3, 4], "int32"))

@@ -265,7 +265,8 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
 @click.option("--stop-after", metavar="STAGE|PASS",
               help="end the build after this stage or pass, writing no file")
 @click.option("-j", "--jobs", type=click.IntRange(min=1), default=1, show_default=True,
-              metavar="N", help="build N inputs at a time, in worker processes")
+              metavar="N", help="build N inputs at a time, in worker processes; one "
+              "input: its host object in N chunks at once")
 @click.option("-MD", "depfile", is_flag=True,
               help="also write OUTDIR/NAME.d, a Make rule: every output depends on FILE")
 @click.option("-MF", "depfile_path", type=click.Path(dir_okay=False), metavar="DEPFILE",

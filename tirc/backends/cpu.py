@@ -20,6 +20,7 @@ from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
 from tirc.backends.llvm_context import LLVMTargetContext, init_llvm
+from tirc.backends import cpu_chunks
 from tirc.backends.cpu_packed_call import PACKED_CALLS, lower_packed_call
 from tirc.backends.llvm_lower import ModuleLowering, likely
 from tirc.diagnostics import Diagnostic
@@ -177,13 +178,12 @@ def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
 def generate(mod: IRModule, target: Target, name: str = "module", device_code=None,
              keep_ir: bool = True, debug: bool = False, jobs: int = 1) -> HostObject:
     """The host object of ``mod``; ``keep_ir``: also its optimised LLVM IR as text;
-    ``debug``: with DWARF line tables (``-g``); ``jobs``: made in up to that many
+    ``debug``: with DWARF line tables (``-g``); ``jobs``: processes that make it in
     chunks side by side (``cpu_chunks``; not with ``debug``)."""
-    if jobs > 1 and not debug:
-        from tirc.backends import cpu_chunks
-        parts = cpu_chunks.chunks(mod, jobs)
-        if len(parts) > 1:
-            return _generate_in_chunks(parts, mod, target, name, device_code, keep_ir)
+    if not debug and (jobs > 1 or len(mod.functions) > cpu_chunks.CHUNK_FUNCTIONS):
+        shares = cpu_chunks.plan(mod, jobs)
+        if sum(len(s) for s in shares) > 1:
+            return _generate_in_chunks(shares, mod, target, name, device_code, keep_ir)
     text, ctx = lower_to_llvm(mod, target, name, device_code, debug)
     parsed = llvm.parse_assembly(text)
     parsed.verify()
@@ -192,15 +192,17 @@ def generate(mod: IRModule, target: Target, name: str = "module", device_code=No
                       ctx.uses_openmp, ctx.launcher is not None)
 
 
-def _generate_in_chunks(parts: list[IRModule], mod: IRModule, target: Target, name: str,
-                        device_code, keep_ir: bool) -> HostObject:
+def _generate_in_chunks(shares: list[list[IRModule]], mod: IRModule, target: Target,
+                        name: str, device_code, keep_ir: bool) -> HostObject:
     from functools import partial
 
-    from tirc.backends.cpu_chunks import link, lower_chunk
+    from tirc.backends.cpu_chunks import link, lower_chunks
     from tirc.forked import run_forked
     machine = target_machine(target)  # before forking: the children share LLVM's setup
-    objects = run_forked([partial(lower_chunk, part, mod, target, name, device_code, i == 0)
-                          for i, part in enumerate(parts)], "host codegen chunk")
+    starts = [sum(len(s) for s in shares[:i]) for i in range(len(shares))]
+    done = run_forked([partial(lower_chunks, share, mod, target, name, device_code, start)
+                       for share, start in zip(shares, starts)], "host codegen process")
+    objects = [obj for share in done for obj in share]
     linked = link(objects)
     if not any(o.full_pipeline for o in objects):
         machine = target_machine(target, opt=0)

@@ -2,10 +2,13 @@
 input): functions are independent after the split, so their LLVM IR can be made, and
 optimised, in several processes.
 
-* **Chunks.** The host module's functions are cut into at most N chunks of whole
-  call-graph components (a private function goes with every function that calls it;
+* **Chunks.** The host module's functions are cut into chunks of whole call-graph
+  components (a private function goes with every function that calls it;
   exported functions call each other through their symbols), contiguous in module
-  order and of about equal numbers of functions. Same module, same N: same chunks.
+  order and of about equal numbers of functions: N chunks, or more of at most
+  CHUNK_FUNCTIONS functions each for a large module (``plan``), so that the work grows
+  linearly with the module; each process lowers a run of consecutive chunks. Same
+  module, same N: same chunks.
 * **Module-wide state** — the CUDA launch tables, the embedded device images and the
   helpers that load them, the C API's error buffer and ``NAME_last_error`` accessor —
   is defined in chunk 0 (its names external for the link) and declared in the others
@@ -19,8 +22,9 @@ optimised, in several processes.
   module-wide state made internal again, and the one object emitted from it, at the
   code generation level the chunks' pipelines asked for.
 
-Not chunked (one LLVM module, as with ``-j 1``): a module with one component, and
-``-g`` builds (one DWARF compile unit per object).
+Not chunked (one LLVM module): a module of one component, a module of at most
+CHUNK_FUNCTIONS functions built with ``-j 1``, and ``-g`` builds (one DWARF compile
+unit per object).
 """
 from __future__ import annotations
 
@@ -47,6 +51,18 @@ class ChunkObject:
     signatures: tuple[tuple[str, str, Span | None], ...]
     uses_openmp: bool
     uses_cuda: bool
+
+
+CHUNK_FUNCTIONS = 1000  # at most this many functions per chunk, when components allow
+
+
+def plan(mod: IRModule, jobs: int) -> list[list[IRModule]]:
+    """The chunks of ``mod`` for ``jobs`` processes: one list of consecutive chunks per
+    process. A module with more than CHUNK_FUNCTIONS functions is cut even for one
+    process: the lowering's time and memory grow faster than the module beyond that."""
+    parts = chunks(mod, max(jobs, -(-len(mod.functions) // CHUNK_FUNCTIONS)))
+    per = -(-len(parts) // max(1, min(jobs, len(parts))))
+    return [parts[i:i + per] for i in range(0, len(parts), per)]
 
 
 def chunks(mod: IRModule, count: int) -> list[IRModule]:
@@ -98,6 +114,25 @@ def _components(mod: IRModule) -> list[list[str]]:
     for n in names:
         groups.setdefault(root(n), []).append(n)
     return list(groups.values())
+
+
+def lower_chunks(parts: list[IRModule], whole: IRModule, target: Target, name: str,
+                 device_code, first: int) -> list[ChunkObject]:
+    """Chunks one after the other (one process's share); ``first``: the index of
+    ``parts[0]`` among all chunks (chunk 0 is the owner). Each chunk's llvmlite objects,
+    which hold reference cycles, are collected before the next: the build runs with the
+    cycle collector off."""
+    import gc
+    objects = []
+    gc.freeze()  # what exists now is not garbage: collections below skip it
+    try:
+        for i, part in enumerate(parts, first):
+            objects.append(lower_chunk(part, whole, target, name, device_code, i == 0))
+            if len(parts) > 1:
+                gc.collect()
+    finally:
+        gc.unfreeze()
+    return objects
 
 
 def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, device_code,

@@ -169,13 +169,22 @@ class CudaLauncher:
                       for i in range(len(code.groups))]
         self.modules = [self._global(f"__tirc_cuda_module{i}", ir.ArrayType(PTR, MAX_DEVICES), 8)
                         for i in range(len(code.groups))]
-        self.funcs = {name: self._global(f"__tirc_cuda_func.{name}", ir.ArrayType(PTR, MAX_DEVICES), 8)
-                      for name in code.kernels}
+        # per kernel; a chunk that only declares them declares those it launches
+        self.funcs: dict[str, ir.GlobalVariable] = {}
+        for name in code.kernels if not self.declare_only else ():
+            self._func_slots(name)
         self.error_fn = self._error_helper()
         self.driver_fn = self._driver_helper()
         self.load_fns = [self._load_helper(i) for i in range(len(code.groups))]
 
     # -- module-level pieces -----------------------------------------------------------
+    def _func_slots(self, name: str) -> ir.GlobalVariable:
+        """Kernel ``name``'s CUfunction per device."""
+        if name not in self.funcs:
+            self.funcs[name] = self._global(f"__tirc_cuda_func.{name}",
+                                            ir.ArrayType(PTR, MAX_DEVICES), 8)
+        return self.funcs[name]
+
     def _global(self, name: str, ty: ir.Type, align: int) -> ir.GlobalVariable:
         g = ir.GlobalVariable(self.module.ir, ty, name)
         g.align = align
@@ -459,7 +468,7 @@ class CudaLauncher:
         self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
         b.branch(loaded)
         b.position_at_end(loaded)
-        func = b.load(self._elem(b, self.funcs[name], PTR, dev), typ=PTR, name=f"{name}.func")
+        func = b.load(self._elem(b, self._func_slots(name), PTR, dev), typ=PTR, name=f"{name}.func")
         ctx = b.load(self._elem(b, self.ctxs, PTR, dev), typ=PTR)
         if fl.func.attrs.get(C_API):  # --abi c: no tvm-ffi; the default stream
             stream = ir.Constant(PTR, None)
