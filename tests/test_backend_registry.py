@@ -22,7 +22,8 @@ class ToyBackend(registry.Backend):
 
     kind, name, role, doc = "toy", "toy", "host", "the host module as text"
 
-    def host_object(self, mod, target, name, *, keep_ir=False, debug=False, device_code=None):
+    def host_object(self, mod, target, name, *, keep_ir=False, debug=False, device_code=None,
+                    jobs=1):
         from tirc.ir.printer import print_module
         text = f"; toy object of {name} for {target.describe()}\n" + print_module(mod)
         return types.SimpleNamespace(object=text.encode(), llvm_ir="", triple="toy-unknown",
