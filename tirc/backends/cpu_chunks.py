@@ -33,9 +33,10 @@ from dataclasses import dataclass, replace
 from llvmlite import binding as llvm
 
 from tirc.diagnostics import Diagnostic, Span
-from tirc.ir.attrs import C_API, CALLING_CONV, SYMBOL_PREFIX, CallingConv
+from tirc.backends.llvm_context import exported
+from tirc.ir.attrs import C_API, SYMBOL_PREFIX
 from tirc.ir.expr import Call, GlobalVar
-from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.function import IRModule
 from tirc.ir.visitor import walk
 from tirc.target import Target
 
@@ -83,16 +84,11 @@ def chunks(mod: IRModule, count: int) -> list[IRModule]:
     return [replace(mod, functions={n: mod.functions[n] for n in names}) for names in groups]
 
 
-def _exported(func: PrimFunc) -> bool:
-    return (func.attrs.get(CALLING_CONV, 0) == CallingConv.CPACKED_FUNC
-            or bool(func.attrs.get(C_API)))
-
-
 def _components(mod: IRModule) -> list[list[str]]:
     """The module's functions grouped by calls (GlobalVar calls bind caller and callee),
     each group in module order, groups ordered by their first function."""
     names = list(mod.functions)
-    if all(_exported(f) for f in mod.functions.values()):
+    if all(exported(f) for f in mod.functions.values()):
         return [[n] for n in names]  # only private functions are called by GlobalVar
     parent = {n: n for n in names}
     order = {n: i for i, n in enumerate(names)}

@@ -33,6 +33,13 @@ LIBM = ("tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh",
         "erf", "log1p", "atan2", "hypot", "nextafter", "fmod")
 
 
+def exported(func: PrimFunc) -> bool:
+    """Whether a module function is exported (external): packed functions
+    (``calling_conv`` 1) and C-API functions (``tirc.c_api``)."""
+    return (func.attrs.get(CALLING_CONV, 0) == CallingConv.CPACKED_FUNC
+            or bool(func.attrs.get(C_API)))
+
+
 class LLVMTargetContext:
     """Defaults describe a plain CPU; device backends override."""
 
@@ -67,9 +74,8 @@ class LLVMTargetContext:
         return str(func.attrs.get(GLOBAL_SYMBOL, name)) if self.is_exported(func) else name
 
     def is_exported(self, func: PrimFunc) -> bool:
-        """Packed functions (``calling_conv`` 1) and C-API functions (``tirc.c_api``)."""
-        return (func.attrs.get(CALLING_CONV, 0) == CallingConv.CPACKED_FUNC
-                or bool(func.attrs.get(C_API)))
+        """Whether ``func`` is external here (default: :func:`exported`)."""
+        return exported(func)
 
     def decorate(self, llfunc: ir.Function, func: PrimFunc) -> None:
         llfunc.linkage = "external" if self.is_exported(func) else "internal"
