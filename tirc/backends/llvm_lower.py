@@ -23,6 +23,7 @@ from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.trampoline import drive
 from tirc.ir.stmt import (
     AllocBuffer,
     AssertStmt,
@@ -134,6 +135,7 @@ class FunctionLowering(ExprLowering):
         self.alias = AliasScopes() if self.ctx.alias_scopes else None
         self.noalias = is_noalias(func)
         self.scope = None  # the function's DISubprogram, with line info
+        self.outer_lines: list = []  # debug locations of the statements being lowered
         if module.debug is not None:
             self.scope = module.debug.subprogram(llfunc, func.span)
             if func.span is not None:
@@ -251,43 +253,62 @@ class FunctionLowering(ExprLowering):
 
     # -- statements -------------------------------------------------------------------
     def stmt(self, s: Stmt) -> None:
+        """Lower ``s``. A ``stmt_*`` method that is a generator yields the statements
+        under it, lowered in one loop (:mod:`tirc.ir.trampoline`), so long chains of
+        statements use no Python stack."""
+        inner, _ = self._begin_stmt(s)
+        if inner is not None:
+            drive(inner, self._begin_stmt, self._end_stmt)
+            self._end_stmt(s, None)
+
+    def _begin_stmt(self, s: Stmt):
         method = getattr(self, "stmt_" + type(s).__name__, None)
         if method is None:
             raise Diagnostic(f"the LLVM backend cannot compile a {type(s).__name__} statement",
                              getattr(s, "span", None))
-        if self.scope is None or s.span is None:
-            method(s)
-            return
-        outer = self.b.debug_metadata  # the enclosing statement's line, restored after
-        self.b.debug_metadata = self.module.debug.location(s.span, self.scope)
-        method(s)
-        self.b.debug_metadata = outer
+        lines = self.scope is not None and s.span is not None
+        if lines:  # the enclosing statement's line, restored after
+            self.outer_lines.append(self.b.debug_metadata)
+            self.b.debug_metadata = self.module.debug.location(s.span, self.scope)
+        steps = method(s)
+        if steps is not None:
+            if not lines:
+                self.outer_lines.append(_SAME)
+            return steps, None
+        if lines:
+            self.b.debug_metadata = self.outer_lines.pop()
+        return None, None
 
-    def stmt_SeqStmt(self, s: SeqStmt) -> None:
+    def _end_stmt(self, s: Stmt, _) -> None:
+        outer = self.outer_lines.pop()
+        if outer is not _SAME:
+            self.b.debug_metadata = outer
+
+    def stmt_SeqStmt(self, s: SeqStmt):
         for item in s.stmts:
-            self.stmt(item)
+            yield item
 
     def stmt_BufferStore(self, s: BufferStore) -> None:
         if len(s.indices) != 1:
             raise Diagnostic(f"buffer '{s.buffer.name}' is not flattened", s.span)
         self.store(s.buffer, s.indices[0], s.value, s.span)
 
-    def stmt_LetStmt(self, s: LetStmt) -> None:
+    def stmt_LetStmt(self, s: LetStmt):
         v = self.expr(s.value)
         if isinstance(v, ir.NamedValue) and not v.name:
             v.name = s.var.name
         self.vars[id(s.var)] = v
         if self.alias is not None and self.noalias and is_argument_data(s.value):
             self.alias.add(s.var)
-        self.stmt(s.body)
+        yield s.body
 
-    def stmt_AttrStmt(self, s: AttrStmt) -> None:
+    def stmt_AttrStmt(self, s: AttrStmt):
         if not self.ctx.lower_attr(self, s):
-            self.stmt(s.body)
+            yield s.body
 
-    def stmt_AssertStmt(self, s: AssertStmt) -> None:
+    def stmt_AssertStmt(self, s: AssertStmt):
         self.fail_unless(self.expr(s.condition), s.kind, "".join(s.message), "assert_ok")
-        self.stmt(s.body)
+        yield s.body
 
     def fail_unless(self, good: ir.Value, kind: str, message: str, hint: str = "check_ok") -> None:
         """Fail with ``kind: message`` unless the i1 ``good`` (almost always set); go on after."""
@@ -323,7 +344,7 @@ class FunctionLowering(ExprLowering):
     def stmt_Return(self, s: Return) -> None:
         self.emit_return(self.expr(s.value))
 
-    def stmt_IfThenElse(self, s: IfThenElse) -> None:
+    def stmt_IfThenElse(self, s: IfThenElse):
         then_bb, end_bb = self.block("then"), self.block("endif")
         else_bb = self.block("else") if s.else_case is not None else end_bb
         self.b.cbranch(self.condition(s.condition), then_bb, else_bb)
@@ -331,7 +352,7 @@ class FunctionLowering(ExprLowering):
             if body is None:
                 continue
             self.b.position_at_end(bb)
-            self.stmt(body)
+            yield body
             if not self.b.block.is_terminated:
                 self.b.branch(end_bb)
         self.b.position_at_end(end_bb)
@@ -344,7 +365,7 @@ class FunctionLowering(ExprLowering):
             return value
         return self.b.icmp_unsigned("!=", value, ir.Constant(value.type, 0))
 
-    def stmt_While(self, s: While) -> None:
+    def stmt_While(self, s: While):
         self.module.loop_functions.add(self.llfunc.name)
         head, body, end = self.block("while_cond"), self.block("while_body"), self.block("while_end")
         self.b.branch(head)
@@ -352,7 +373,7 @@ class FunctionLowering(ExprLowering):
         self.b.cbranch(self.condition(s.condition), body, end)
         self.b.position_at_end(body)
         self.loops.append(_Loop(head, end, len(self.heap)))
-        self.stmt(s.body)
+        yield s.body
         self.loops.pop()
         if not self.b.block.is_terminated:
             self.b.branch(head)
@@ -372,19 +393,24 @@ class FunctionLowering(ExprLowering):
         self.b.branch(loop.break_to if what == "break" else loop.continue_to)
         self.dead_block()
 
-    def stmt_For(self, s: For) -> None:
+    def stmt_For(self, s: For):
         self.module.loop_functions.add(self.llfunc.name)
         if s.kind == "parallel":
             self.ctx.lower_parallel(self, s)
         elif s.kind == "thread_binding":
             raise Diagnostic("a thread-bound loop reached host code generation", s.span)
         else:  # serial; unrolled and vectorized leftovers run as serial loops
-            self.serial_loop(s.loop_var, self.expr(s.min), self.expr(s.extent),
-                             self.expr(s.step) if s.step is not None else None, s.body)
+            yield from self.loop_steps(s.loop_var, self.expr(s.min), self.expr(s.extent),
+                                       self.expr(s.step) if s.step is not None else None, s.body)
 
     def serial_loop(self, var: Var, start: ir.Value, extent: ir.Value, step: ir.Value | None,
                     body: Stmt) -> None:
         """``for var in range(start, start + extent, step)`` with a phi for ``var``."""
+        drive(self.loop_steps(var, start, extent, step, body), self._begin_stmt, self._end_stmt)
+
+    def loop_steps(self, var: Var, start: ir.Value, extent: ir.Value, step: ir.Value | None,
+                   body: Stmt):
+        """:meth:`serial_loop` as steps of a statement walk (yields ``body``)."""
         self.module.loop_functions.add(self.llfunc.name)
         if extent.type != start.type:
             extent = self.int_cast(extent, start.type)
@@ -399,7 +425,7 @@ class FunctionLowering(ExprLowering):
         self.b.position_at_end(body_bb)
         self.vars[id(var)] = i
         self.loops.append(_Loop(latch, end, len(self.heap)))
-        self.stmt(body)
+        yield body
         self.loops.pop()
         if not self.b.block.is_terminated:
             self.b.branch(latch)
@@ -410,11 +436,11 @@ class FunctionLowering(ExprLowering):
         self.b.branch(head)
         self.b.position_at_end(end)
 
-    def stmt_DeclBuffer(self, s: DeclBuffer) -> None:
+    def stmt_DeclBuffer(self, s: DeclBuffer):
         self.expr(s.buffer.data)  # defined before the view (a clear error otherwise)
-        self.stmt(s.body)
+        yield s.body
 
-    def stmt_AllocBuffer(self, s: AllocBuffer) -> None:
+    def stmt_AllocBuffer(self, s: AllocBuffer):
         buf = s.buffer
         elem = lt.memory_type(buf.dtype, self.ctx.pointer(), s.span)
         count_expr = _product(buf.shape)
@@ -434,11 +460,14 @@ class FunctionLowering(ExprLowering):
             self.alias.add(buf.data)
         if heap:
             self.heap.append(ptr)
-        self.stmt(s.body)
+        yield s.body
         if heap:
             self.heap.pop()
             if not self.b.block.is_terminated:
                 self.b.call(self.module.declare("free", ir.FunctionType(ir.VoidType(), [self.ctx.pointer()])), [ptr])
+
+
+_SAME = object()  # a statement that left the line as it was (outer_lines)
 
 
 def likely(branch: ir.Instruction) -> ir.Instruction:

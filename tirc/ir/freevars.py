@@ -44,25 +44,25 @@ class _Uses(Visitor):
     def define(self, v: Var) -> None:
         self.defined.add(id(v))
 
-    def visit_For(self, s: For) -> None:
+    def visit_For(self, s: For):
         self.visit(s.min)
         self.visit(s.extent)
         if s.step is not None:
             self.visit(s.step)
         self.define(s.loop_var)
-        self.visit(s.body)
+        yield s.body
 
-    def visit_LetStmt(self, s: LetStmt) -> None:
+    def visit_LetStmt(self, s: LetStmt):
         self.visit(s.value)
         self.define(s.var)
-        self.visit(s.body)
+        yield s.body
 
     def visit_Let(self, e: Let) -> None:
         self.visit(e.value)
         self.define(e.var)
         self.visit(e.body)
 
-    def visit_AttrStmt(self, s: AttrStmt) -> None:
+    def visit_AttrStmt(self, s: AttrStmt):
         self.visit(s.value)
         if isinstance(s.node, IterVar):
             self.define(s.node.var)
@@ -70,20 +70,20 @@ class _Uses(Visitor):
             self.visit_buffer(s.node)
         elif isinstance(s.node, Var) and not is_loop_pragma(s):
             self.visit(s.node)
-        self.visit(s.body)
+        yield s.body
 
-    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
+    def visit_AllocBuffer(self, s: AllocBuffer):
         self.define(s.buffer.data)
         self.buffers_defined.add(id(s.buffer))
         self.visit_buffer(s.buffer)
-        self.visit(s.body)
+        yield s.body
 
-    def visit_DeclBuffer(self, s: DeclBuffer) -> None:
+    def visit_DeclBuffer(self, s: DeclBuffer):
         self.buffers_defined.add(id(s.buffer))
         self.visit_buffer(s.buffer)
-        self.visit(s.body)
+        yield s.body
 
-    def visit_SBlock(self, s: SBlock) -> None:
+    def visit_SBlock(self, s: SBlock):
         for iv in s.iter_vars:
             self.visit(iv.dom)
             self.define(iv.var)
@@ -99,8 +99,8 @@ class _Uses(Visitor):
         for region in (*s.reads, *s.writes):
             self.visit(region)
         if s.init is not None:
-            self.visit(s.init)
-        self.visit(s.body)
+            yield s.init
+        yield s.body
 
 
 def uses_any(node, ids: set[int]) -> bool:

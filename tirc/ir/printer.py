@@ -550,22 +550,20 @@ def _env_thread_sites(body: Stmt) -> dict[int, list[IterVar]]:
             self.axes: dict[int, IterVar] = {}
             self.uses: dict[int, list[tuple]] = {}
 
-        def visit(self, node) -> None:
-            is_stmt = isinstance(node, Stmt)
-            if is_stmt:
+        def enter(self, node) -> None:
+            if isinstance(node, Stmt):
                 self.path.append(node)
-            try:
-                if (isinstance(node, AttrStmt) and node.key == THREAD_EXTENT
-                        and isinstance(node.node, IterVar)):
-                    key = id(node.node.var)
-                    self.launches.setdefault(key, []).append(tuple(self.path))
-                    self.axes.setdefault(key, node.node)
-                elif isinstance(node, Var):
-                    self.uses.setdefault(id(node), []).append(tuple(self.path))
-                super().visit(node)
-            finally:
-                if is_stmt:
-                    self.path.pop()
+            if (isinstance(node, AttrStmt) and node.key == THREAD_EXTENT
+                    and isinstance(node.node, IterVar)):
+                key = id(node.node.var)
+                self.launches.setdefault(key, []).append(tuple(self.path))
+                self.axes.setdefault(key, node.node)
+            elif isinstance(node, Var):
+                self.uses.setdefault(id(node), []).append(tuple(self.path))
+
+        def leave(self, node) -> None:
+            if isinstance(node, Stmt):
+                self.path.pop()
 
     u = Uses()
     u.visit(body)

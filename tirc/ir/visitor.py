@@ -7,6 +7,7 @@ unchanged subtrees are returned as they are.
 """
 from __future__ import annotations
 
+import inspect
 from dataclasses import fields, replace
 from functools import lru_cache
 from typing import Any
@@ -15,6 +16,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr
 from tirc.ir.block import BLOCK_NODES
 from tirc.ir.stmt import IterVar, Stmt
+from tirc.ir.trampoline import drive
 
 Node = Any
 
@@ -34,17 +36,126 @@ def _child_fields(cls: type) -> tuple[str, ...]:
     return tuple(f.name for f in fields(cls) if f.name not in skip)
 
 
-class Visitor:
-    def visit(self, node: Node) -> None:
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        if method is not None:
-            method(node)
-        else:
-            self.generic_visit(node)
+class _Walk:
+    """What Visitor and Mutator share: dispatch by node class, cached per walker class,
+    and the loop that walks statements without recursion.
 
+    A ``visit_*`` method is either a plain function or a generator. A generator method
+    descends into a statement by yielding it (``body = yield s.body``; the walk sends
+    back what visiting it gave) and into all of a statement's children with
+    ``yield from self.descend(s)``. Statements without a method of their own are walked
+    the same way. So a chain of statements (every ``let``, assert or allocation wraps the
+    statements after it) is walked in a loop, not by recursion, whatever its length:
+    Python's recursion limit bounds only expression depth (see :mod:`tirc.nesting`).
+
+    A walker with ``expressions = False`` leaves expressions as they are, unvisited.
+
+    A walker that must act around every node defines ``enter(node)`` and
+    ``leave(node)`` (``leave`` runs also when visiting the node failed) instead of
+    overriding ``visit``; a walker that overrides ``visit`` still works, but recursively.
+    """
+
+    _table: dict = {}
+    _hooked = False      # defines enter/leave
+    _own_visit = False   # overrides visit: children go through it
+    expressions = True   # False: expressions are not visited
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        cls._table = {}
+        cls._hooked = getattr(cls, "enter", None) is not None
+        cls._own_visit = cls.visit is not _Walk.visit
+
+    @classmethod
+    def _resolve(cls, node_type: type) -> tuple:
+        method = getattr(cls, "visit_" + node_type.__name__, None)
+        if not cls.expressions and issubclass(node_type, PrimExpr):
+            entry = (_as_is, False)
+        elif method is None:
+            entry = (cls.descend, True) if issubclass(node_type, Stmt) else (cls.generic_visit, False)
+        else:
+            entry = (method, inspect.isgeneratorfunction(method))
+        cls._table[node_type] = entry
+        return entry
+
+    def _finish(self, node: Node, out: Node) -> Node:
+        return out
+
+    def visit(self, node: Node):
+        cls = type(self)
+        try:
+            fn, gen = cls._table[type(node)]
+        except KeyError:
+            fn, gen = cls._resolve(type(node))
+        if not cls._hooked:
+            return self._finish(node, self._run(fn(self, node)) if gen else fn(self, node))
+        self.enter(node)
+        try:
+            return self._finish(node, self._run(fn(self, node)) if gen else fn(self, node))
+        finally:
+            self.leave(node)
+
+    def _run(self, steps):
+        """Drive a generator method and, in the same loop, those of the statements it
+        yields; the result of ``steps``."""
+        if type(self)._hooked:
+            return drive(steps, self._begin, self._end, self.leave)
+        return drive(steps, self._begin, self._finish)
+
+    def _begin(self, child: Node):
+        cls = type(self)
+        if cls._own_visit:
+            return None, self.visit(child)
+        try:
+            fn, gen = cls._table[type(child)]
+        except KeyError:
+            fn, gen = cls._resolve(type(child))
+        if not cls._hooked:
+            return (fn(self, child), None) if gen else (None, self._finish(child, fn(self, child)))
+        self.enter(child)
+        if gen:
+            return fn(self, child), None
+        try:
+            return None, self._finish(child, fn(self, child))
+        finally:
+            self.leave(child)
+
+    def _end(self, child: Node, out: Node) -> Node:
+        self.leave(child)
+        return self._finish(child, out)
+
+
+def _as_is(walker: _Walk, node: Node) -> Node:
+    return node
+
+
+class Visitor(_Walk):
     def generic_visit(self, node: Node) -> None:
+        if isinstance(node, Stmt):
+            self._run(self.descend(node))
+            return
         for name in _child_fields(type(node)):
             self._visit_value(getattr(node, name))
+
+    def descend(self, node: Node):
+        """Generator: visit every child of the statement ``node``."""
+        for name in _child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, Stmt):
+                yield value
+            elif isinstance(value, tuple):
+                yield from self._steps(value)
+            else:
+                self._visit_value(value)
+
+    def _steps(self, value: object):
+        if isinstance(value, Stmt):
+            yield value
+        elif isinstance(value, tuple):
+            for item in value:
+                yield from self._steps(item)
+        else:
+            self._visit_value(value)
 
     def _visit_value(self, value: object) -> None:
         if is_node(value):
@@ -59,21 +170,19 @@ class Visitor:
         """Called for every buffer reference; descend into its fields by overriding."""
 
 
-class Mutator:
+class Mutator(_Walk):
     """Rebuilds nodes. A statement a ``visit_*`` method puts in place of another one
     takes the replaced statement's source location when it has none of its own, so the
     location survives passes (line info, diagnostics after lowering)."""
 
-    def visit(self, node: Node) -> Node:
-        method = getattr(self, "visit_" + type(node).__name__, None)
-        if method is None:
-            return self.generic_visit(node)
-        out = method(node)
+    def _finish(self, node: Node, out: Node) -> Node:
         if out is not node and isinstance(out, Stmt) and out.span is None:
             return carry_span(out, node)
         return out
 
     def generic_visit(self, node: Node) -> Node:
+        if isinstance(node, Stmt):
+            return self._run(self.descend(node))
         changes: dict[str, object] = {}
         for name in _child_fields(type(node)):
             old = getattr(node, name)
@@ -81,6 +190,34 @@ class Mutator:
             if new is not old:
                 changes[name] = new
         return replace(node, **changes) if changes else node
+
+    def descend(self, node: Node):
+        """Generator: ``node`` (a statement) with every child visited; rebuilt only when
+        a child changed."""
+        changes: dict[str, object] = {}
+        for name in _child_fields(type(node)):
+            old = getattr(node, name)
+            if isinstance(old, Stmt):
+                new = yield old
+            elif isinstance(old, tuple):
+                new = yield from self._steps(old)
+            else:
+                new = self._mutate_value(old)
+            if new is not old:
+                changes[name] = new
+        return replace(node, **changes) if changes else node
+
+    def _steps(self, value: object):
+        if isinstance(value, Stmt):
+            return (yield value)
+        if isinstance(value, tuple):
+            items = []
+            for v in value:
+                items.append((yield from self._steps(v)))
+            if any(a is not b for a, b in zip(items, value)):
+                return tuple(items)
+            return value
+        return self._mutate_value(value)
 
     def _mutate_value(self, value: object) -> object:
         if is_node(value):

@@ -209,6 +209,6 @@ class _Returns(Mutator):
         store = BufferStore(self.out_buf, cast(self.out_buf.dtype, r.value), (i32(0),), r.span)
         return seq([store, Return(i32(0), r.span)])
 
-    def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
-        new = self.generic_visit(s)
+    def visit_SeqStmt(self, s: SeqStmt):
+        new = (yield from self.descend(s))
         return new if new is s else seq(new.stmts, s.span)

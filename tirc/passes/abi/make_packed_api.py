@@ -412,6 +412,6 @@ class _Returns(Mutator):
     def visit_Return(self, r: Return) -> Stmt:
         return self.packer.returned(self.result, r)
 
-    def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
-        new = self.generic_visit(s)
+    def visit_SeqStmt(self, s: SeqStmt):
+        new = (yield from self.descend(s))
         return new if new is s else seq(new.stmts, s.span)

@@ -98,11 +98,11 @@ class _Detector(Visitor):
 
     # ---- traversal ----------------------------------------------------------------------
 
-    def visit_For(self, s: For) -> None:
+    def visit_For(self, s: For):
         self.visit(s.min)
         self.visit(s.extent)
         self.dom[id(s.loop_var)] = from_range(s.min, s.extent)
-        self.visit(s.body)
+        yield s.body
         del self.dom[id(s.loop_var)]
 
     def _branch(self, cond: PrimExpr, node) -> None:
@@ -118,13 +118,13 @@ class _Detector(Visitor):
         if s.else_case is not None:
             self._branch(Not(s.condition), s.else_case)
 
-    def visit_LetStmt(self, s: LetStmt) -> None:
+    def visit_LetStmt(self, s: LetStmt):
         self.lets[id(s.var)] = s.value
         self.visit(s.value)
-        self.visit(s.body)
+        yield s.body
 
-    def visit_DeclBuffer(self, s: DeclBuffer) -> None:
-        self.visit(s.body)
+    def visit_DeclBuffer(self, s: DeclBuffer):
+        yield s.body
 
     def visit_BufferStore(self, s: BufferStore) -> None:
         self.update(self.writes, s.buffer, self._point_region(s.indices))

@@ -100,29 +100,29 @@ class _Collector(Visitor):
         self.dom.pop(id(var), None)
         self.ancestors.pop()
 
-    def visit_For(self, s: For) -> None:
+    def visit_For(self, s: For):
         self.visit(s.min)
         self.visit(s.extent)
         self._enter_loop(s.loop_var, s.min, s.extent, s.thread_tag if s.kind == "thread_binding" else None)
-        self.visit(s.body)
+        yield s.body
         self._leave_loop(s.loop_var)
 
-    def visit_AttrStmt(self, s: AttrStmt) -> None:
+    def visit_AttrStmt(self, s: AttrStmt):
         if s.key in (THREAD_EXTENT, VIRTUAL_THREAD) and isinstance(s.node, IterVar):
             self.visit(s.value)
             var = s.node.var
             self._enter_loop(var, imm(s.value.dtype, 0), s.value, s.node.thread_tag)
-            self.visit(s.body)
+            yield s.body
             self._leave_loop(var)
             return
-        self.generic_visit(s)
+        yield from self.descend(s)
 
-    def visit_LetStmt(self, s: LetStmt) -> None:
+    def visit_LetStmt(self, s: LetStmt):
         self.visit(s.value)
         if index_typed(s.value):
             self.ana.bind_value(s.var, s.value)
             self.dom[id(s.var)] = IntervalSet.point(s.value)
-        self.visit(s.body)
+        yield s.body
 
     def visit_Let(self, e: Let) -> None:
         self.visit(e.value)
@@ -165,7 +165,7 @@ class _Collector(Visitor):
         self.visit(s.predicate)
         self._under(s.predicate, s.block)
 
-    def visit_SBlock(self, b: SBlock) -> None:
+    def visit_SBlock(self, b: SBlock):
         if b.init is not None or b.iter_vars:
             raise Diagnostic(f"block '{b.name_hint}' still has iterators or an init statement; "
                              "CompactBufferAllocation needs ConvertBlocksToOpaque first", b.span)
@@ -178,7 +178,7 @@ class _Collector(Visitor):
             self.def_depth[id(buf.data)] = len(self.ancestors)
         for m in b.match_buffers:
             self.access(m.source.buffer, m.source.region)
-        self.visit(b.body)
+        yield b.body
         for k, v in saved.items():
             if v is None:
                 self.annotations.pop(k, None)
@@ -187,9 +187,9 @@ class _Collector(Visitor):
         for buf in b.alloc_buffers:
             self.narrow(buf)
 
-    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
+    def visit_AllocBuffer(self, s: AllocBuffer):
         self.def_depth[id(s.buffer.data)] = len(self.ancestors)
-        self.visit(s.body)
+        yield s.body
         self.narrow(s.buffer)
 
     # ---- accesses -----------------------------------------------------------------------

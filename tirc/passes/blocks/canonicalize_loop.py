@@ -28,7 +28,7 @@ class _Canonicalize(Mutator):
     def visit_For(self, s: For):
         step = s.step
         if _is_const(s.min, 0) and (step is None or _is_const(step, 1)):
-            return replace(self.generic_visit(s), step=None)
+            return replace((yield from self.descend(s)), step=None)
         if step is None:
             step = IntImm(s.loop_var.dtype, 1)
         if not isinstance(step, IntImm) or step.value < 1:

@@ -133,7 +133,7 @@ class _Compactor(Mutator):
         return out
 
     def visit_AllocBuffer(self, s: AllocBuffer):
-        out = self.generic_visit(s)
+        out = (yield from self.descend(s))
         entry = self.info.get(id(s.buffer.data))
         if entry is None or entry[0].dtype != s.buffer.dtype:
             return out

@@ -19,7 +19,7 @@ from tirc.ir.visitor import Mutator
 
 class _Convert(Mutator):
     def visit_SBlockRealize(self, s: SBlockRealize):
-        s = self.generic_visit(s)
+        s = (yield from self.descend(s))
         block = s.block
         if block.init is not None:
             raise Diagnostic(f"block '{block.name_hint}' still has an init statement; "

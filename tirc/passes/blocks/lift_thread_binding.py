@@ -104,13 +104,11 @@ class _FindAncestors(Visitor):
         self.tags: dict[str, _Lifted] = {}  # in the order their first loop finished
         self.subst: dict[int, Var] = {}
 
-    def visit(self, node) -> None:
-        if not isinstance(node, PrimExpr):
-            super().visit(node)
+    expressions = False
 
-    def visit_For(self, s: For) -> None:
+    def visit_For(self, s: For):
         self.stack.append(s)
-        self.visit(s.body)
+        yield s.body
         if s.kind == "thread_binding":
             self._add(s)
         self.stack.pop()
@@ -139,7 +137,7 @@ class _Lift(Mutator):
 
     def visit_SeqStmt(self, s: SeqStmt):
         # A removed thread loop leaves its body in the sequence; flatten it, as TVM does.
-        new = self.generic_visit(s)
+        new = (yield from self.descend(s))
         if new is not s and any(isinstance(x, SeqStmt) for x in new.stmts):
             return seq(new.stmts, s.span)
         return new
@@ -151,7 +149,7 @@ class _Lift(Mutator):
         kernel_root = s.kind == "thread_binding" and not self.lift_into
         if kernel_root:
             self._plan(s)
-        body = self.visit(s.body)
+        body = (yield s.body)
         for lifted in self.lift_into.get(id(s), ()):
             body = lifted.loop(body)
         if kernel_root:

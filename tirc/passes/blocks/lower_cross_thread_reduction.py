@@ -311,13 +311,12 @@ class _Lower(Mutator):
         self.thread_depth = 0
         self.block_idx_depth = 0
 
-    def visit(self, node):
-        if not isinstance(node, Stmt):
-            return super().visit(node)
-        self.path.append(node)
-        try:
-            return super().visit(node)
-        finally:
+    def enter(self, node) -> None:
+        if isinstance(node, Stmt):
+            self.path.append(node)
+
+    def leave(self, node) -> None:
+        if isinstance(node, Stmt):
             self.path.pop()
 
     def visit_For(self, s: For):
@@ -329,7 +328,7 @@ class _Lower(Mutator):
             else:
                 self.block_idx_depth += 1
         try:
-            result = self.generic_visit(s)
+            result = (yield from self.descend(s))
         finally:
             self.loops.pop()
             if scope is not None:
@@ -344,7 +343,7 @@ class _Lower(Mutator):
     def visit_SBlock(self, s: SBlock):
         self.blocks.append(s)
         try:
-            result = self.generic_visit(s)
+            result = (yield from self.descend(s))
         finally:
             self.blocks.pop()
         extra = self.new_buffers.get(id(s))
@@ -362,7 +361,7 @@ class _Lower(Mutator):
             free = self._broadcast_threads(s)
             if free:
                 return self._broadcast(s, free)
-        return self.generic_visit(s)
+        return (yield from self.descend(s))
 
     # -- detection ---------------------------------------------------------------------
     def _reduction_loops(self, s: SBlockRealize) -> list[For]:

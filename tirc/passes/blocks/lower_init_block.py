@@ -19,7 +19,7 @@ from tirc.ir.visitor import Mutator
 
 class _Lower(Mutator):
     def visit_SBlock(self, s: SBlock):
-        s = self.generic_visit(s)
+        s = (yield from self.descend(s))
         if s.init is None:
             return s
         cond = None

@@ -140,7 +140,7 @@ class _Lower(Mutator):
 
     def visit_For(self, s: For):
         self.ana.bind_range(s.loop_var, s.min, s.extent)
-        return self.generic_visit(s)
+        return (yield from self.descend(s))
 
     def visit_Var(self, v: Var):
         value = self.values.get(id(v))

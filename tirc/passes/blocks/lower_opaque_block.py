@@ -40,7 +40,7 @@ def _attr_expr(value) -> PrimExpr:
 
 class _Lower(Mutator):
     def visit_SeqStmt(self, s: SeqStmt):
-        new = self.generic_visit(s)
+        new = (yield from self.descend(s))
         if new is not s and any(isinstance(x, SeqStmt) for x in new.stmts):
             return seq(new.stmts, s.span)
         return new
@@ -67,7 +67,7 @@ class _Lower(Mutator):
         if (s.kind == "serial" and isinstance(s.extent, IntImm) and s.extent.value == 1
                 and not s.annotations and s.step is None):
             return self.visit(substitute(s.body, {id(s.loop_var): s.min}))  # a unit loop
-        s = self.generic_visit(s)
+        s = (yield from self.descend(s))
         pragmas = [(k, v) for k, v in s.annotations if k.startswith("pragma_")]
         if not pragmas:
             return s

@@ -71,7 +71,7 @@ class _LCADetector(Visitor):
         self.buffers[id(buf)] = buf
         self.lca[id(buf)] = _lca(self.lca.get(id(buf)), scope)
 
-    def visit_For(self, s: For) -> None:
+    def visit_For(self, s: For):
         scope = _Scope(self.stack[-1], s, len(self.stack))
         if s.kind == "thread_binding" and (s.thread_tag or "").startswith("blockIdx"):
             self.block_idx_scopes.append(scope)
@@ -79,13 +79,13 @@ class _LCADetector(Visitor):
         self.visit(s.extent)
         self.stack.append(scope)
         self.loop_scope[id(s.loop_var)] = scope
-        self.visit(s.body)
+        yield s.body
         self.stack.pop()
 
-    def visit_AttrStmt(self, s: AttrStmt) -> None:
+    def visit_AttrStmt(self, s: AttrStmt):
         if isinstance(s.node, IterVar) and s.key == THREAD_EXTENT and s.node.thread_tag.startswith("blockIdx"):
             self.block_idx_scopes.append(self.stack[-1])
-        self.generic_visit(s)
+        yield from self.descend(s)
 
     def visit_Var(self, v: Var) -> None:
         buf = self.by_data.get(id(v))
@@ -213,7 +213,7 @@ class _Place(Mutator):
 
     def visit_For(self, s: For):
         bufs = self.placement.get(id(s))
-        out = self.generic_visit(s)
+        out = (yield from self.descend(s))
         if not bufs:
             return out
         for b in bufs:
@@ -227,7 +227,7 @@ class _Place(Mutator):
         allocs = tuple(self.placement.get(id(s), ()))
         for m in s.match_buffers:
             self.visible[id(m.buffer.data)] = m.buffer
-        out = self.generic_visit(s)
+        out = (yield from self.descend(s))
         for b in (*(m.buffer for m in s.match_buffers), *allocs):
             self.visible.pop(id(b.data), None)
         reads = tuple(r for r in out.reads if id(r.buffer.data) in self.visible)

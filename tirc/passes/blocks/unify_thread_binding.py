@@ -61,7 +61,7 @@ class _Unify(Mutator):
 
     def visit_SeqStmt(self, s: SeqStmt):
         # A removed thread loop leaves its body in the sequence; flatten it, as TVM does.
-        new = self.generic_visit(s)
+        new = (yield from self.descend(s))
         if new is not s and any(isinstance(x, SeqStmt) for x in new.stmts):
             return seq(new.stmts, s.span)
         return new
@@ -71,13 +71,13 @@ class _Unify(Mutator):
 
     def visit_AttrStmt(self, s: AttrStmt):
         if s.key not in _THREAD_KEYS or not isinstance(s.node, IterVar):
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         zero = IntImm(s.value.dtype, 0, s.span)
         return self._unify(s, s.node.var, s.node.thread_tag, zero, s.value)
 
     def visit_For(self, s: For):
         if s.kind != "thread_binding":
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         out = self._unify(s, s.loop_var, s.thread_tag, s.min, s.extent)
         if not s.annotations:
             return out

@@ -184,8 +184,8 @@ class _Flatten(Mutator):
     def visit_AllocBuffer(self, s: AllocBuffer):
         b = s.buffer
         if not needs_flattening(b):
-            return self.generic_visit(s)
-        body = self.visit(s.body)
+            return (yield from self.descend(s))
+        body = (yield s.body)
         if id(b) in self.uses.escaping:
             body = DeclBuffer(b, body, s.span)
         return AllocBuffer(self.flat_of(b), body, s.span, s.annotations)
@@ -193,8 +193,8 @@ class _Flatten(Mutator):
     def visit_DeclBuffer(self, s: DeclBuffer):
         b = s.buffer
         if not needs_flattening(b) or id(b) not in self.uses.accessed:
-            return self.generic_visit(s)
-        body = DeclBuffer(self.flat_of(b), self.visit(s.body), s.span)
+            return (yield from self.descend(s))
+        body = DeclBuffer(self.flat_of(b), (yield s.body), s.span)
         return DeclBuffer(b, body, s.span, s.view_of) if id(b) in self.uses.escaping else body
 
 

@@ -102,6 +102,7 @@ class _Hoister(Mutator):
         self.bound: set[int] = set()  # let-bound variables and block iterators in scope
         self.branches = 0
         self.in_chain = False
+        self.outer_in_chain: list[bool] = []  # ``in_chain`` outside each statement entered
 
     # -- where a condition can go ----------------------------------------------------------
     def destination(self, used: set[int]) -> _Loop | None:
@@ -136,14 +137,14 @@ class _Hoister(Mutator):
         return stmt
 
     # -- traversal -------------------------------------------------------------------------
-    def visit(self, node):
+    def enter(self, node) -> None:
         if isinstance(node, Stmt) and not isinstance(node, _CHAIN):
-            saved, self.in_chain = self.in_chain, False
-            try:
-                return super().visit(node)
-            finally:
-                self.in_chain = saved
-        return super().visit(node)
+            self.outer_in_chain.append(self.in_chain)
+            self.in_chain = False
+
+    def leave(self, node) -> None:
+        if isinstance(node, Stmt) and not isinstance(node, _CHAIN):
+            self.in_chain = self.outer_in_chain.pop()
 
     def chain(self, node: Stmt) -> Stmt:
         """A sequence, or a statement TVM 0.27 writes as one before its body: a loop whose
@@ -172,11 +173,11 @@ class _Hoister(Mutator):
         finally:
             self.bound.discard(id(e.var))
 
-    def visit_SBlock(self, s: SBlock) -> Stmt:
+    def visit_SBlock(self, s: SBlock):
         ids = {id(iv.var) for iv in s.iter_vars}
         self.bound |= ids
         try:
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         finally:
             self.bound -= ids
 
@@ -196,31 +197,31 @@ class _Hoister(Mutator):
     def visit_For(self, s: For) -> Stmt:
         return self.loop(s, s.loop_var, False)
 
-    def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
+    def visit_AttrStmt(self, s: AttrStmt):
         if isinstance(s.node, IterVar):
             return self.loop(s, s.node.var, True)
         if isinstance(s.node, Var):
             return self.loop(s, s.node, True)
-        return self.generic_visit(s)
+        return (yield from self.descend(s))
 
-    def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
+    def visit_IfThenElse(self, s: IfThenElse):
         if self.stmts:
             self.attempt(s.condition, s.else_case is not None)
         cond = self.visit(s.condition)
         self.branches += 1
         try:
-            then = self.visit(s.then_case)
-            other = None if s.else_case is None else self.visit(s.else_case)
+            then = (yield s.then_case)
+            other = None if s.else_case is None else (yield s.else_case)
         finally:
             self.branches -= 1
         if cond is s.condition and then is s.then_case and other is s.else_case:
             return s
         return replace(s, condition=cond, then_case=then, else_case=other)
 
-    def visit_While(self, s: While) -> Stmt:
+    def visit_While(self, s: While):
         self.branches += 1
         try:
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         finally:
             self.branches -= 1
 
@@ -243,10 +244,10 @@ class _Fold(Mutator):
             return not self.value
         return None
 
-    def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
+    def visit_IfThenElse(self, s: IfThenElse):
         d = self.decided(s.condition)
         if d is None:
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         branch = s.then_case if d else s.else_case
         return self.visit(branch) if branch is not None else Evaluate(IntImm(INT32, 0), s.span)
 

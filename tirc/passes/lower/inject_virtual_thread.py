@@ -72,7 +72,7 @@ class _Expand(Mutator):
 
 class _Inject(Mutator):
     def visit_AttrStmt(self, s: AttrStmt):
-        s = self.generic_visit(s)
+        s = (yield from self.descend(s))
         node = s.node
         if not (isinstance(node, IterVar) and s.key in _KEYS and is_virtual(node.thread_tag)):
             return s

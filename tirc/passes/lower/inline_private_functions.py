@@ -105,18 +105,22 @@ class _Inliner(Mutator):
         self.device = func_target.without_host() if func_target.is_device else func_target
         self.current = current
         self.stack = stack
+        self.outer: list[Target] = []  # ``current`` outside each region entered
 
-    def visit(self, node):
+    def enter(self, node) -> None:
         change = scope_change(node) if isinstance(node, Stmt) else None
         if change is None:
-            return super().visit(node)
-        outer = self.current
+            return
+        self.outer.append(self.current)
         region = getattr(node, "node", None)
-        self.current = region if isinstance(region, Target) else self.device if change == DEVICE else outer
-        try:
-            return super().visit(node)
-        finally:
-            self.current = outer
+        if isinstance(region, Target):
+            self.current = region
+        elif change == DEVICE:
+            self.current = self.device
+
+    def leave(self, node) -> None:
+        if isinstance(node, Stmt) and scope_change(node) is not None:
+            self.current = self.outer.pop()
 
     def callee(self, e: PrimExpr) -> PrimFunc | None:
         if not isinstance(e, Call) or not isinstance(e.op, GlobalVar) or self.current.supports_calls:

@@ -107,14 +107,13 @@ class _ThreadInserter(Mutator):
         self.conds, self.value, self.cond = conds, value, cond
         self.innermost = False
 
-    def visit(self, node):
-        return node if isinstance(node, PrimExpr) else super().visit(node)
+    expressions = False
 
-    def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
+    def visit_AttrStmt(self, s: AttrStmt):
         if s.key != THREAD_EXTENT:
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         self.innermost = True
-        out = self.generic_visit(s)
+        out = (yield from self.descend(s))
         if self.innermost:
             decided = _Eliminate(self.conds, self.value).visit(s.body)
             out = replace(s, body=IfThenElse(self.cond, decided, s.body))
@@ -134,16 +133,15 @@ class _Partitioner(Mutator):
         self.selector.visit(s)
         return self.visit(s)
 
-    def visit(self, node):
-        return node if isinstance(node, PrimExpr) else super().visit(node)
+    expressions = False
 
-    def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
-        new = self.generic_visit(s)
+    def visit_SeqStmt(self, s: SeqStmt):
+        new = (yield from self.descend(s))
         if new is not s and any(isinstance(x, SeqStmt) for x in new.stmts):
             return seq(new.stmts, s.span)  # a partitioned loop is spliced in
         return new
 
-    def visit_For(self, s: For) -> Stmt:
+    def visit_For(self, s: For):
         self.arith.values.pop(id(s.loop_var), None)  # a copy of the loop may rebind it
         self.arith.bind_range(s.loop_var, s.min, s.extent)
         one = IntImm(s.extent.dtype, 1)
@@ -153,13 +151,13 @@ class _Partitioner(Mutator):
             if out is not None:
                 return out
         self.hint[id(s.loop_var)] = ISet(s.min, hi)
-        out = self.generic_visit(s)
+        out = (yield from self.descend(s))
         self.hint.pop(id(s.loop_var), None)
         return out
 
-    def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
+    def visit_AttrStmt(self, s: AttrStmt):
         if s.key != THREAD_EXTENT or not isinstance(s.node, IterVar):
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         var = s.node.var
         hi = fold("sub", s.value, IntImm(s.value.dtype, 1))
         if id(s) in self.selector.candidates:
@@ -168,7 +166,7 @@ class _Partitioner(Mutator):
                 return out
         table = self.relax if thread_rank(s.node.thread_tag) == 1 else self.hint
         table[id(var)] = ISet(IntImm(var.dtype, 0), hi)
-        out = self.generic_visit(s)
+        out = (yield from self.descend(s))
         table.pop(id(var), None)
         return out
 
@@ -294,7 +292,7 @@ class _RemoveHints(Mutator):
             return self.visit(e.args[0])
         return self.generic_visit(e)
 
-    def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
+    def visit_AttrStmt(self, s: AttrStmt):
         if s.key == PRAGMA_LOOP_PARTITION_HINT:
-            return self.visit(s.body)
-        return self.generic_visit(s)
+            return (yield s.body)
+        return (yield from self.descend(s))

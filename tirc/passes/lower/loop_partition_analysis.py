@@ -48,7 +48,7 @@ class Selector(Visitor):
         self._scope(s, s.loop_var, not (_is_const(s.min) and _is_const(s.extent))
                     or self.const_too)
 
-    def visit_AttrStmt(self, s: AttrStmt) -> None:
+    def visit_AttrStmt(self, s: AttrStmt):
         if s.key == THREAD_EXTENT and isinstance(s.node, IterVar):
             self._scope(s, s.node.var, thread_rank(s.node.thread_tag) == 0
                         and (not _is_const(s.value) or self.const_too))
@@ -57,7 +57,7 @@ class Selector(Visitor):
             var = s.node.var if isinstance(s.node, IterVar) else s.node
             if isinstance(var, Var):
                 self.hinted.add(id(var))
-        self.generic_visit(s)
+        yield from self.descend(s)
 
     def visit_SeqStmt(self, s: SeqStmt) -> None:
         start = self.no_split

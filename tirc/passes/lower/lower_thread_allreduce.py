@@ -114,10 +114,10 @@ class _Builder(Mutator):
         elif s.key == TARGET and isinstance(s.node, Target):
             stack, item = self.targets, s.node
         else:
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         stack.append(item)
         try:
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         finally:
             stack.pop()
 
@@ -403,20 +403,20 @@ class _Remap(Mutator):
     def visit_AllocBuffer(self, s: AllocBuffer):
         hit = self.remap.get(id(s.buffer.data))
         if hit is None:
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         new = hit[0]
         notes = s.annotations
         if new.scope == "shared":
             notes = tuple(sorted(dict(notes, **{VOLATILE: True}).items()))
-        return AllocBuffer(new, self.visit(s.body), s.span, notes)
+        return AllocBuffer(new, (yield s.body), s.span, notes)
 
     def visit_DeclBuffer(self, s: DeclBuffer):
         if id(s.buffer.data) in self.remap:
-            return self.visit(s.body)
-        return self.generic_visit(s)
+            return (yield s.body)
+        return (yield from self.descend(s))
 
     def visit_SeqStmt(self, s: SeqStmt):
-        out = self.generic_visit(s)
+        out = (yield from self.descend(s))
         return seq(out.stmts, out.span) if out is not s else s
 
     def visit_BufferLoad(self, e: BufferLoad):

@@ -20,7 +20,7 @@ from tirc.ir.visitor import Mutator
 
 class _Lower(Mutator):
     def visit_For(self, s: For):
-        s = self.generic_visit(s)
+        s = (yield from self.descend(s))
         if s.kind != "thread_binding":
             return s
         if s.step is not None:

@@ -109,8 +109,8 @@ class _Rewrite(Mutator):
     def visit_AllocBuffer(self, s: AllocBuffer):
         view = self.views.get(id(s.buffer))
         if view is None:
-            return self.generic_visit(s)
-        return DeclBuffer(view, self.visit(s.body), s.span)
+            return (yield from self.descend(s))
+        return DeclBuffer(view, (yield s.body), s.span)
 
     def visit_buffer(self, b: Buffer) -> Buffer:
         if id(b) in self.views:
@@ -149,15 +149,15 @@ class _Kernels(Mutator):
         if s.key == TARGET and isinstance(s.node, Target):
             self.targets.append(s.node)
             try:
-                return self.generic_visit(s)
+                return (yield from self.descend(s))
             finally:
                 self.targets.pop()
         if s.key == THREAD_EXTENT:
             return self.kernel(s)
-        return self.generic_visit(s)
+        return (yield from self.descend(s))
 
     def visit_For(self, s: For):
-        return self.kernel(s) if s.kind == "thread_binding" else self.generic_visit(s)
+        return self.kernel(s) if s.kind == "thread_binding" else (yield from self.descend(s))
 
     def kernel(self, root: AttrStmt | For) -> Stmt:
         allocs = [n for n in walk(root.body)

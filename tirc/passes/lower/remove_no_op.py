@@ -141,12 +141,12 @@ class _NoOpRemover(Mutator):
             return s
         return replace(s, value=value, body=body)
 
-    def visit_AllocBuffer(self, s: AllocBuffer) -> Stmt:
-        body = _empty_body(self.visit(s.body), s.body)
+    def visit_AllocBuffer(self, s: AllocBuffer):
+        body = _empty_body((yield s.body), s.body)
         return s if body is s.body else replace(s, body=body)
 
-    def visit_DeclBuffer(self, s: DeclBuffer) -> Stmt:
-        body = _empty_body(self.visit(s.body), s.body)
+    def visit_DeclBuffer(self, s: DeclBuffer):
+        body = _empty_body((yield s.body), s.body)
         return s if body is s.body else replace(s, body=body)
 
     def visit_AssertStmt(self, s: AssertStmt) -> Stmt:

@@ -24,7 +24,7 @@ _BARRIERS = ("tvm_storage_sync", "tvm_thread_allreduce")
 
 class _Serialize(Mutator):
     def visit_For(self, s: For):
-        s = self.generic_visit(s)
+        s = (yield from self.descend(s))
         if s.kind == "thread_binding":
             return replace(s, kind="serial", thread_tag=None)
         return s

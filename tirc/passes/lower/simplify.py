@@ -110,11 +110,11 @@ class _Simplifier(Mutator):
         return new
 
     # -- statements ------------------------------------------------------------------------
-    def visit_LetStmt(self, s: LetStmt) -> Stmt:
+    def visit_LetStmt(self, s: LetStmt):
         value = self.visit(s.value)
         if is_imm(value):
             self.bind[id(s.var)] = value
-            return self.visit(s.body)
+            return (yield s.body)
         r = interval(value, self.ranges) if value.dtype.is_integer else None
         body = self.with_range(s.var, r, s.body)
         if value is s.value and body is s.body:
@@ -133,7 +133,7 @@ class _Simplifier(Mutator):
             return s
         return replace(s, min=lo, extent=ext, step=step, body=body)
 
-    def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
+    def visit_AttrStmt(self, s: AttrStmt):
         value = self.visit(s.value)
         node = s.node
         if isinstance(node, IterVar) and s.key in (THREAD_EXTENT, VIRTUAL_THREAD):
@@ -141,37 +141,37 @@ class _Simplifier(Mutator):
             body = self.with_range(node.var, None if er is None else (0, er[1] - 1), s.body)
         else:
             node = self._mutate_value(node)
-            body = self.visit(s.body)
+            body = (yield s.body)
         if value is s.value and node is s.node and body is s.body:
             return s
         return replace(s, node=node, value=value, body=body)
 
-    def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
+    def visit_IfThenElse(self, s: IfThenElse):
         cond = self.visit(s.condition)
         if is_imm(cond):
             if cond.value:
-                return self.visit(s.then_case)
-            return self.visit(s.else_case) if s.else_case is not None else Evaluate(IntImm(INT32, 0))
-        then = self.visit(s.then_case)
-        other = None if s.else_case is None else self.visit(s.else_case)
+                return (yield s.then_case)
+            return (yield s.else_case) if s.else_case is not None else Evaluate(IntImm(INT32, 0))
+        then = (yield s.then_case)
+        other = None if s.else_case is None else (yield s.else_case)
         if other is not None and is_noop(other):
             other = None
         if cond is s.condition and then is s.then_case and other is s.else_case:
             return s
         return replace(s, condition=cond, then_case=then, else_case=other)
 
-    def visit_AssertStmt(self, s: AssertStmt) -> Stmt:
+    def visit_AssertStmt(self, s: AssertStmt):
         cond = self.visit(s.condition)
         if is_imm(cond) and cond.value:
-            return self.visit(s.body)
-        body = self.visit(s.body)
+            return (yield s.body)
+        body = (yield s.body)
         return s if cond is s.condition and body is s.body else replace(s, condition=cond, body=body)
 
-    def visit_While(self, s: While) -> Stmt:
+    def visit_While(self, s: While):
         cond = self.visit(s.condition)
         if is_imm(cond) and not cond.value:
             return Evaluate(IntImm(INT32, 0), s.span)
-        body = self.visit(s.body)
+        body = (yield s.body)
         return s if cond is s.condition and body is s.body else replace(s, condition=cond, body=body)
 
     def visit_SeqStmt(self, s: SeqStmt) -> Stmt:

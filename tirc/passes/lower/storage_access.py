@@ -93,10 +93,10 @@ class AccessFinder(Visitor):
     def visit_Return(self, s: Return) -> None:
         self._leaf(s, lambda: self.generic_visit(s))
 
-    def visit_LetStmt(self, s: LetStmt) -> None:
+    def visit_LetStmt(self, s: LetStmt):
         self._leaf(s, lambda: self.visit(s.value))
         self._define(s.var)
-        self.visit(s.body)
+        yield s.body
 
     def visit_BufferLoad(self, e: BufferLoad) -> None:
         self.generic_visit(e)
@@ -132,7 +132,7 @@ class AccessFinder(Visitor):
     def visit_AssertStmt(self, s: AssertStmt) -> None:
         self._new_scope(s)
 
-    def visit_AttrStmt(self, s: AttrStmt) -> None:
+    def visit_AttrStmt(self, s: AttrStmt):
         if s.key == THREAD_EXTENT and not self.in_thread:
             self.in_thread = True
             if isinstance(s.node, IterVar):
@@ -147,10 +147,10 @@ class AccessFinder(Visitor):
             if isinstance(s.node, IterVar):
                 self._define(s.node.var)
             self.visit(s.value)
-            self.visit(s.body)
+            yield s.body
 
     # definitions
-    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
+    def visit_AllocBuffer(self, s: AllocBuffer):
         b = s.buffer
         uses = [n for d in b.shape for n in walk(d)]
         if (len(b.shape) != 1 or any(isinstance(n, BufferLoad) for n in uses)
@@ -159,10 +159,10 @@ class AccessFinder(Visitor):
         else:
             self.allocs[id(b.data)] = (len(self.scope), s)
         self._define(b.data)
-        self.visit(s.body)
+        yield s.body
 
-    def visit_DeclBuffer(self, s: DeclBuffer) -> None:
-        self.visit(s.body)
+    def visit_DeclBuffer(self, s: DeclBuffer):
+        yield s.body
 
 
 # -- in-place detection ---------------------------------------------------------------------
@@ -202,17 +202,17 @@ class InplaceCheck(Visitor):
         else:
             self.visit(s.value)
 
-    def visit_AttrStmt(self, s: AttrStmt) -> None:
+    def visit_AttrStmt(self, s: AttrStmt):
         if s.key == "extern_scope":
             self.ok = False
             return
-        self.generic_visit(s)
+        yield from self.descend(s)
 
-    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
+    def visit_AllocBuffer(self, s: AllocBuffer):
         if any(k == "volatile" for k, _ in s.annotations):
             self.ok = False
             return
-        self.generic_visit(s)
+        yield from self.descend(s)
 
     def visit_Call(self, e: Call) -> None:
         if any(isinstance(a, Buffer) and id(a.data) in (self.dst, self.src) for a in e.args):

@@ -338,35 +338,35 @@ class _Rewriter(Mutator):
     def visit_BufferLoad(self, e: BufferLoad) -> PrimExpr:
         return self._shift(self.generic_visit(e), e.buffer)
 
-    def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
-        new = self.generic_visit(s)
+    def visit_SeqStmt(self, s: SeqStmt):
+        new = (yield from self.descend(s))
         if new is not s and any(isinstance(x, SeqStmt) for x in new.stmts):
             return seq(new.stmts, s.span)  # a removed allocation's body is spliced in
         return new
 
-    def visit_AllocBuffer(self, s: AllocBuffer) -> Stmt:
+    def visit_AllocBuffer(self, s: AllocBuffer):
         key = id(s.buffer.data)
         if key in self.pinned:
-            return self.generic_visit(s)
-        body = self.visit(s.body)
+            return (yield from self.descend(s))
+        body = (yield s.body)
         st = self.map.get(key)
         if st is None or st.buffer is s.buffer:
             return body  # unused, or re-created at its attach scope
         return DeclBuffer(self.remap(s.buffer), body, s.span)
 
-    def visit_DeclBuffer(self, s: DeclBuffer) -> Stmt:
+    def visit_DeclBuffer(self, s: DeclBuffer):
         if id(s.buffer.data) in self.stripped:
-            return self.visit(s.body)  # a view of memory nothing uses
-        return self.generic_visit(s)
+            return (yield s.body)  # a view of memory nothing uses
+        return (yield from self.descend(s))
 
-    def visit_For(self, s: For) -> Stmt:
-        out = self.generic_visit(s)
+    def visit_For(self, s: For):
+        out = (yield from self.descend(s))
         if id(s) in self.attach:
             out = replace(out, body=self.wrap(s, out.body))
         return out
 
-    def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
-        out = self.generic_visit(s)
+    def visit_AttrStmt(self, s: AttrStmt):
+        out = (yield from self.descend(s))
         if id(s) in self.attach:
             out = replace(out, body=self.wrap(s, out.body))
         return out

@@ -287,12 +287,12 @@ class _Kernels(Mutator):
 
     def visit_AttrStmt(self, s: AttrStmt):
         if s.key != THREAD_EXTENT:
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         return self.kernel(s)
 
     def visit_For(self, s: For):
         if s.kind != "thread_binding":
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         return self.kernel(s)
 
     def kernel(self, root: AttrStmt | For):

@@ -130,22 +130,22 @@ class _Unroll(Mutator):
 
     def visit_AttrStmt(self, s: AttrStmt):
         if not (s.key.startswith("pragma_") and isinstance(s.node, Var)):
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         if s.key in _PRAGMAS and not isinstance(s.value, IntImm):
             raise Diagnostic(f"loop pragma \"{s.key}\" needs a constant integer", s.span)
         if s.key == PRAGMA_AUTO_UNROLL_MAX_STEP:
             saved, self.max_step = self.max_step, s.value.value
             try:
-                return self.visit(s.body)
+                return (yield s.body)
             finally:
                 self.max_step = saved
         if s.key == PRAGMA_UNROLL_EXPLICIT:
             saved, self.explicit = self.explicit, bool(s.value.value)
             try:
-                return self.visit(s.body)
+                return (yield s.body)
             finally:
                 self.explicit = saved
-        return self.visit(s.body)  # another loop pragma: a hint no later pass reads
+        return (yield s.body)  # another loop pragma: a hint no later pass reads
 
     def visit_BufferStore(self, s):
         self.steps += 1
@@ -156,7 +156,7 @@ class _Unroll(Mutator):
         return self.generic_visit(s)
 
     def visit_For(self, s: For):
-        s = self.generic_visit(s)
+        s = (yield from self.descend(s))
         count = _trip_count(s)
         auto = (s.kind == "serial" and count is not None and self.normal_depth == 0
                 and self.unrolled_depth <= AUTO_MAX_DEPTH and count * self.steps <= self.max_step)

@@ -247,14 +247,14 @@ def vectorize(loop: For) -> Stmt | None:
 
 class _Loops(Mutator):
     def visit_For(self, s: For):
-        s = self.generic_visit(s)
+        s = (yield from self.descend(s))
         if s.kind != "vectorized":
             return s
         body = vectorize(s)
         return body if body is not None else replace(s, kind="serial")
 
     def visit_SeqStmt(self, s: SeqStmt):
-        new = self.generic_visit(s)
+        new = (yield from self.descend(s))
         return s if new is s else seq(new.stmts, s.span)  # a loop may become a sequence
 
 

@@ -136,12 +136,11 @@ class _Checker(Visitor):
             return own
         return next((s for s in reversed(self.where) if s is not None), None)
 
-    def visit(self, node) -> None:
+    def enter(self, node) -> None:
         self.where.append(getattr(node, "span", None))
-        try:
-            super().visit(node)
-        finally:
-            self.where.pop()
+
+    def leave(self, node) -> None:
+        self.where.pop()
 
     def add_root(self, b: Buffer) -> None:
         layout = _layout(b)
@@ -151,22 +150,22 @@ class _Checker(Visitor):
             self.roots[id(b.data)] = (b, lo * bits, hi * bits)
 
     # -- code that can run ----------------------------------------------------------------
-    def visit_IfThenElse(self, s: IfThenElse) -> None:
+    def visit_IfThenElse(self, s: IfThenElse):
         self.visit(s.condition)
         taken = fold(s.condition)
         if taken is None or taken:
-            self.visit(s.then_case)
+            yield s.then_case
         if s.else_case is not None and not taken:
-            self.visit(s.else_case)
+            yield s.else_case
 
-    def visit_While(self, s: While) -> None:
+    def visit_While(self, s: While):
         self.visit(s.condition)
         if fold(s.condition) != 0:
-            self.visit(s.body)
+            yield s.body
 
-    def visit_SBlockRealize(self, s: SBlockRealize) -> None:
+    def visit_SBlockRealize(self, s: SBlockRealize):
         if fold(s.predicate) != 0:
-            self.generic_visit(s)
+            yield from self.descend(s)
 
     def visit_Call(self, e: Call) -> None:
         if e.op == "if_then_else" and len(e.args) == 3:
@@ -190,14 +189,14 @@ class _Checker(Visitor):
         self.generic_visit(e)
 
     # -- memory ---------------------------------------------------------------------------
-    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
+    def visit_AllocBuffer(self, s: AllocBuffer):
         self.add_root(s.buffer)
-        self.generic_visit(s)
+        yield from self.descend(s)
 
-    def visit_SBlock(self, s: SBlock) -> None:
+    def visit_SBlock(self, s: SBlock):
         for b in s.alloc_buffers:
             self.add_root(b)
-        self.generic_visit(s)
+        yield from self.descend(s)
 
     def visit_MatchBufferRegion(self, m: MatchBufferRegion) -> None:
         src = m.source

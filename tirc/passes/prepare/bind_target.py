@@ -44,19 +44,18 @@ class _Calls(Visitor):
         self.context = context
         self.calls: list[tuple[str, str, Span | None]] = []
         self.has_device_region = False
+        self.outer: list[str] = []  # ``context`` outside each region entered
 
-    def visit(self, node) -> None:
+    def enter(self, node) -> None:
         change = scope_change(node)
-        if change is None:
-            super().visit(node)
-            return
-        if change == DEVICE:
-            self.has_device_region = True
-        outer, self.context = self.context, change
-        try:
-            super().visit(node)
-        finally:
-            self.context = outer
+        if change is not None:
+            self.has_device_region |= change == DEVICE
+            self.outer.append(self.context)
+            self.context = change
+
+    def leave(self, node) -> None:
+        if scope_change(node) is not None:
+            self.context = self.outer.pop()
 
     def visit_Call(self, e: Call) -> None:
         if isinstance(e.op, GlobalVar):
@@ -70,16 +69,17 @@ class _RewriteHostCalls(Mutator):
     def __init__(self, context: str, duplicates: dict[str, str]):
         self.context = context
         self.duplicates = duplicates
+        self.outer: list[str] = []  # ``context`` outside each region entered
 
-    def visit(self, node):
+    def enter(self, node) -> None:
         change = scope_change(node)
-        if change is None:
-            return super().visit(node)
-        outer, self.context = self.context, change
-        try:
-            return super().visit(node)
-        finally:
-            self.context = outer
+        if change is not None:
+            self.outer.append(self.context)
+            self.context = change
+
+    def leave(self, node) -> None:
+        if scope_change(node) is not None:
+            self.context = self.outer.pop()
 
     def visit_Call(self, e: Call):
         e = self.generic_visit(e)

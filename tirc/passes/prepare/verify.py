@@ -6,6 +6,8 @@ fact makes the program undefined (:mod:`tirc.passes.lower.verify_constants`: an 
 division by a constant 0, a constant index outside its buffer)."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.attrs import GLOBAL_SYMBOL, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import SCOPES, Buffer, is_storage_scope
@@ -93,25 +95,22 @@ class _FunctionVerifier(Visitor):
     def error(self, message: str, span: Span | None = None) -> None:
         raise Diagnostic(message, span or self.span())
 
-    def visit(self, node) -> None:
+    def enter(self, node) -> None:
         # A variable's own span is where it was defined; report uses at the enclosing node.
-        span = None if isinstance(node, Var) else getattr(node, "span", None)
-        self.where.append(span)
-        try:
-            super().visit(node)
-        finally:
-            self.where.pop()
+        self.where.append(None if isinstance(node, Var) else getattr(node, "span", None))
 
-    def scoped(self, define_vars=(), define_buffers=(), body=None) -> None:
+    def leave(self, node) -> None:
+        self.where.pop()
+
+    @contextmanager
+    def scope(self, define_vars=(), define_buffers=()):
+        """``define_vars`` and ``define_buffers`` defined inside."""
         added_v = [v for v in define_vars if id(v) not in self.vars]
         added_b = [b for b in define_buffers if id(b) not in self.buffers]
         self.vars.update(id(v) for v in added_v)
         self.buffers.update(id(b) for b in added_b)
         try:
-            if callable(body):
-                body()
-            elif body is not None:
-                self.visit(body)
+            yield
         finally:
             self.vars.difference_update(id(v) for v in added_v)
             self.buffers.difference_update(id(b) for b in added_b)
@@ -149,7 +148,7 @@ class _FunctionVerifier(Visitor):
                 self.error(f"variable '{v.name}' is used outside the scope that defines it")
             self.error(f"undefined variable '{v.name}'")
 
-    def visit_For(self, s: For) -> None:
+    def visit_For(self, s: For):
         self.visit(s.min)
         self.visit(s.extent)
         for e, what in ((s.min, "start"), (s.extent, "extent")):
@@ -164,7 +163,8 @@ class _FunctionVerifier(Visitor):
                        f"{MAX_LANES} lanes (TVM's DataType limit, on every target)", s.span)
         self.loop_depth += 1
         try:
-            self.scoped([s.loop_var], (), s.body)
+            with self.scope([s.loop_var]):
+                yield s.body
         finally:
             self.loop_depth -= 1
 
@@ -176,17 +176,19 @@ class _FunctionVerifier(Visitor):
         if self.loop_depth == 0:
             self.error("'continue' outside a loop", s.span)
 
-    def visit_LetStmt(self, s: LetStmt) -> None:
+    def visit_LetStmt(self, s: LetStmt):
         self.visit(s.value)
         if s.value.dtype != s.var.dtype:
             self.error(f"'{s.var.name}' is {s.var.dtype} but is bound to a {s.value.dtype} value", s.span)
-        self.scoped([s.var], (), s.body)
+        with self.scope([s.var]):
+            yield s.body
 
     def visit_Let(self, e: Let) -> None:
         self.visit(e.value)
-        self.scoped([e.var], (), e.body)
+        with self.scope([e.var]):
+            self.visit(e.body)
 
-    def visit_AttrStmt(self, s: AttrStmt) -> None:
+    def visit_AttrStmt(self, s: AttrStmt):
         self.visit(s.value)
         if s.key in (THREAD_EXTENT, VIRTUAL_THREAD) and isinstance(s.value, IntImm) \
                 and s.value.value < 1:
@@ -194,24 +196,27 @@ class _FunctionVerifier(Visitor):
             self.error(f"'{tag}' is launched with extent {s.value.value}: a thread extent "
                        "must be at least 1", s.span)
         if isinstance(s.node, IterVar):
-            self.scoped([s.node.var], (), s.body)
+            with self.scope([s.node.var]):
+                yield s.body
             return
         if isinstance(s.node, Buffer):
             self.visit_buffer(s.node)
         elif isinstance(s.node, PrimExpr) and not is_loop_pragma(s):
             self.visit(s.node)
-        self.visit(s.body)
+        yield s.body
 
-    def visit_AllocBuffer(self, s: AllocBuffer) -> None:
+    def visit_AllocBuffer(self, s: AllocBuffer):
         self.check_buffer_decl(s.buffer)
-        self.scoped([s.buffer.data], [s.buffer], s.body)
+        with self.scope([s.buffer.data], [s.buffer]):
+            yield s.body
 
-    def visit_DeclBuffer(self, s: DeclBuffer) -> None:
+    def visit_DeclBuffer(self, s: DeclBuffer):
         self.check_buffer_decl(s.buffer)
         self.visit(s.buffer.data)
-        self.scoped((), [s.buffer], s.body)
+        with self.scope((), [s.buffer]):
+            yield s.body
 
-    def visit_SBlockRealize(self, s: SBlockRealize) -> None:
+    def visit_SBlockRealize(self, s: SBlockRealize):
         block = s.block
         if len(s.iter_values) != len(block.iter_vars):
             self.error(f"block '{block.name_hint}' has {len(block.iter_vars)} iterators but "
@@ -225,25 +230,16 @@ class _FunctionVerifier(Visitor):
         self.visit(s.predicate)
         self.where.append(block.span)
         try:
-            self.visit_SBlock(block)
+            yield from self.visit_SBlock(block)
         finally:
             self.where.pop()
 
-    def visit_SBlock(self, s: SBlock) -> None:
+    def visit_SBlock(self, s: SBlock):
         for iv in s.iter_vars:
             self.visit(iv.dom.min)
             self.visit(iv.dom.extent)
         for b in s.alloc_buffers:
             self.check_buffer_decl(b)
-        def inner() -> None:
-            for m in s.match_buffers:  # a matched region may use the block's iterators
-                self.visit_BufferRegion(m.source)
-                self.check_buffer_decl(m.buffer)
-            for region in (*s.reads, *s.writes):
-                self.visit_BufferRegion(region)
-            if s.init is not None:
-                self.visit(s.init)
-            self.visit(s.body)
         defined_vars = [iv.var for iv in s.iter_vars] + [b.data for b in s.alloc_buffers]
         defined_vars += [m.buffer.data for m in s.match_buffers]
         # the variables of a matched buffer's signature are bound by the match
@@ -251,7 +247,15 @@ class _FunctionVerifier(Visitor):
                          for e in (*m.buffer.shape, *m.buffer.strides, m.buffer.elem_offset)
                          if isinstance(e, Var) and e not in defined_vars]
         buffers = list(s.alloc_buffers) + [m.buffer for m in s.match_buffers]
-        self.scoped(defined_vars, buffers, inner)
+        with self.scope(defined_vars, buffers):
+            for m in s.match_buffers:  # a matched region may use the block's iterators
+                self.visit_BufferRegion(m.source)
+                self.check_buffer_decl(m.buffer)
+            for region in (*s.reads, *s.writes):
+                self.visit_BufferRegion(region)
+            if s.init is not None:
+                yield s.init
+            yield s.body
 
     def visit_BufferRegion(self, r: BufferRegion) -> None:
         self.visit_buffer(r.buffer)
@@ -293,21 +297,21 @@ class _FunctionVerifier(Visitor):
             self.error(f"cannot store a {s.value.dtype} value into buffer '{s.buffer.name}' of "
                        f"{want}", s.span)
 
-    def visit_IfThenElse(self, s: IfThenElse) -> None:
+    def visit_IfThenElse(self, s: IfThenElse):
         self.check_condition(s.condition, "if", integer=True)
-        self.generic_visit(s)
+        yield from self.descend(s)
 
-    def visit_While(self, s: While) -> None:
+    def visit_While(self, s: While):
         self.check_condition(s.condition, "while", integer=True)
         self.loop_depth += 1
         try:
-            self.generic_visit(s)
+            yield from self.descend(s)
         finally:
             self.loop_depth -= 1
 
-    def visit_AssertStmt(self, s: AssertStmt) -> None:
+    def visit_AssertStmt(self, s: AssertStmt):
         self.check_condition(s.condition, "assert")
-        self.generic_visit(s)
+        yield from self.descend(s)
 
     def check_condition(self, cond: PrimExpr, what: str, integer: bool = False) -> None:
         """A bool; an ``if``/``while`` also takes a scalar integer (true when nonzero)."""

@@ -31,20 +31,20 @@ class _Annotate(Mutator):
     def visit_For(self, s: For):
         if s.kind == "thread_binding":
             raise Diagnostic("thread-bound loops must be lowered first (LowerThreadBindings)", s.span)
-        return self.generic_visit(s)
+        return (yield from self.descend(s))
 
     def visit_AttrStmt(self, s: AttrStmt):
         if s.key == TARGET and isinstance(s.node, Target):
             if s.node.is_device:
                 return s  # already a device region
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         if s.key == THREAD_EXTENT and isinstance(s.node, IterVar):
             if self.device is None:
                 raise Diagnostic(f"thread axis '{s.node.thread_tag}' in a function for the CPU "
                                  f"target '{self.func_target.describe()}'; bind the function "
                                  "to a device target", s.span)
             return AttrStmt(self.device, "target", _zero(s), s, s.span)
-        return self.generic_visit(s)
+        return (yield from self.descend(s))
 
 
 def _zero(s):

@@ -54,7 +54,7 @@ class _Split(Mutator):
 
     def visit_AttrStmt(self, s: AttrStmt):
         if not (s.key == TARGET and isinstance(s.node, Target) and s.node.is_device):
-            return self.generic_visit(s)
+            return (yield from self.descend(s))
         for node in walk(s.body):
             if isinstance(node, Return):
                 raise Diagnostic("'return' inside device code of a host function", node.span)
