@@ -42,7 +42,6 @@ from tirc.device_images import DeviceOutputs, arch_target
 from tirc.diagnostics import Diagnostic, internal_errors
 from tirc.ir.attrs import TARGET
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.nesting import with_room
 from tirc.target import Target, TargetError, host_triple, parse_target
 
 EMIT_KINDS = ("tir", "llvm", "ptx")
@@ -134,7 +133,6 @@ def check_symbol_prefix(prefix: str) -> None:
                          "(a letter or '_', then letters, digits and '_')")
 
 
-@with_room
 def build(source: str | IRModule, target: Target | str | None = None,
           host: Target | str | None = None, out_dir: str | os.PathLike = ".",
           name: str | None = None, shared: bool = False, emit: tuple[str, ...] = (),

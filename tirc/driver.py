@@ -9,7 +9,6 @@ import sys
 import click
 
 from tirc import __version__
-from tirc.nesting import with_room
 from tirc.diagnostics import CompileError, Diagnostic, SourceFile, read_source, render
 
 EXIT_ERROR = 1
@@ -39,7 +38,6 @@ def load_checked(path: str):
         _fail(d, source)
 
 
-@with_room
 def _parse_checked(source: SourceFile, path: str):
     """Parse and verify ``source``; Diagnostic for an error."""
     from tirc.parser import parse

@@ -13,7 +13,6 @@ from tirc import grammar_parser as lark
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.function import IRModule
-from tirc.nesting import with_room
 
 
 class _TirIndenter(lark.Indenter):
@@ -127,7 +126,6 @@ def parse_tree(text: str, filename: str = "<string>") -> lark.Tree:
         raise _syntax_error(e, filename, text) from None
 
 
-@with_room
 def parse(text: str, filename: str = "<string>") -> IRModule:
     """Parse TVMScript text into an :class:`IRModule`."""
     from tirc.frontend.builder import build_module

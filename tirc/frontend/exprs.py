@@ -1,6 +1,7 @@
 """Expressions of the parse tree to values and IR expressions."""
 from __future__ import annotations
 
+from contextlib import contextmanager
 from typing import Any
 
 from tirc import grammar_parser as lark
@@ -94,8 +95,7 @@ class ExprBuilder:
         self._depth += 1
         try:
             if self._depth > MAX_EXPR_DEPTH:
-                raise Diagnostic(f"expression nested more than {MAX_EXPR_DEPTH} levels deep",
-                                 self.span(node))
+                raise self._too_deep(node)
             if isinstance(node, lark.Token):
                 return self._name(str(node), self.span(node))
             handler = getattr(self, "_x_" + node.data, None)
@@ -104,6 +104,22 @@ class ExprBuilder:
             return handler(node, self.span(node))
         finally:
             self._depth -= 1
+
+    def _too_deep(self, node) -> Diagnostic:
+        return Diagnostic(f"expression nested more than {MAX_EXPR_DEPTH} levels deep (each "
+                          "operator of a chain is a level)", self.span(node))
+
+    @contextmanager
+    def _chain(self, node, operators: int):
+        """The operands of a chain of ``operators`` operators: as deep in the IR as
+        ``operators`` levels (the first is one, counted by :meth:`value`)."""
+        self._depth += operators - 1
+        try:
+            if self._depth > MAX_EXPR_DEPTH:
+                raise self._too_deep(node)
+            yield
+        finally:
+            self._depth -= operators - 1
 
     def expr(self, node: lark.Tree | lark.Token, dtype: DataType | None = None) -> PrimExpr:
         """Evaluate to an IR expression (typing bare literals with ``dtype`` if given)."""
@@ -210,6 +226,10 @@ class ExprBuilder:
     # -- operators ---------------------------------------------------------------------
     def _x_binary(self, node, span):
         children = node.children
+        with self._chain(node, len(children) // 2):
+            return self._binary_chain(children)
+
+    def _binary_chain(self, children):
         acc = self.value(children[0])
         for i in range(1, len(children), 2):
             tok = str(children[i])
@@ -247,7 +267,8 @@ class ExprBuilder:
         return binary(_COMPARE_TOKENS[str(op_token)], a, b, self.span(op_token))
 
     def _logic(self, op: str, node, span):
-        values = [self.value(c) for c in node.children]
+        with self._chain(node, len(node.children) - 1):
+            values = [self.value(c) for c in node.children]
         acc = self._as_bool(values[0], self.span(node.children[0]))
         for c, v in zip(node.children[1:], values[1:]):
             acc = typed_binary(op, acc, self._as_bool(v, self.span(c)), span)

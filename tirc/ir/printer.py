@@ -16,7 +16,6 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore,
                           SeqStmt, Stmt, While)
 from tirc.ir.scalars import scalar_buffers
 from tirc.ir.freevars import free_vars
-from tirc.nesting import with_room
 from tirc.target import Target
 from tirc.ir.print_expr import ExprPrinter, _plus, py_value, quote
 from tirc.ir.print_block import BlockPrinter, implicit_root
@@ -29,7 +28,6 @@ _LOOP_FN = {"parallel": "T.parallel", "vectorized": "T.vectorized", "unrolled": 
             "serial": "T.serial"}
 
 
-@with_room
 def print_module(mod: IRModule) -> str:
     """The whole module as TVMScript text."""
     names = sorted(mod.functions)

@@ -52,18 +52,24 @@ class _Walk:
 
     A walker that must act around every node defines ``enter(node)`` and
     ``leave(node)`` (``leave`` runs also when visiting the node failed) instead of
-    overriding ``visit``; a walker that overrides ``visit`` still works, but recursively.
+    overriding ``visit``. One that handles some nodes whatever their class defines
+    ``intercept(node)``: None for the usual visit, or a generator of steps (which may
+    ``yield from self.steps_of(node)`` for the usual visit). A walker that overrides
+    ``visit`` still works, but recursively.
     """
 
     _table: dict = {}
     _hooked = False      # defines enter/leave
+    _intercepts = False  # defines intercept
     _own_visit = False   # overrides visit: children go through it
+    _spans = False       # a statement put in place of another takes its location
     expressions = True   # False: expressions are not visited
 
     def __init_subclass__(cls, **kwargs):
         super().__init_subclass__(**kwargs)
         cls._table = {}
         cls._hooked = getattr(cls, "enter", None) is not None
+        cls._intercepts = getattr(cls, "intercept", None) is not None
         cls._own_visit = cls.visit is not _Walk.visit
 
     @classmethod
@@ -82,18 +88,54 @@ class _Walk:
         return out
 
     def visit(self, node: Node):
+        # One Python frame here per level of an expression: its depth is what the
+        # recursion limit bounds (tirc.nesting), so what follows is written out in place.
         cls = type(self)
         try:
             fn, gen = cls._table[type(node)]
         except KeyError:
             fn, gen = cls._resolve(type(node))
-        if not cls._hooked:
-            return self._finish(node, self._run(fn(self, node)) if gen else fn(self, node))
-        self.enter(node)
+        hooked = cls._hooked
+        if hooked:
+            self.enter(node)
         try:
-            return self._finish(node, self._run(fn(self, node)) if gen else fn(self, node))
+            steps = self.intercept(node) if cls._intercepts else None
+            if steps is not None:
+                out = self._run(steps)
+            elif gen:
+                out = self._run(fn(self, node))
+            else:
+                out = fn(self, node)
+            if cls._spans and out is not node and isinstance(out, Stmt) and out.span is None:
+                out = carry_span(out, node)
+            return out
         finally:
-            self.leave(node)
+            if hooked:
+                self.leave(node)
+
+    def steps_of(self, node: Node):
+        """Generator: ``node`` visited by its own method (not intercepted), as steps of a
+        statement walk; for ``yield from`` in :meth:`intercept`."""
+        try:
+            fn, gen = type(self)._table[type(node)]
+        except KeyError:
+            fn, gen = type(self)._resolve(type(node))
+        if gen:
+            return (yield from fn(self, node))
+        return fn(self, node)
+
+    def _start(self, node: Node):
+        """``(steps, None)``: a generator to drive; ``(None, result)``: done."""
+        cls = type(self)
+        if cls._intercepts:
+            steps = self.intercept(node)
+            if steps is not None:
+                return steps, None
+        try:
+            fn, gen = cls._table[type(node)]
+        except KeyError:
+            fn, gen = cls._resolve(type(node))
+        return (fn(self, node), None) if gen else (None, fn(self, node))
 
     def _run(self, steps):
         """Drive a generator method and, in the same loop, those of the statements it
@@ -106,17 +148,19 @@ class _Walk:
         cls = type(self)
         if cls._own_visit:
             return None, self.visit(child)
-        try:
-            fn, gen = cls._table[type(child)]
-        except KeyError:
-            fn, gen = cls._resolve(type(child))
         if not cls._hooked:
-            return (fn(self, child), None) if gen else (None, self._finish(child, fn(self, child)))
+            steps, out = self._start(child)
+            return (steps, None) if steps is not None else (None, self._finish(child, out))
         self.enter(child)
-        if gen:
-            return fn(self, child), None
         try:
-            return None, self._finish(child, fn(self, child))
+            steps, out = self._start(child)
+        except BaseException:
+            self.leave(child)
+            raise
+        if steps is not None:
+            return steps, None  # left in _end, or by drive when it fails
+        try:
+            return None, self._finish(child, out)
         finally:
             self.leave(child)
 
@@ -135,7 +179,11 @@ class Visitor(_Walk):
             self._run(self.descend(node))
             return
         for name in _child_fields(type(node)):
-            self._visit_value(getattr(node, name))
+            value = getattr(node, name)
+            if is_node(value):
+                self.visit(value)
+            else:
+                self._visit_value(value)
 
     def descend(self, node: Node):
         """Generator: visit every child of the statement ``node``."""
@@ -175,6 +223,8 @@ class Mutator(_Walk):
     takes the replaced statement's source location when it has none of its own, so the
     location survives passes (line info, diagnostics after lowering)."""
 
+    _spans = True
+
     def _finish(self, node: Node, out: Node) -> Node:
         if out is not node and isinstance(out, Stmt) and out.span is None:
             return carry_span(out, node)
@@ -186,7 +236,7 @@ class Mutator(_Walk):
         changes: dict[str, object] = {}
         for name in _child_fields(type(node)):
             old = getattr(node, name)
-            new = self._mutate_value(old)
+            new = self.visit(old) if is_node(old) else self._mutate_value(old)
             if new is not old:
                 changes[name] = new
         return replace(node, **changes) if changes else node

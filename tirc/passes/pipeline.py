@@ -12,7 +12,6 @@ from typing import Callable
 
 from tirc.diagnostics import Diagnostic, internal_errors
 from tirc.ir.function import IRModule
-from tirc.nesting import with_room
 from tirc.target import Target
 
 
@@ -301,7 +300,6 @@ def pass_names(abi: str | None = "packed") -> list[str]:
     return [p.name for p in pipeline(abi)]
 
 
-@with_room
 def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
                  instruments: tuple[Instrument, ...] = ()) -> IRModule:
     """Run the pipeline of ``ctx.abi`` in order, up to and including ``stop_after``."""
@@ -346,7 +344,6 @@ def passes_named(names: list[str]) -> list[Pass]:
     return [table[n] for n in names]
 
 
-@with_room
 def run_passes(mod: IRModule, ctx: PassContext, names: list[str],
                instruments: tuple[Instrument, ...] = ()) -> IRModule:
     """Run exactly the passes ``names`` in the order given, nothing before them (as

@@ -45,7 +45,7 @@ class _Canonicalize(Mutator):
             bumped = arith("add", s.extent, IntImm(s.extent.dtype, step.value - 1))
             extent = BinOp("floordiv", bumped, IntImm(s.extent.dtype, step.value), s.extent.dtype)
         return replace(s, min=IntImm(s.min.dtype, 0), extent=extent, step=None,
-                       body=self.visit(body))
+                       body=(yield body))
 
 
 def canonicalize_loop(mod: IRModule, ctx=None) -> IRModule:

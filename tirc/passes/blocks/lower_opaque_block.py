@@ -53,7 +53,7 @@ class _Lower(Mutator):
         if block.match_buffers:
             raise Diagnostic(f"block '{block.name_hint}' still matches buffers; LowerOpaqueBlock "
                              "needs LowerMatchBuffer first", block.match_buffers[0].span)
-        body = self.visit(block.body)
+        body = yield block.body
         for key, value in reversed(block.annotations):
             if key.startswith("pragma_"):
                 body = AttrStmt(None, key, _attr_expr(value), body, block.span)
@@ -66,7 +66,7 @@ class _Lower(Mutator):
     def visit_For(self, s: For):
         if (s.kind == "serial" and isinstance(s.extent, IntImm) and s.extent.value == 1
                 and not s.annotations and s.step is None):
-            return self.visit(substitute(s.body, {id(s.loop_var): s.min}))  # a unit loop
+            return (yield substitute(s.body, {id(s.loop_var): s.min}))  # a unit loop
         s = (yield from self.descend(s))
         pragmas = [(k, v) for k, v in s.annotations if k.startswith("pragma_")]
         if not pragmas:

@@ -92,7 +92,7 @@ class _LCADetector(Visitor):
         if buf is not None:  # an opaque access through the data pointer (``A.data``)
             self.update(buf, self.stack[-1])
 
-    def visit_SBlockRealize(self, s: SBlockRealize) -> None:
+    def visit_SBlockRealize(self, s: SBlockRealize):
         block = s.block
         for b in block.alloc_buffers:
             self.by_data.setdefault(id(b.data), b)
@@ -109,8 +109,8 @@ class _LCADetector(Visitor):
                 self.visit(rng.min)
                 self.visit(rng.extent)
         if block.init is not None:
-            self.visit(block.init)
-        self.visit(block.body)
+            yield block.init
+        yield block.body
         self.stack.pop()
 
     def _outermost_loop_parent(self, value) -> _Scope | None:

@@ -73,12 +73,12 @@ class _Unify(Mutator):
         if s.key not in _THREAD_KEYS or not isinstance(s.node, IterVar):
             return (yield from self.descend(s))
         zero = IntImm(s.value.dtype, 0, s.span)
-        return self._unify(s, s.node.var, s.node.thread_tag, zero, s.value)
+        return (yield from self._unify(s, s.node.var, s.node.thread_tag, zero, s.value))
 
     def visit_For(self, s: For):
         if s.kind != "thread_binding":
             return (yield from self.descend(s))
-        out = self._unify(s, s.loop_var, s.thread_tag, s.min, s.extent)
+        out = yield from self._unify(s, s.loop_var, s.thread_tag, s.min, s.extent)
         if not s.annotations:
             return out
         if isinstance(out, For):
@@ -89,7 +89,7 @@ class _Unify(Mutator):
         return For(Var("var", dtype, None, s.span), IntImm(dtype, 0, s.span),
                    IntImm(dtype, 1, s.span), "serial", out, None, s.annotations, None, s.span)
 
-    def _unify(self, s: Stmt, old: Var, tag: str, lo: PrimExpr, extent: PrimExpr) -> Stmt:
+    def _unify(self, s: Stmt, old: Var, tag: str, lo: PrimExpr, extent: PrimExpr):
         kernel = self.depth == 0
         depth = self.depth
         if kernel:
@@ -105,7 +105,7 @@ class _Unify(Mutator):
             check_same_range(tag, (axis.min, axis.extent), lo, extent, s.span)
         self.subst[id(old)] = axis.var if old.dtype == axis.var.dtype else \
             Cast(old.dtype, axis.var, old.span)
-        body = self.visit(s.body)
+        body = yield s.body
         self.depth = depth
         if not kernel:
             return body

@@ -42,6 +42,7 @@ from tirc.ir.function import IRModule
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate,
                           For, IfThenElse, IterVar, LetStmt, Return, SeqStmt, Stmt, While, seq)
+from tirc.ir.trampoline import drive
 from tirc.ir.visitor import Mutator, _child_fields, is_node, walk
 
 _RECORDED = (BinOp, Not, Cast, Select)
@@ -133,10 +134,10 @@ class _Planner:
             a, b = self.scopes[a][0], self.scopes[b][0]
         return a
 
-    def _in_scope(self, body: Stmt, opener: Stmt) -> None:
+    def _in_scope(self, body: Stmt, opener: Stmt):
         saved = self.scope
         self.scope = self._open(opener)
-        self.stmt_(body)
+        yield body
         self.scope = saved
 
     def _define(self, v: Var) -> None:
@@ -145,43 +146,47 @@ class _Planner:
 
     # -- statements --------------------------------------------------------------------------
     def stmt_(self, s: Stmt) -> None:
+        """Record ``s``'s scopes and expressions; the statements under it in one loop."""
+        drive(self._stmt_steps(s), lambda child: (self._stmt_steps(child), None), _nothing)
+
+    def _stmt_steps(self, s: Stmt):
         self.stmt = s
         self.defs_at.setdefault(id(s), self.defs)
         saved_defs = self.defs
         if isinstance(s, SeqStmt):
             for x in s.stmts:
-                self.stmt_(x)
+                yield x
         elif isinstance(s, For):
             for e in (s.min, s.extent) + (() if s.step is None else (s.step,)):
                 self.expr(e)
             self._define(s.loop_var)
-            self._in_scope(s.body, s)
+            yield from self._in_scope(s.body, s)
         elif isinstance(s, IfThenElse):
             self.expr(s.condition)
-            self._in_scope(s.then_case, s)
+            yield from self._in_scope(s.then_case, s)
             if s.else_case is not None:
-                self._in_scope(s.else_case, s)
+                yield from self._in_scope(s.else_case, s)
         elif isinstance(s, While):
             self.expr(s.condition)
-            self._in_scope(s.body, s)
+            yield from self._in_scope(s.body, s)
         elif isinstance(s, AttrStmt):
             if isinstance(s.value, PrimExpr):
                 self.expr(s.value)
             if isinstance(s.node, IterVar):
                 self._define(s.node.var)
-            self._in_scope(s.body, s)
+            yield from self._in_scope(s.body, s)
         elif isinstance(s, LetStmt):
             self.expr(s.value)
             self._define(s.var)
-            self.stmt_(s.body)
+            yield s.body
         elif isinstance(s, AssertStmt):
             self.expr(s.condition)
-            self.stmt_(s.body)
+            yield s.body
         elif isinstance(s, AllocBuffer):
             self._define(s.buffer.data)
-            self.stmt_(s.body)
+            yield s.body
         elif isinstance(s, DeclBuffer):
-            self.stmt_(s.body)
+            yield s.body
         elif isinstance(s, BufferStore):
             self.expr(s.value)
             for i in s.indices:
@@ -195,7 +200,7 @@ class _Planner:
                     if isinstance(x, PrimExpr) and is_node(x):
                         self.expr(x)
                     elif isinstance(x, Stmt):
-                        self.stmt_(x)
+                        yield x
         self.defs = saved_defs
 
     # -- expressions -------------------------------------------------------------------------
@@ -294,6 +299,10 @@ def _replace(e: PrimExpr, target: PrimExpr, by: Var) -> PrimExpr:
     return _Replace(target, by).visit(e)
 
 
+def _nothing(child, value) -> None:
+    return None
+
+
 class _Rewriter(Mutator):
     """Phase 2 (TVM's ``CSERewriter``): bindings before their statements (their body the
     rest of the sequence), occurrences replaced inside the bindings' scope."""
@@ -304,20 +313,24 @@ class _Rewriter(Mutator):
         self.rename: dict[int, Var] = {}  # a later copy of a shared statement
         self.done: set[int] = set()
 
-    def visit(self, node):
-        if isinstance(node, PrimExpr):
-            var = self.remap.get(node) if isinstance(node, _RECORDED) else None
-            if var is not None and id(var) in self.active:
-                return self.rename.get(id(var), var)
-            return super().visit(node)
-        if isinstance(node, Stmt) and id(node) in self.insert:
-            return self._bound(node, lambda: super(_Rewriter, self).visit(node))
-        return super().visit(node)
+    def _recorded(self, e: PrimExpr) -> PrimExpr:
+        var = self.remap.get(e)
+        if var is not None and id(var) in self.active:
+            return self.rename.get(id(var), var)
+        return self.generic_visit(e)
 
-    def _bound(self, s: Stmt, visit_s, visit_rest=None) -> Stmt:
-        """``s`` visited under the bindings planned before it (then, in a sequence, the
-        statements after it: the bindings' body is the rest of the sequence). A later
-        copy of a shared statement binds fresh variables, used in that copy only."""
+    visit_BinOp = visit_Not = visit_Cast = visit_Select = _recorded  # the kinds of _RECORDED
+
+    def intercept(self, node):
+        if isinstance(node, Stmt) and id(node) in self.insert:
+            return self._bound(node)
+        return None
+
+    def _bound(self, s: Stmt, rest: tuple[Stmt, ...] = ()):
+        """Steps of a statement walk: ``s`` visited under the bindings planned before it
+        (then, in a sequence, the statements after it, ``rest``: the bindings' body is the
+        rest of the sequence). A later copy of a shared statement binds fresh variables,
+        used in that copy only."""
         binds = self.insert[id(s)]
         fresh = id(s) in self.done
         self.done.add(id(s))
@@ -333,28 +346,25 @@ class _Rewriter(Mutator):
             self.active.add(id(b.var))
         saved = self.rename
         self.rename = {**saved, **local}
-        body = visit_s()
+        body = self._finish(s, (yield from self.steps_of(s)))
         self.rename = saved
-        if visit_rest is not None:
-            body = seq([body] + visit_rest())
+        if rest:  # walked as a sequence of its own: one more step, not a deeper one
+            after = yield SeqStmt(rest)
+            body = seq([body] + (list(after.stmts) if isinstance(after, SeqStmt) else [after]))
         for b in binds:
             self.active.discard(id(b.var))
         for var, value in reversed(made):
             body = LetStmt(var, value, body, s.span, form="let")
         return body
 
-    def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
-        items = self._items(list(s.stmts))
+    def visit_SeqStmt(self, s: SeqStmt):
+        items: list[Stmt] = []
+        for k, x in enumerate(s.stmts):
+            if id(x) in self.insert:
+                items.append((yield from self._bound(x, s.stmts[k + 1:])))
+                break
+            items.append((yield x))
         if all(a is b for a, b in zip(items, s.stmts)) and len(items) == len(s.stmts):
             return s
         return seq(items, s.span)
 
-    def _items(self, stmts: list[Stmt]) -> list[Stmt]:
-        out: list[Stmt] = []
-        for k, x in enumerate(stmts):
-            if id(x) in self.insert:
-                out.append(self._bound(x, lambda: Mutator.visit(self, x),
-                                       lambda: self._items(stmts[k + 1:])))
-                return out
-            out.append(self.visit(x))
-        return out

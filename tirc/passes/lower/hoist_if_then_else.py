@@ -146,23 +146,23 @@ class _Hoister(Mutator):
         if isinstance(node, Stmt) and not isinstance(node, _CHAIN):
             self.in_chain = self.outer_in_chain.pop()
 
-    def chain(self, node: Stmt) -> Stmt:
+    def chain(self, node: Stmt):
         """A sequence, or a statement TVM 0.27 writes as one before its body: a loop whose
         body holds several statements keeps the conditions below it."""
-        if not self.in_chain and self.loops and _flat_count(node) > 1:
+        if not self.in_chain and self.loops and _several(node):
             self.loops[-1].sequential = True
         saved, self.in_chain = self.in_chain, True
         try:
-            return self.generic_visit(node)
+            return (yield from self.descend(node))
         finally:
             self.in_chain = saved
 
     visit_SeqStmt = visit_AllocBuffer = visit_DeclBuffer = visit_AssertStmt = chain
 
-    def visit_LetStmt(self, s: LetStmt) -> Stmt:
+    def visit_LetStmt(self, s: LetStmt):
         self.bound.add(id(s.var))
         try:
-            return self.chain(s)
+            return (yield from self.chain(s))
         finally:
             self.bound.discard(id(s.var))
 
@@ -181,27 +181,27 @@ class _Hoister(Mutator):
         finally:
             self.bound -= ids
 
-    def loop(self, node: Stmt, var: Var, thread_axis: bool) -> Stmt:
+    def loop(self, node: Stmt, var: Var, thread_axis: bool):
         loop = _Loop(var, thread_axis, self.branches)
         self.loops.append(loop)
         if thread_axis:
             self.thread_vars.add(id(var))
         try:
-            new = self.generic_visit(node)
+            new = yield from self.descend(node)
         finally:
             self.loops.pop()
             if thread_axis:
                 self.thread_vars.discard(id(var))
         return self.wrap(new, loop)
 
-    def visit_For(self, s: For) -> Stmt:
-        return self.loop(s, s.loop_var, False)
+    def visit_For(self, s: For):
+        return (yield from self.loop(s, s.loop_var, False))
 
     def visit_AttrStmt(self, s: AttrStmt):
         if isinstance(s.node, IterVar):
-            return self.loop(s, s.node.var, True)
+            return (yield from self.loop(s, s.node.var, True))
         if isinstance(s.node, Var):
-            return self.loop(s, s.node, True)
+            return (yield from self.loop(s, s.node, True))
         return (yield from self.descend(s))
 
     def visit_IfThenElse(self, s: IfThenElse):
@@ -278,17 +278,27 @@ def _hoistable(cond: PrimExpr) -> bool:
     return True
 
 
-def _flat_count(s: Stmt) -> int:
-    """The statements of ``s`` as TVM 0.27 lays them out in one sequence (its lets,
-    allocations, declarations and asserts stand before their bodies; a pure let does not
-    count)."""
-    if isinstance(s, SeqStmt):
-        return sum(_flat_count(x) for x in s.stmts)
-    if isinstance(s, LetStmt):
-        return _flat_count(s.body) + (0 if is_pure(s.value) else 1)
-    if isinstance(s, (AllocBuffer, DeclBuffer, AssertStmt)):
-        return 1 + _flat_count(s.body)
-    return 1
+def _several(s: Stmt) -> bool:
+    """Whether ``s`` is more than one statement as TVM 0.27 lays them out in one sequence
+    (its lets, allocations, declarations and asserts stand before their bodies; a pure
+    let does not count)."""
+    count, todo = 0, [s]
+    while todo:
+        x = todo.pop()
+        if isinstance(x, SeqStmt):
+            todo.extend(x.stmts)
+            continue
+        if isinstance(x, LetStmt):
+            count += 0 if is_pure(x.value) else 1
+            todo.append(x.body)
+        elif isinstance(x, (AllocBuffer, DeclBuffer, AssertStmt)):
+            count += 1
+            todo.append(x.body)
+        else:
+            count += 1
+        if count > 1:
+            return True
+    return False
 
 
 def _statements(s: Stmt) -> int:

@@ -59,11 +59,11 @@ class Selector(Visitor):
                 self.hinted.add(id(var))
         yield from self.descend(s)
 
-    def visit_SeqStmt(self, s: SeqStmt) -> None:
+    def visit_SeqStmt(self, s: SeqStmt):
         start = self.no_split
         for x in s.stmts:
             before, self.no_split = self.no_split, start
-            self.visit(x)
+            yield x
             self.no_split = self.no_split or before
 
     def visit_Call(self, e: Call) -> None:

@@ -89,12 +89,13 @@ class _NoOpRemover(Mutator):
         return seq(kept, span) if kept else _nop(span)
 
     # -- scopes ----------------------------------------------------------------------------
-    def scoped(self, ranges: dict[int, Interval], known: dict[int, PrimExpr], body: Stmt) -> Stmt:
+    def scoped(self, ranges: dict[int, Interval], known: dict[int, PrimExpr], body: Stmt):
+        """Steps of a statement walk: ``body`` visited with ``ranges`` and ``known``."""
         saved_ranges, saved_known = self.ranges, self.known
         self.ranges = {**self.ranges, **ranges} if ranges else self.ranges
         self.known = {**self.known, **known} if known else self.known
         try:
-            return self.visit(body)
+            return (yield body)
         finally:
             self.ranges, self.known = saved_ranges, saved_known
 
@@ -121,14 +122,16 @@ class _NoOpRemover(Mutator):
             return s
         return _nop(s.span)
 
-    def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
-        items = [self.visit(x) for x in s.stmts]
+    def visit_SeqStmt(self, s: SeqStmt):
+        items = []
+        for x in s.stmts:
+            items.append((yield x))
         if all(a is b for a, b in zip(items, s.stmts)) and not any(map(is_no_op, items)):
             return s
         kept = [x for x in items if not is_no_op(x)]
         return seq(kept, s.span) if kept else _nop(s.span)
 
-    def visit_LetStmt(self, s: LetStmt) -> Stmt:
+    def visit_LetStmt(self, s: LetStmt):
         value = self.visit(s.value)
         r = interval(value, self.ranges) if value.dtype.is_integer else None
         known = {}
@@ -136,7 +139,7 @@ class _NoOpRemover(Mutator):
             full = self.substitute(value)
             if _small(full):
                 known[id(s.var)] = full
-        body = _empty_body(self.scoped({id(s.var): r} if r else {}, known, s.body), s.body)
+        body = _empty_body((yield from self.scoped({id(s.var): r} if r else {}, known, s.body)), s.body)
         if value is s.value and body is s.body:
             return s
         return replace(s, value=value, body=body)
@@ -149,14 +152,14 @@ class _NoOpRemover(Mutator):
         body = _empty_body((yield s.body), s.body)
         return s if body is s.body else replace(s, body=body)
 
-    def visit_AssertStmt(self, s: AssertStmt) -> Stmt:
+    def visit_AssertStmt(self, s: AssertStmt):
         cond = self.visit(s.condition)
-        body = _empty_body(self.scoped({}, self.facts(cond, True), s.body), s.body)
+        body = _empty_body((yield from self.scoped({}, self.facts(cond, True), s.body)), s.body)
         if cond is s.condition and body is s.body:
             return s
         return replace(s, condition=cond, body=body)
 
-    def visit_AttrStmt(self, s: AttrStmt) -> Stmt:
+    def visit_AttrStmt(self, s: AttrStmt):
         if s.key == PRAGMA_DEBUG_SKIP_REGION:
             return _nop(s.span)
         value = self.visit(s.value)
@@ -165,14 +168,14 @@ class _NoOpRemover(Mutator):
             r = interval(value, self.ranges)
             if r is not None and r[1] >= 1:
                 ranges[id(s.node.var)] = (0, r[1] - 1)
-        body = self.scoped(ranges, {}, s.body)
+        body = (yield from self.scoped(ranges, {}, s.body))
         if is_no_op(body):
             return self.evaluate([value], s.span)
         if value is s.value and body is s.body:
             return s
         return replace(s, value=value, body=body)
 
-    def visit_For(self, s: For) -> Stmt:
+    def visit_For(self, s: For):
         ext = interval(s.extent, self.ranges)
         if ext is not None and ext[1] <= 0:
             return _nop(s.span)
@@ -182,7 +185,7 @@ class _NoOpRemover(Mutator):
         mr = interval(lo, self.ranges)
         if mr is not None and ext is not None and (step is None or const_int(step) == 1):
             ranges[id(s.loop_var)] = (mr[0], mr[1] + ext[1] - 1)
-        body = self.scoped(ranges, {}, s.body)
+        body = (yield from self.scoped(ranges, {}, s.body))
         if const_int(extent) == 0:
             return _nop(s.span)
         if is_no_op(body):
@@ -191,10 +194,10 @@ class _NoOpRemover(Mutator):
             return s
         return replace(s, min=lo, extent=extent, step=step, body=body)
 
-    def visit_IfThenElse(self, s: IfThenElse) -> Stmt:
+    def visit_IfThenElse(self, s: IfThenElse):
         cond = self.visit(s.condition)
-        then = self.scoped({}, self.facts(cond, True), s.then_case)
-        other = None if s.else_case is None else self.scoped({}, self.facts(cond, False), s.else_case)
+        then = (yield from self.scoped({}, self.facts(cond, True), s.then_case))
+        other = None if s.else_case is None else (yield from self.scoped({}, self.facts(cond, False), s.else_case))
         if const_int(cond) is not None:
             if const_int(cond):
                 return then

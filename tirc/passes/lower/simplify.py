@@ -84,13 +84,14 @@ class _Simplifier(Mutator):
         self.buffers: dict[int, Buffer] = {}
 
     # -- scopes ----------------------------------------------------------------------------
-    def with_range(self, var: Var, r: Interval | None, body: Stmt) -> Stmt:
+    def with_range(self, var: Var, r: Interval | None, body: Stmt):
+        """Steps of a statement walk: ``body`` visited with ``var`` in ``r``."""
         if r is None or r[0] > r[1]:
-            return self.visit(body)
+            return (yield body)
         old = self.ranges.get(id(var))
         self.ranges[id(var)] = r
         try:
-            return self.visit(body)
+            return (yield body)
         finally:
             if old is None:
                 self.ranges.pop(id(var), None)
@@ -116,19 +117,19 @@ class _Simplifier(Mutator):
             self.bind[id(s.var)] = value
             return (yield s.body)
         r = interval(value, self.ranges) if value.dtype.is_integer else None
-        body = self.with_range(s.var, r, s.body)
+        body = yield from self.with_range(s.var, r, s.body)
         if value is s.value and body is s.body:
             return s
         return replace(s, value=value, body=body)
 
-    def visit_For(self, s: For) -> Stmt:
+    def visit_For(self, s: For):
         lo, ext = self.visit(s.min), self.visit(s.extent)
         step = None if s.step is None else self.visit(s.step)
         r = None
         mr, er = interval(lo, self.ranges), interval(ext, self.ranges)
         if mr is not None and er is not None and (step is None or const_int(step) == 1):
             r = (mr[0], mr[1] + er[1] - 1)
-        body = self.with_range(s.loop_var, r, s.body)
+        body = yield from self.with_range(s.loop_var, r, s.body)
         if lo is s.min and ext is s.extent and step is s.step and body is s.body:
             return s
         return replace(s, min=lo, extent=ext, step=step, body=body)
@@ -138,7 +139,7 @@ class _Simplifier(Mutator):
         node = s.node
         if isinstance(node, IterVar) and s.key in (THREAD_EXTENT, VIRTUAL_THREAD):
             er = interval(value, self.ranges)
-            body = self.with_range(node.var, None if er is None else (0, er[1] - 1), s.body)
+            body = yield from self.with_range(node.var, None if er is None else (0, er[1] - 1), s.body)
         else:
             node = self._mutate_value(node)
             body = (yield s.body)
@@ -174,8 +175,10 @@ class _Simplifier(Mutator):
         body = (yield s.body)
         return s if cond is s.condition and body is s.body else replace(s, condition=cond, body=body)
 
-    def visit_SeqStmt(self, s: SeqStmt) -> Stmt:
-        items = [self.visit(x) for x in s.stmts]
+    def visit_SeqStmt(self, s: SeqStmt):
+        items = []
+        for x in s.stmts:
+            items.append((yield x))
         if all(a is b for a, b in zip(items, s.stmts)):
             return s
         kept = [x for x in items if not is_noop(x)]

@@ -36,6 +36,7 @@ from tirc.ir.function import IRModule
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore, Continue,
                           DeclBuffer, Evaluate, For, IfThenElse, LetStmt, Return, SeqStmt, Stmt,
                           While, seq)
+from tirc.ir.trampoline import drive
 from tirc.ir.visitor import Mutator, Visitor
 from tirc.passes.lower.thread_sync_index import ThreadIndices
 
@@ -149,6 +150,10 @@ def _jumps(s: Stmt) -> bool:
     return isinstance(body, Stmt) and _jumps(body)
 
 
+def _result(child, value):
+    return value
+
+
 class _Kernel:
     """The barrier planner for one kernel."""
 
@@ -188,17 +193,25 @@ class _Kernel:
         out.tail = pending
         return barriers, out
 
-    def prefixed(self, pre: list[_Access], body: Stmt, ok: bool) -> tuple[Stmt, _Summary]:
-        """A statement that evaluates ``pre`` and then runs ``body`` (a barrier may go at
-        the top of the body)."""
-        new, sm = self.stmt(body, ok)
+    def prefixed(self, pre: list[_Access], body: Stmt, ok: bool):
+        """Steps: a statement that evaluates ``pre`` and then runs ``body`` (a barrier may
+        go at the top of the body)."""
+        new, sm = yield body, ok
         (_, top), whole = self.fold([_Summary(pre, pre), sm], [False, ok])
         return (new if top is None else seq([barrier(top, new.span), new])), whole
 
     def stmt(self, s: Stmt, ok: bool) -> tuple[Stmt, _Summary]:
-        """``s`` with barriers added (only if ``ok``: not in divergent code), summarised."""
+        """``s`` with barriers added (only if ``ok``: not in divergent code), summarised.
+        The statements under it are planned in one loop (tirc.ir.trampoline)."""
+        return drive(self.steps(s, ok), lambda child: (self.steps(*child), None), _result)
+
+    def steps(self, s: Stmt, ok: bool):
+        """:meth:`stmt` as steps: yields ``(statement, ok)`` for each statement under ``s``,
+        gets back its :meth:`stmt`."""
         if isinstance(s, SeqStmt):
-            done = [self.stmt(c, ok) for c in s.stmts]
+            done = []
+            for c in s.stmts:
+                done.append((yield c, ok))
             scopes, whole = self.fold([sm for _, sm in done], [ok] * len(done))
             out: list[Stmt] = []
             for (new, _), scope in zip(done, scopes):
@@ -219,12 +232,10 @@ class _Kernel:
         if isinstance(s, (Evaluate, Return)):
             acc = _reads(s.value)
             return s, _Summary(acc, acc)
-        if isinstance(s, For):
-            return self.loop(s, ok)
-        if isinstance(s, While):
-            return self.loop(s, ok)
+        if isinstance(s, (For, While)):
+            return (yield from self.loop(s, ok))
         if isinstance(s, IfThenElse):
-            return self.branch(s, ok)
+            return (yield from self.branch(s, ok))
         if isinstance(s, LetStmt):
             self.index.bind_let(s.var, s.value)
             pre, body = _reads(s.value), s.body
@@ -235,12 +246,12 @@ class _Kernel:
             pre, body = [], s.body
         else:
             return s, _Summary()  # Break, Continue
-        new, sm = self.prefixed(pre, body, ok)
+        new, sm = yield from self.prefixed(pre, body, ok)
         return (s if new is body else replace(s, body=new)), sm
 
-    def loop(self, s: For | While, ok: bool) -> tuple[Stmt, _Summary]:
+    def loop(self, s: For | While, ok: bool):
         if isinstance(s, For) and s.kind == "thread_binding":
-            new, sm = self.stmt(s.body, ok)
+            new, sm = yield s.body, ok
             return (s if new is s.body else replace(s, body=new)), sm
         if isinstance(s, For):
             bounds = (s.min, s.extent, s.step)
@@ -250,7 +261,7 @@ class _Kernel:
             bounds, extent = (s.condition,), None
         pre = _reads(*(b for b in bounds if b is not None))
         ok_body = ok and not self.index.is_divergent(*bounds)
-        body, sm = self.stmt(s.body, ok_body)
+        body, sm = yield s.body, ok_body
         cond = pre if isinstance(s, While) else []
         if cond:  # a While re-reads its condition before every iteration
             (_, top), sm = self.fold([_Summary(cond, cond), sm], [False, ok_body])
@@ -268,12 +279,12 @@ class _Kernel:
         whole = _Summary(_union(pre, sm.head), _union(sm.tail, cond), sm.syncs and runs)
         return (s if body is s.body else replace(s, body=body)), whole
 
-    def branch(self, s: IfThenElse, ok: bool) -> tuple[Stmt, _Summary]:
+    def branch(self, s: IfThenElse, ok: bool):
         cond = _reads(s.condition)
         ok_inner = ok and not self.index.is_divergent(s.condition)
-        then, st = self.prefixed(cond, s.then_case, ok_inner)
+        then, st = yield from self.prefixed(cond, s.then_case, ok_inner)
         if s.else_case is not None:
-            other, se = self.prefixed(cond, s.else_case, ok_inner)
+            other, se = yield from self.prefixed(cond, s.else_case, ok_inner)
         else:
             other, se = None, _Summary(cond, cond)
         whole = _Summary(_union(st.head, se.head), _union(st.tail, se.tail), st.syncs and se.syncs)

@@ -184,7 +184,7 @@ class _Unroll(Mutator):
         stmts = []
         for child in s.stmts:
             self.steps = self.unrolled_depth = self.normal_depth = 0
-            stmts.append(self.visit(child))
+            stmts.append((yield child))
             steps += self.steps
             unrolled = max(unrolled, self.unrolled_depth)
             normal = max(normal, self.normal_depth)
