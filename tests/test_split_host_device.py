@@ -30,10 +30,10 @@ class Module:
     def vadd(A: T.Buffer(("n",), "float32"), B: T.Buffer((n,), "float32"), C: T.Buffer((16,), "float32")):
         n = T.int32()
         T.func_attr({{"target": {FULL}}})
-        Module.vadd_kernel(B.data, A.data, n)
+        Module.vadd_kernel(A.data, B.data, n)
 
     @T.prim_func
-    def vadd_kernel(B_ptr: T.handle("float32"), A_ptr: T.handle("float32"), n: T.int32):
+    def vadd_kernel(A_ptr: T.handle("float32"), B_ptr: T.handle("float32"), n: T.int32):
         T.func_attr({{{KERNEL}}})
         B = T.decl_buffer((n,), "float32", data=B_ptr)
         A = T.decl_buffer((n,), "float32", data=A_ptr)

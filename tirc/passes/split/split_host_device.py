@@ -5,8 +5,8 @@ AnnotateDeviceRegions) becomes a public function ``<func>_kernel`` (then ``_kern
 ... — fresh names across the module) bound to that device target, with
 ``"calling_conv": 2`` (a kernel the host launches) and ``"tirx.is_global_func"``. Its
 parameters are exactly what the region uses from outside: one pointer per distinct
-buffer data pointer (in order of first use), then the scalar variables (including the
-size variables of the buffers' shapes); inside, each buffer is declared again over its
+buffer data pointer, then the scalar variables (including the size variables of the
+buffers' shapes), each group by name as TVM 0.27 orders them; inside, each buffer is declared again over its
 pointer (``T.decl_buffer(..., data=A_ptr)``) with fresh variables, so no Var or Buffer
 is shared between host and kernel. The region in the host function becomes a call
 ``Module.<func>_kernel(A.data, ..., n)``, which LowerDeviceKernelLaunch turns into a
@@ -67,19 +67,23 @@ class _Split(Mutator):
         for v in scalars:
             if v.dtype == HANDLE and v.ptr is None:
                 raise Diagnostic(f"device code uses the opaque handle '{v.name}'", s.span)
-        params = [Var(f"{p.name}_ptr", HANDLE, p.ptr or PointerType(None, "global"), p.span)
-                  for p in pointers]
+        # TVM's order: pointers, then scalars, each by name (a stable sort: first use
+        # orders equal names), so a kernel takes its arguments as TVM's does.
+        args = sorted(pointers + scalars, key=lambda v: (v.dtype != HANDLE, v.name))
+        ptr_params = {id(p): Var(f"{p.name}_ptr", HANDLE, p.ptr or PointerType(None, "global"),
+                                 p.span) for p in pointers}
+        params = tuple(ptr_params.get(id(v), v) for v in args)
         body = s.body
         for b in reversed(uses.buffers):
             body = DeclBuffer(b, body, s.span)
-        body = substitute(body, {id(p): q for p, q in zip(pointers, params)})
-        kernel = PrimFunc(tuple(params) + tuple(scalars), body, None, (),
+        body = substitute(body, ptr_params)
+        kernel = PrimFunc(params, body, None, (),
                           {TARGET: s.node, **KERNEL_ATTRS, **_noalias(self.func)},
                           False, s.span)
         kernel = renew_defs(kernel)
         name = self.fresh()
         self.kernels[name] = kernel
-        call = Call(VOID, GlobalVar(name), tuple(pointers) + tuple(scalars), s.span)
+        call = Call(VOID, GlobalVar(name), tuple(args), s.span)
         return Evaluate(call, s.span)
 
 
