@@ -112,7 +112,9 @@ def host_target_of(host: IRModule, bind: Target) -> Target:
     found: dict[str, Target] = {}
     for f in host.functions.values():
         t = f.attrs.get(TARGET)
-        cpu = t if isinstance(t, Target) and not t.is_device else (t.host if isinstance(t, Target) else None)
+        if not isinstance(t, Target):
+            continue
+        cpu = t.without_host() if not t.is_device else t.host  # a CPU target's own code
         if cpu is not None:
             found.setdefault(cpu.canonical, cpu)
     if len(found) > 1:

@@ -18,9 +18,12 @@ called from host code and itself contains device regions (thread bindings) gets 
 target, like an entry point, rather than the host target; a function whose explicit
 target is a CPU target but that is called from device code is a diagnostic at the call, and
 so is a public function (an entry point, itself included) called from device code.
-A device target's host is filled in on externally visible functions that lack one (as
-TVM does), whatever the bind target (with a CPU bind target, that target is the host);
-CPU targets get no host. When the bind target is itself a CPU target there is
+A device target's host is filled in on externally visible functions that lack one,
+whatever the bind target (with a CPU bind target, that target is the host; TVM fills it
+in only from a bind target with a host, and leaves a device function it cannot build).
+An externally visible function with an explicit CPU target gets the bind target's host
+when there is one, as TVM's BindTarget gives it (``llvm`` with host ``llvm``); code is
+still made for its own target. When the bind target is itself a CPU target there is
 no device, and nothing is duplicated.
 """
 from __future__ import annotations
@@ -145,8 +148,11 @@ def bind_target(mod: IRModule, target: Target) -> IRModule:
     for name, func in funcs.items():
         explicit = func.attrs.get(TARGET)
         if isinstance(explicit, Target):
-            if _is_exposed(func) and explicit.is_device and explicit.host is None:
-                func = func.with_attr(TARGET, explicit.with_host(host))
+            if _is_exposed(func) and explicit.host is None:
+                if explicit.is_device:
+                    func = func.with_attr(TARGET, explicit.with_host(host))
+                elif target.host is not None:  # TVM's rule: the bind target's host, if any
+                    func = func.with_attr(TARGET, explicit.with_host(target.host))
             new[name] = func
             continue
         if func.attrs.get(IS_HOST_FUNC):
