@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Diagnostic, Span
+from tirc.frontend import not_built
 from tirc.frontend.arith import binary, cast_to
 from tirc.frontend.values import TName, check_float_range, check_int_range, describe, literal_expr
 from tirc.ir.buffer import Buffer
@@ -121,6 +122,8 @@ def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg]
         raw = INTRINSICS[name].result in ("dtype", "dtype_last") or name == "call_ffi_kernel"
         exprs = args if raw else [b.as_expr(v, s) for v, s in args]
         return make_call(b, name, exprs, kwargs, span)
+    if name in not_built.NAMES:
+        raise Diagnostic(not_built.NAMES[name], span)
     raise Diagnostic(f"unknown name 'T.{name}'", span)
 
 

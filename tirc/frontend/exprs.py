@@ -7,7 +7,7 @@ from typing import Any
 from tirc import grammar_parser as lark
 
 from tirc.diagnostics import Diagnostic, Span
-from tirc.frontend import calls
+from tirc.frontend import calls, not_built
 from tirc.frontend.arith import binary, cast_to, difference, typed_binary
 from tirc.frontend.scope import Scope
 from tirc.frontend.values import (HandleType, Lambda, LetType, ModuleRef, Namespace, Slot, TName,
@@ -496,6 +496,8 @@ class ExprBuilder:
             raise Diagnostic(f"expected a dtype, got {describe(v)}", span)
         if name == "bool" or is_dtype_name(name):
             return parse_dtype(name)
+        if name in not_built.DTYPES:
+            raise Diagnostic(not_built.DTYPES[name], span)
         raise Diagnostic(f"unknown dtype '{name}'", span)
 
 
