@@ -40,6 +40,7 @@ SYMBOL_PREFIX = "tirc.symbol_prefix"  # --symbol-prefix, on every exported funct
 # -- statement attributes (T.attr keys) ---------------------------------------------------
 THREAD_EXTENT = "thread_extent"
 VIRTUAL_THREAD = "virtual_thread"
+DEVICE_SCOPE = "device_scope"  # T.attr(0, "device_scope", 0): a region run on the device
 REDUCE_SCOPE = "reduce_scope"
 DEVICE_TYPE = "device_type"
 DEVICE_ID = "device_id"

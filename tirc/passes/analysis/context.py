@@ -7,7 +7,7 @@ unless the function itself is bound to a device target without a host.
 """
 from __future__ import annotations
 
-from tirc.ir.attrs import TARGET, THREAD_EXTENT, VIRTUAL_THREAD
+from tirc.ir.attrs import DEVICE_SCOPE, TARGET, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import AttrStmt, For, Stmt
 from tirc.target import Target
@@ -21,7 +21,7 @@ def scope_change(s: Stmt) -> str | None:
     if isinstance(s, For) and s.kind == "thread_binding":
         return DEVICE
     if isinstance(s, AttrStmt):
-        if s.key in (THREAD_EXTENT, VIRTUAL_THREAD):
+        if s.key in (THREAD_EXTENT, VIRTUAL_THREAD, DEVICE_SCOPE):
             return DEVICE
         if s.key == TARGET and isinstance(s.node, Target):
             return DEVICE if s.node.is_device else HOST

@@ -1,7 +1,9 @@
 """AnnotateDeviceRegions: mark where host code hands over to the device.
 
 In a function whose top level is host code (a CPU target, or a device target with a
-host), every outermost thread scope (``T.launch_thread``) is wrapped in
+host), every outermost thread scope (``T.launch_thread``) and every ``device_scope`` region
+(``T.attr(0, "device_scope", 0)``: code for the device without thread axes, launched as
+one thread, as TVM does) is wrapped in
 ``T.attr(<device target>, "target", 0)`` — the device target being the function's own
 target without its host. Regions the text already delegated with
 ``T.attr(T.target(...), "target", 0)`` are kept. Functions bound to a device target
@@ -15,7 +17,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import TARGET, THREAD_EXTENT
+from tirc.ir.attrs import DEVICE_SCOPE, TARGET, THREAD_EXTENT
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import AttrStmt, For, IterVar
 from tirc.ir.visitor import Mutator
@@ -38,10 +40,12 @@ class _Annotate(Mutator):
             if s.node.is_device:
                 return s  # already a device region
             return (yield from self.descend(s))
-        if s.key == THREAD_EXTENT and isinstance(s.node, IterVar):
+        if (s.key == THREAD_EXTENT and isinstance(s.node, IterVar)) or s.key == DEVICE_SCOPE:
             if self.device is None:
-                raise Diagnostic(f"thread axis '{s.node.thread_tag}' in a function for the CPU "
-                                 f"target '{self.func_target.describe()}'; bind the function "
+                what = (f"thread axis '{s.node.thread_tag}'" if s.key == THREAD_EXTENT
+                        else "a 'device_scope' region")
+                raise Diagnostic(f"{what} in a function for the CPU target "
+                                 f"'{self.func_target.describe()}'; bind the function "
                                  "to a device target", s.span)
             return AttrStmt(self.device, "target", _zero(s), s, s.span)
         return (yield from self.descend(s))
