@@ -15,7 +15,7 @@ HEADER = "# from tvm.script import tirx as T\n@T.prim_func\n"
 
 
 def test_tvm_printed_tensor_map_is_refused_where_it_is_declared(tmp_path):
-    path = ROOT / "tests" / "tir" / "cuda_tensormap.tir"
+    path = ROOT / "tests" / "errors" / "cuda_tensormap.tir"
     line = next(i for i, text in enumerate(path.read_text().splitlines(), 1) if "T.TensorMap()" in text)
     r = CliRunner().invoke(cli, ["build", str(path), "--target", "cuda -arch=sm_90", "-o", str(tmp_path / "out")])
     assert r.exit_code == 1, r.output

@@ -12,6 +12,11 @@ is shared between host and kernel. The region in the host function becomes a cal
 ``Module.<func>_kernel(A.data, ..., n)``, which LowerDeviceKernelLaunch turns into a
 launch.
 
+A public function of a device target (with a host) that hands nothing over to the device
+itself, returns nothing, and is called by another function is device code throughout, as
+TVM treats it: it becomes a kernel (its buffer parameters become their data pointers),
+and LowerDeviceKernelLaunch launches it as one thread where it is called.
+
 Device functions that return a value are device subroutines called from kernels and are
 never split; calls inside device code stay direct calls; host functions without device
 regions are untouched — so a value-returning host helper never becomes a kernel, and a
@@ -22,9 +27,10 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import CallingConv, CALLING_CONV, IS_GLOBAL_FUNC, NOALIAS, NOALIAS_KEYS, TARGET
+from tirc.ir.attrs import (CALLING_CONV, GLOBAL_SYMBOL, IS_GLOBAL_FUNC, NOALIAS, NOALIAS_KEYS, TARGET,
+                           CallingConv)
 from tirc.ir.dtype import HANDLE, VOID
-from tirc.ir.expr import Call, GlobalVar, PointerType, Var
+from tirc.ir.expr import Call, GlobalVar, IntImm, PointerType, Var
 from tirc.ir.freevars import region_uses
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.renew import renew_defs, substitute
@@ -94,12 +100,61 @@ def _noalias(func: PrimFunc) -> dict:
     return {}
 
 
+def _called(mod: IRModule) -> set[str]:
+    return {n.op.name for f in mod.functions.values() for n in walk(f.body)
+            if isinstance(n, Call) and isinstance(n.op, GlobalVar)}
+
+
+def _runs_on_device(f: PrimFunc) -> bool:
+    """Whether ``f`` is a public function of a device target whose code is all for the
+    device: no region of its own hands over to the device, nothing is returned, and its
+    buffers have constant shapes (a launch passes their data pointers only)."""
+    target = f.attrs.get(TARGET)
+    if not (isinstance(target, Target) and target.is_device and target.host is not None):
+        return False
+    if f.private or (f.ret_type is not None and not f.ret_type.is_void):
+        return False
+    for _, b in f.buffer_map:
+        if not all(isinstance(e, IntImm) for e in (*b.shape, *b.strides)) or \
+                not (b.elem_offset is None or isinstance(b.elem_offset, IntImm)):
+            return False
+    return not any(isinstance(n, AttrStmt) and n.key == TARGET for n in walk(f.body))
+
+
+def _as_kernel(f: PrimFunc) -> PrimFunc:
+    """``f`` as a kernel: each buffer parameter becomes its data pointer (the buffer
+    declared over it), the target loses its host."""
+    buffers = {id(p): b for p, b in f.buffer_map}
+    params, pointers, declared = [], {}, []
+    for p in f.params:
+        b = buffers.get(id(p))
+        if b is None:
+            params.append(p)
+            continue
+        ptr = Var(f"{b.data.name}_ptr", HANDLE, b.data.ptr or PointerType(None, "global"), p.span)
+        pointers[id(b.data)] = ptr
+        params.append(ptr)
+        declared.append(b)
+    body = f.body
+    for b in reversed(declared):
+        body = DeclBuffer(b, body, f.span)
+    attrs = {k: v for k, v in f.attrs.items() if k not in (TARGET, GLOBAL_SYMBOL)}
+    kernel = PrimFunc(tuple(params), substitute(body, pointers), None, (),
+                      {**attrs, TARGET: f.attrs[TARGET].without_host(), **KERNEL_ATTRS},
+                      False, f.span)
+    return renew_defs(kernel)
+
+
 def split_host_device(mod: IRModule, ctx) -> IRModule:
     funcs: dict[str, PrimFunc] = {}
     kernels: dict[str, PrimFunc] = {}
     taken = set(mod.functions)
+    called = _called(mod)
     for name, f in mod.functions.items():
         target = f.attrs.get(TARGET)
+        if name in called and _runs_on_device(f):
+            funcs[name] = _as_kernel(f)  # TVM launches it, as one thread
+            continue
         if not isinstance(target, Target) or body_context(f) != HOST:
             funcs[name] = f
             continue
