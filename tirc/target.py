@@ -239,7 +239,16 @@ _COMMON = {
     "device": Option("str", "", "a device name, informational"),
     "model": Option("str", "", "a device model, informational"),
     "libs": Option("list", (), "external libraries, informational"),
+    # TVM's bookkeeping for targets made from a device; unset unless given
+    "from_device": Option("int", None, "the device a target was made from, informational"),
+    "target_device_type": Option("int", None, "a DLPack device type, informational"),
 }
+
+# A key ``feature.<name>`` (TVM's derived target features, as some printers write them)
+# is accepted on every kind, informational: tirc derives what it needs from mcpu/mattr.
+FEATURE_PREFIX = "feature."
+
+FAST_MATH_FLAGS = ("arcp", "contract", "ninf", "nnan", "nsz", "reassoc")
 
 KINDS: dict[str, TargetKind] = {
     "llvm": TargetKind(
@@ -253,6 +262,14 @@ KINDS: dict[str, TargetKind] = {
             "opt-level": Option("int", 3, "LLVM optimisation level", (0, 1, 2, 3)),
             "num-cores": Option("int", 0, "threads for T.parallel loops (0: all)"),
             "fast-math": Option("bool", False, "allow fast-math floating-point rewrites"),
+            **{f"fast-math-{flag}": Option("bool", None, f"LLVM's '{flag}' fast-math flag on "
+                                           "floating-point arithmetic")
+               for flag in FAST_MATH_FLAGS},
+            "vector-width": Option("int", None, "TVM's preferred vector width in bits; "
+                                   "accepted, the width stays LLVM's choice for the CPU"),
+            "cl-opt": Option("list", None, "LLVM command-line options; accepted, not passed "
+                             "on: they are process-wide in llvmlite"),
+            "jit": Option("str", None, "TVM's JIT engine, informational: tirc writes objects"),
             "supports_calls": Option("bool", True, "the code generator emits calls between "
                                      "functions; false inlines private functions"),
             "keys": Option("list", ("cpu",), "keys TVM uses to select schedules"),
@@ -271,6 +288,8 @@ KINDS: dict[str, TargetKind] = {
             "thread_warp_size": Option("int", 32, "threads in a warp"),
             "max_shared_memory_per_block": Option("int", None, "shared memory one block may use, bytes (from arch)", derived=True),
             "registers_per_block": Option("int", 65536, "32-bit registers per block"),
+            "l2_cache_size_bytes": Option("int", None, "the L2 cache size, informational "
+                                          "(TVM's schedules read it)"),
             "ptx_version": Option("int", None, "PTX ISA version x10, e.g. 78 (from arch)", derived=True),
             "mcpu": Option("str", "", "unused; accepted for TVM compatibility"),
             "supports_calls": Option("bool", True, "the code generator emits calls between "
@@ -368,8 +387,8 @@ class Target:
         is what the printer writes (TVM fills in the rest with its own defaults)."""
         out: dict[str, Any] = {"kind": self.kind}
         for key, value in self.options:
-            if explicit_only and key not in self.explicit:
-                continue
+            if (explicit_only and key not in self.explicit) or value is None:
+                continue  # None: an informational option left unset
             out[key] = list(value) if isinstance(value, tuple) else value
         if self.host is not None:
             out["host"] = self.host.to_dict(explicit_only)
@@ -436,6 +455,14 @@ def _check_value(kind: TargetKind, name: str, value: Any) -> Any:
     return value
 
 
+def fast_math_flags(target: "Target") -> tuple[str, ...]:
+    """LLVM's fast-math flags for the floating-point arithmetic of a CPU target: all of
+    them (``fast``) with -fast-math, else those its -fast-math-<flag> options name."""
+    if target.get("fast-math"):
+        return ("fast",)
+    return tuple(f for f in FAST_MATH_FLAGS if target.get(f"fast-math-{f}"))
+
+
 def make_target(kind_name: str, given: dict[str, Any], host: "Target | None" = None) -> Target:
     """Validate ``given`` options against the kind, fill defaults and derived options."""
     if kind_name in UNSUPPORTED_KINDS:
@@ -447,12 +474,19 @@ def make_target(kind_name: str, given: dict[str, Any], host: "Target | None" = N
     values: dict[str, Any] = {}
     for raw_name, value in given.items():
         name = kind.aliases.get(raw_name, raw_name)
+        if name.startswith(FEATURE_PREFIX) and len(name) > len(FEATURE_PREFIX):
+            if not isinstance(value, (bool, int, str)):
+                raise TargetError(f"option '{name}' of '{kind_name}' takes a bool, integer or "
+                                  f"string, got {value!r}")
+            values[name] = value
+            continue
         if name not in kind.options:
             raise TargetError(f"unknown option '{raw_name}' for target kind '{kind_name}'; valid "
                               f"options: {', '.join(sorted(kind.options))}")
         values[name] = _check_value(kind, name, value)
     resolved = {n: o.default for n, o in kind.options.items() if not o.derived}
-    resolved.update({n: v for n, v in values.items() if not kind.options[n].derived})
+    resolved.update({n: v for n, v in values.items()
+                     if n not in kind.options or not kind.options[n].derived})
     for name, value in kind.derive(resolved).items():
         resolved[name] = values.get(name, value)
     resolved.update(values)
@@ -519,7 +553,7 @@ def describe_kinds() -> str:
         resolved = make_target(kind.name, {})
         for name, opt in sorted(kind.options.items()):
             default = resolved.get(name)
-            shown = _cli_value(default) if default not in ("", ()) else "(empty)"
+            shown = _cli_value(default) if default not in ("", (), None) else "(unset)" if default is None else "(empty)"
             note = " [derived]" if opt.derived else ""
             typ = "str" if opt.type == "archs" else opt.type  # a name, or names with commas
             lines.append(f"  -{name}=<{typ}>  default {shown}{note}  {opt.doc}")

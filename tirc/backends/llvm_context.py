@@ -47,6 +47,9 @@ class LLVMTargetContext:
     max_stack_alloca = 1024  # bytes: larger or non-constant allocations go elsewhere
     # fast-math flags of float add/sub/mul (("contract",): a * b + c may become an fma)
     float_flags: tuple[str, ...] = ()
+    # fast-math flags the target asks for (-fast-math, -fast-math-<flag>), on every float
+    # operation (float_flags include them)
+    fast_flags: tuple[str, ...] = ()
     # scoped alias metadata on buffer accesses (llvm_alias): buffers known distinct are
     # declared not to alias
     alias_scopes = False

@@ -162,7 +162,7 @@ class ExprLowering:
             return contract[op](a, c, flags=self.ctx.float_flags)
         simple = {"div": b.fdiv, "mod": b.frem}
         if op in simple:
-            return simple[op](a, c)
+            return simple[op](a, c, flags=self.ctx.fast_flags)
         if op in ("floordiv", "floormod"):
             q = self.call_intrinsic("llvm.floor", [b.fdiv(a, c)])
             return q if op == "floordiv" else b.fsub(a, b.fmul(q, c))
