@@ -93,12 +93,34 @@ def test_vector_add_launch_ir(tmp_path):
     """, tmp_path)
 
 
-def test_constant_launch_sizes_and_small_dynamic_shared_memory(tmp_path):
+def test_constant_launch_sizes_and_static_shared_memory(tmp_path):
+    # both kernels keep their static shared arrays: no dynamic shared memory at launch
     filecheck(host_ir((SAMPLES / "two_kernels.tir").read_text()), r"""
         CHECK-NOT: cuFuncSetAttribute"
         CHECK: call i32 %"cuLaunchKernel"(ptr %"two_kernels_kernel.func", i32 32, i32 1, i32 1, i32 128, i32 1, i32 1, i32 0,
         CHECK-NOT: call i32 %"cuFuncSetAttribute
-        CHECK: call i32 %"cuLaunchKernel{{[.0-9]*}}"(ptr %"two_kernels_kernel_1.func", i32 16, i32 1, i32 1, i32 256, i32 1, i32 1, i32 2048,
+        CHECK: call i32 %"cuLaunchKernel{{[.0-9]*}}"(ptr %"two_kernels_kernel_1.func", i32 16, i32 1, i32 1, i32 256, i32 1, i32 1, i32 0,
+    """, tmp_path)
+
+
+SMALL_DYN_SHMEM = HEAD + textwrap.dedent("""
+    @T.prim_func
+    def small(A: T.Buffer((4096,), "float32"), B: T.Buffer((4096,), "float32")):
+        for bx in T.thread_binding(16, thread="blockIdx.x"):
+            for tx in T.thread_binding(256, thread="threadIdx.x"):
+                tile = T.alloc_buffer((256,), scope="shared.dyn")
+                flags = T.alloc_buffer((256,), "int32", scope="shared.dyn")
+                tile[tx] = A[bx * 256 + tx]
+                flags[tx] = T.Cast("int32", tile[tx] > T.float32(0.0))
+                T.tvm_storage_sync("shared")
+                B[bx * 256 + tx] = tile[255 - tx] * T.Cast("float32", flags[255 - tx])
+""")
+
+
+def test_small_dynamic_shared_memory(tmp_path):
+    filecheck(host_ir(SMALL_DYN_SHMEM), r"""
+        CHECK-NOT: call i32 %"cuFuncSetAttribute
+        CHECK: call i32 %"cuLaunchKernel"(ptr %"small_kernel.func", i32 16, i32 1, i32 1, i32 256, i32 1, i32 1, i32 2048,
     """, tmp_path)
 
 
@@ -229,6 +251,20 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
   fflush(stdout);
   return env("FAKE_LAUNCH");
 }
+#ifndef NO_LAUNCH_EX
+typedef struct { int id; char pad[4]; long long value[8]; } Attr;
+typedef struct { unsigned g[3], b[3], smem; void* stream; Attr* attrs; unsigned n; } Config;
+int cuLaunchKernelEx(const Config* c, void* f, void** params, void** extra) {
+  char line[256];
+  int k = snprintf(line, sizeof line, "launchex %s %u %u %u %u %u %u %u", (const char*)f, c->g[0],
+                   c->g[1], c->g[2], c->b[0], c->b[1], c->b[2], c->smem);
+  for (unsigned i = 0; i < c->n; i++)
+    k += snprintf(line + k, sizeof line - k, " attr%d=%d", c->attrs[i].id, (int)c->attrs[i].value[0]);
+  puts(line);
+  fflush(stdout);
+  return env("FAKE_LAUNCH");
+}
+#endif
 """
 
 
@@ -284,6 +320,69 @@ def fake_driver(tmp_path_factory):
     subprocess.run(["cc", "-shared", "-fPIC", "-o", str(d / "libcuda.so.1"), str(d / "fake.c")],
                    check=True)
     return {"LD_LIBRARY_PATH": str(d)}
+
+
+PDL = HEAD + textwrap.dedent("""
+    @T.prim_func
+    def f(A: T.Buffer((256,), "float32")):
+        T.func_attr({"tirx.kernel_launch_params": ["tirx.use_programtic_dependent_launch",
+                                                   "tirx.use_cooperative_launch"]})
+        for bx in T.thread_binding(2, thread="blockIdx.x"):
+            for tx in T.thread_binding(128, thread="threadIdx.x"):
+                A[bx * 128 + tx] = A[bx * 128 + tx] + T.float32(1)
+""")
+
+
+def test_launch_kinds_go_through_cu_launch_kernel_ex(tmp_path):
+    """TVM's programmatic dependent and cooperative launches (issue 14 item 4d): the kernel
+    asks for them in tirx.kernel_launch_params, the host launches it with
+    cuLaunchKernelEx and one launch attribute set to 1 for each."""
+    filecheck(host_ir(PDL), r"""
+        CHECK-DAG: %"f_kernel.launch_config" = alloca {i32, i32, i32, i32, i32, i32, i32, ptr, ptr, i32}
+        CHECK-DAG: %"f_kernel.launch_attrs" = alloca [2 x {i32, [4 x i8], [8 x i64]}]
+        CHECK: getelementptr {{.*}} %"f_kernel.launch_attrs", i64 0, i64 0, i32 0
+        CHECK-NEXT: store i32 6
+        CHECK: getelementptr {{.*}} %"f_kernel.launch_attrs", i64 0, i64 0, i32 2, i64 0
+        CHECK-NEXT: store i64 1
+        CHECK: getelementptr {{.*}} %"f_kernel.launch_attrs", i64 0, i64 1, i32 0
+        CHECK-NEXT: store i32 2
+        CHECK: %"f_kernel.launch_config", i64 0, i32 0
+        CHECK-NEXT: store i32 2,
+        CHECK: %"f_kernel.launch_config", i64 0, i32 3
+        CHECK-NEXT: store i32 128,
+        CHECK: %"f_kernel.launch_config", i64 0, i32 8
+        CHECK-NEXT: store ptr %"f_kernel.launch_attrs"
+        CHECK: %"f_kernel.launch_config", i64 0, i32 9
+        CHECK-NEXT: store i32 2,
+        CHECK: call i32 %"cuLaunchKernelEx"(ptr %"f_kernel.launch_config", ptr %"f_kernel.func", ptr %"f_kernel.args", ptr null)
+    """, tmp_path)
+    assert '%"cuLaunchKernel"(' not in host_ir(PDL)
+
+
+@pytest.fixture(scope="module")
+def launch_kinds_so(tmp_path_factory):
+    pytest.importorskip("tvm_ffi")
+    out = tmp_path_factory.mktemp("pdl")
+    build(PDL, "cuda -arch=sm_90", out_dir=out, name="pdl", shared=True)
+    return out / "pdl.so"
+
+
+def test_launch_kinds_through_a_fake_driver(launch_kinds_so, fake_driver):
+    lines = _call(launch_kinds_so, "f", 256, 0, nargs=1, env={**fake_driver, "FAKE_N_INDEX": "-1"})
+    assert lines == ["cuInit", "retain 0", "load sm_90", "launchex f_kernel 2 1 1 128 1 1 0 attr6=1 attr2=1", "OK"]
+
+
+def test_a_driver_without_cu_launch_kernel_ex_is_a_runtime_error(launch_kinds_so, tmp_path_factory):
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("oldcuda")
+    (d / "fake.c").write_text(FAKE_LIBCUDA)
+    subprocess.run(["cc", "-shared", "-fPIC", "-DNO_LAUNCH_EX", "-o", str(d / "libcuda.so.1"),
+                    str(d / "fake.c")], check=True)
+    lines = _call(launch_kinds_so, "f", 256, 0, nargs=1, env={"LD_LIBRARY_PATH": str(d)})
+    assert lines[-1] == ("RuntimeError: launching kernel 'f_kernel': the CUDA driver has no "
+                         "cuLaunchKernelEx (CUDA 12), which its programmatic dependent launch and "
+                         "cooperative launch needs")
 
 
 def test_launch_through_a_fake_driver(vector_add_so, fake_driver):

@@ -46,7 +46,8 @@ from llvmlite import ir
 from tirc.backends import llvm_types as lt
 from tirc.backends.llvmlite_compat import call_pointer, opaque, store_atomic
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import C_API, USE_DYN_SHARED_MEMORY
+from tirc.ir.attrs import (C_API, LAUNCH_FLAGS, USE_COOPERATIVE_LAUNCH, USE_DYN_SHARED_MEMORY, USE_PDL,
+                           sized_launch_params)
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, IntImm, StringImm
@@ -55,6 +56,10 @@ from tirc.ir.function import IRModule
 MAX_DEVICES = 64
 DYN_SHMEM_DEFAULT_LIMIT = 48 * 1024  # above it a kernel must opt in (cuFuncSetAttribute)
 CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8
+# cuLaunchKernelEx's launch attributes (CUlaunchAttributeID) for TVM's kinds of launch
+LAUNCH_ATTRIBUTE = {USE_COOPERATIVE_LAUNCH: 2,  # CU_LAUNCH_ATTRIBUTE_COOPERATIVE
+                    USE_PDL: 6}  # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+_LAUNCH_KIND = {USE_PDL: "programmatic dependent launch", USE_COOPERATIVE_LAUNCH: "cooperative launch"}
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR = 75
 CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR = 76
 RTLD_NOW = 2
@@ -79,7 +84,15 @@ _API: dict[str, list[ir.Type]] = {
     "cuModuleGetFunction": [PTR, PTR, PTR],
     "cuFuncSetAttribute": [PTR, I32, I32],
     "cuLaunchKernel": [PTR] + [I32] * 7 + [PTR, PTR, PTR],
+    "cuLaunchKernelEx": [PTR, PTR, PTR, PTR],  # CUDA 12: launches with attributes
 }
+# Entry points an older driver may lack: their slot stays null, and a launch that needs
+# one says so
+_OPTIONAL_API = {"cuLaunchKernelEx"}
+# CUlaunchConfig (grid, block, shared memory, stream, attributes) and CUlaunchAttribute
+# (id, padding, a 64-byte value), laid out as cuda.h lays them out on 64-bit hosts
+_LAUNCH_CONFIG = ir.LiteralStructType([I32] * 7 + [PTR, PTR, I32])
+_LAUNCH_ATTR = ir.LiteralStructType([I32, ir.ArrayType(lt.I8, 4), ir.ArrayType(I64, 8)])
 _API_INDEX = {name: i for i, name in enumerate(_API)}
 
 
@@ -283,9 +296,10 @@ class CudaLauncher:
         dlsym = self._declare("dlsym", PTR, [PTR, PTR])
         for name, i in _API_INDEX.items():
             p = b.call(dlsym, [handle, self._string(name)])
-            with b.if_then(b.icmp_unsigned("==", p, ir.Constant(PTR, None)), likely=False):
-                self._message(b, msg, f"{NO_DRIVER}: it has no '{name}' (the driver is too old)", [])
-                b.ret(ir.Constant(I32, -1))
+            if name not in _OPTIONAL_API:
+                with b.if_then(b.icmp_unsigned("==", p, ir.Constant(PTR, None)), likely=False):
+                    self._message(b, msg, f"{NO_DRIVER}: it has no '{name}' (the driver is too old)", [])
+                    b.ret(ir.Constant(I32, -1))
             slot = b.gep(self.api, [ir.Constant(I64, 0), ir.Constant(I64, i)], source_etype=self.api_type)
             b.store(p, slot)
         r = self.api_call(b, "cuInit", [ir.Constant(I32, 0)])
@@ -422,7 +436,9 @@ class CudaLauncher:
         if kernel is None:
             raise Diagnostic(f"kernel '{name}' is launched but no device image of this build "
                              "defines it", span)
-        tags = list(dict(call.kwargs).get("launch_params", ()))
+        all_tags = list(dict(call.kwargs).get("launch_params", ()))
+        tags = list(sized_launch_params(all_tags))
+        flags = [t for t in LAUNCH_FLAGS if t in all_tags]
         nargs = len(call.args) - 1 - len(tags)
         if nargs != len(kernel.params):
             raise Diagnostic(f"kernel '{name}' takes {len(kernel.params)} arguments; the launch "
@@ -489,13 +505,44 @@ class CudaLauncher:
             b.store(v, slot)
             b.store(slot, b.gep(params, [ir.Constant(I64, 0), ir.Constant(I64, i)],
                                 source_etype=ir.ArrayType(PTR, max(len(values), 1))))
-        r = self.api_call(b, "cuLaunchKernel", [func, *dims, dyn, stream, params, ir.Constant(PTR, None)])
-        self._check_cuda(fl, msg, r, f"cuLaunchKernel({kernel.symbol})", True)
+        if flags:
+            r = self._launch_ex(fl, msg, func, dims, dyn, stream, params, flags, kernel.symbol)
+            self._check_cuda(fl, msg, r, f"cuLaunchKernelEx({kernel.symbol})", True)
+        else:
+            r = self.api_call(b, "cuLaunchKernel", [func, *dims, dyn, stream, params, ir.Constant(PTR, None)])
+            self._check_cuda(fl, msg, r, f"cuLaunchKernel({kernel.symbol})", True)
         self._check_cuda(fl, msg, self.api_call(b, "cuCtxPopCurrent_v2", [fl.alloca(PTR)]),
                          "cuCtxPopCurrent", False)
         b.branch(end)
         b.position_at_end(end)
         return ir.Constant(I32, 0)
+
+    def _launch_ex(self, fl, msg, func, dims, dyn, stream, params, flags, symbol) -> ir.Value:
+        """``cuLaunchKernelEx`` with a launch attribute set to 1 for each of ``flags``
+        (programmatic dependent launch, cooperative launch), as TVM's CUDA runtime
+        launches them; a located failure when the driver has no cuLaunchKernelEx."""
+        b = fl.b
+        slot = b.gep(self.api, [ir.Constant(I64, 0), ir.Constant(I64, _API_INDEX["cuLaunchKernelEx"])],
+                     source_etype=self.api_type)
+        have = b.icmp_unsigned("!=", b.load(slot, typ=PTR), ir.Constant(PTR, None))
+        self._check_or_fail(fl, have, fl.string(
+            f"launching kernel '{symbol}': the CUDA driver has no cuLaunchKernelEx (CUDA 12), "
+            "which its " + " and ".join(_LAUNCH_KIND[f] for f in flags) + " needs"))
+        attrs = fl.alloca(ir.ArrayType(_LAUNCH_ATTR, len(flags)), name=f"{symbol}.launch_attrs")
+        for i, flag in enumerate(flags):
+            item = [ir.Constant(I64, 0), ir.Constant(I64, i)]
+            b.store(ir.Constant(_LAUNCH_ATTR, None),
+                    b.gep(attrs, item, source_etype=ir.ArrayType(_LAUNCH_ATTR, len(flags))))
+            b.store(ir.Constant(I32, LAUNCH_ATTRIBUTE[flag]),
+                    b.gep(attrs, item + [ir.Constant(I32, 0)], source_etype=ir.ArrayType(_LAUNCH_ATTR, len(flags))))
+            b.store(ir.Constant(I64, 1),  # the value's first int: 1
+                    b.gep(attrs, item + [ir.Constant(I32, 2), ir.Constant(I64, 0)],
+                          source_etype=ir.ArrayType(_LAUNCH_ATTR, len(flags))))
+        config = fl.alloca(_LAUNCH_CONFIG, name=f"{symbol}.launch_config")
+        fields = [*dims, dyn, stream, attrs, ir.Constant(I32, len(flags))]
+        for i, v in enumerate(fields):
+            b.store(v, b.gep(config, [ir.Constant(I64, 0), ir.Constant(I32, i)], source_etype=_LAUNCH_CONFIG))
+        return self.api_call(b, "cuLaunchKernelEx", [config, func, params, ir.Constant(PTR, None)])
 
     def _u32(self, fl, v: ir.Value) -> ir.Value:
         if isinstance(v, ir.Constant) and isinstance(v.constant, int):

@@ -24,6 +24,12 @@ def is_kernel(func) -> bool:
     return func.attrs.get(CALLING_CONV, 0) == CallingConv.DEVICE_KERNEL_LAUNCH
 
 
+def sized_launch_params(tags) -> tuple[str, ...]:
+    """The launch parameters that take a size (a launch passes one for each, in order):
+    all but the LAUNCH_FLAGS."""
+    return tuple(t for t in tags if t not in LAUNCH_FLAGS)
+
+
 # -- function attributes -----------------------------------------------------------------
 TARGET = "target"  # also the key of a T.attr(<target>, "target", 0) region
 CALLING_CONV = "calling_conv"
@@ -34,6 +40,11 @@ IS_HOST_FUNC = "tir.is_host_func"  # BindTarget: bind the host, not the device t
 IS_GLOBAL_FUNC = "tirx.is_global_func"  # a kernel: callable from the host
 KERNEL_LAUNCH_PARAMS = "tirx.kernel_launch_params"  # the launch's thread tags, in order
 USE_DYN_SHARED_MEMORY = "tirx.use_dyn_shared_memory"
+# Launch parameters that ask for a kind of launch and take no size (TVM's spellings,
+# "programtic" included); requested in a function's KERNEL_LAUNCH_PARAMS
+USE_PDL = "tirx.use_programtic_dependent_launch"  # programmatic dependent launch
+USE_COOPERATIVE_LAUNCH = "tirx.use_cooperative_launch"
+LAUNCH_FLAGS = (USE_PDL, USE_COOPERATIVE_LAUNCH)
 C_API = "tirc.c_api"  # exported with a C signature (MakeCAPI)
 SYMBOL_PREFIX = "tirc.symbol_prefix"  # --symbol-prefix, on every exported function
 

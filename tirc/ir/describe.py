@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from tirc import facts
 from tirc.c_names import C_KEYWORDS, c_identifier
-from tirc.ir.attrs import GLOBAL_SYMBOL, TARGET, USE_DYN_SHARED_MEMORY
+from tirc.ir.attrs import GLOBAL_SYMBOL, TARGET, USE_DYN_SHARED_MEMORY, sized_launch_params
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, Cast, IntImm, PrimExpr, StringImm, Var
 from tirc.ir.function import IRModule, PrimFunc
@@ -188,8 +188,9 @@ def launch_of(call: Call) -> tuple[str, tuple[str, ...], facts.LaunchSizes]:
     """The kernel a ``T.call_ffi_kernel`` launches, its launch parameters and sizes."""
     tags = tuple(dict(call.kwargs).get("launch_params", ()))
     kname = call.args[0].value if isinstance(call.args[0], StringImm) else "?"
-    sizes = list(call.args[len(call.args) - len(tags):]) if tags else []
-    return kname, tags, launch_sizes(tags, sizes)
+    sized = sized_launch_params(tags)
+    sizes = list(call.args[len(call.args) - len(sized):]) if sized else []
+    return kname, tags, launch_sizes(sized, sizes)
 
 
 def exported_function(name: str, before: PrimFunc, after: PrimFunc, abi: str,

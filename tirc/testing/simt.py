@@ -61,7 +61,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from tirc.ir.attrs import (CallingConv, CALLING_CONV, TARGET, THREAD_EXTENT,
-    USE_DYN_SHARED_MEMORY, VIRTUAL_THREAD)
+    USE_DYN_SHARED_MEMORY, VIRTUAL_THREAD, sized_launch_params)
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar, IntImm,
                           Let, Not, PrimExpr, Ramp, Select, Shuffle, StringImm, Var)
@@ -229,7 +229,9 @@ class _Host(Evaluator):
         n = len(kernel.params)
         kargs = [self.expr(a, env, views) for a in e.args[1:1 + n]]
         sizes = [int(self.expr(a, env, views)) for a in e.args[1 + n:]]
-        tags = dict(e.kwargs).get("launch_params", ())
+        # programmatic dependent and cooperative launches run as any other here: the
+        # interpreter runs one launch at a time, to its end
+        tags = sized_launch_params(dict(e.kwargs).get("launch_params", ()))
         grid, block, dyn = [1, 1, 1], [1, 1, 1], 0  # a launch gives no dynamic shared memory unless told
         for tag, size in zip(tags, sizes):
             if tag in AXES:

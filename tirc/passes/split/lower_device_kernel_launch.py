@@ -23,8 +23,8 @@ from tirc import facts
 from tirc.diagnostics import Diagnostic
 from tirc.facts import BuildFacts
 from tirc.ir import describe
-from tirc.ir.attrs import (GLOBAL_SYMBOL, KERNEL_LAUNCH_PARAMS, TARGET, THREAD_EXTENT,
-                           USE_DYN_SHARED_MEMORY, is_kernel)
+from tirc.ir.attrs import (GLOBAL_SYMBOL, KERNEL_LAUNCH_PARAMS, LAUNCH_FLAGS, TARGET,
+                           THREAD_EXTENT, USE_DYN_SHARED_MEMORY, is_kernel, sized_launch_params)
 from tirc.ir.dtype import INT32, INT64
 from tirc.ir.equal import structural_equal
 from tirc.ir.expr import Call, GlobalVar, IntImm, PrimExpr, StringImm
@@ -47,7 +47,10 @@ def _product(values: list[PrimExpr]) -> PrimExpr:
 
 
 def launch_params(name: str, kernel: PrimFunc) -> tuple[list[str], list[PrimExpr]]:
-    """The kernel's launch parameters and their extents, in terms of its parameters."""
+    """The kernel's launch parameters and the extents of those that take a size
+    (``sized_launch_params``), in terms of its parameters. The kinds of launch the
+    kernel asks for in its own ``tirx.kernel_launch_params`` (SplitHostDevice copies them
+    from its host function) come after the thread axes, as in TVM."""
     tags: list[str] = []
     extents: list[PrimExpr] = []
     dyn: list[PrimExpr] = []
@@ -72,6 +75,8 @@ def launch_params(name: str, kernel: PrimFunc) -> tuple[list[str], list[PrimExpr
             raise Diagnostic(f"the extent of '{tag}' in kernel '{name}' depends on "
                              f"'{outside[0].name}', which the host does not know", kernel.span)
     _check_block_size(name, kernel, tags, extents)
+    requested = kernel.attrs.get(KERNEL_LAUNCH_PARAMS, ())
+    tags += [t for t in LAUNCH_FLAGS if t in requested]  # no size: extents stay as they are
     if dyn:
         total = dyn[0]
         for d in dyn[1:]:
@@ -170,6 +175,7 @@ def _kernel_facts(record: BuildFacts, funcs: dict[str, PrimFunc], launches) -> B
         target, summary = describe.target_of(f)
         record = record.with_kernel(facts.Kernel(
             name, str(f.attrs.get(GLOBAL_SYMBOL, name)), target, summary, describe.params(f),
-            tuple(tags), describe.launch_sizes(tags, extents), tuple(sites.get(name, ())),
+            tuple(tags), describe.launch_sizes(sized_launch_params(tags), extents),
+            tuple(sites.get(name, ())),
             f.span))
     return record

@@ -27,8 +27,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import (CALLING_CONV, GLOBAL_SYMBOL, IS_GLOBAL_FUNC, NOALIAS, NOALIAS_KEYS, TARGET,
-                           CallingConv)
+from tirc.ir.attrs import (CALLING_CONV, GLOBAL_SYMBOL, IS_GLOBAL_FUNC, KERNEL_LAUNCH_PARAMS,
+                           LAUNCH_FLAGS, NOALIAS, NOALIAS_KEYS, TARGET, CallingConv)
 from tirc.ir.dtype import HANDLE, VOID
 from tirc.ir.expr import Call, GlobalVar, IntImm, PointerType, Var
 from tirc.ir.freevars import region_uses
@@ -84,13 +84,21 @@ class _Split(Mutator):
             body = DeclBuffer(b, body, s.span)
         body = substitute(body, ptr_params)
         kernel = PrimFunc(params, body, None, (),
-                          {TARGET: s.node, **KERNEL_ATTRS, **_noalias(self.func)},
+                          {TARGET: s.node, **KERNEL_ATTRS, **_noalias(self.func),
+                           **_requested_launch(self.func)},
                           False, s.span)
         kernel = renew_defs(kernel)
         name = self.fresh()
         self.kernels[name] = kernel
         call = Call(VOID, GlobalVar(name), tuple(args), s.span)
         return Evaluate(call, s.span)
+
+
+def _requested_launch(func: PrimFunc) -> dict:
+    """The kinds of launch ``func`` asks for its kernels (TVM's ``tirx.kernel_launch_params``
+    on the host function, copied to each kernel)."""
+    flags = tuple(t for t in func.attrs.get(KERNEL_LAUNCH_PARAMS, ()) if t in LAUNCH_FLAGS)
+    return {KERNEL_LAUNCH_PARAMS: flags} if flags else {}
 
 
 def _noalias(func: PrimFunc) -> dict:
