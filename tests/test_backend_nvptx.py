@@ -106,20 +106,68 @@ def test_static_shared_memory_and_barriers(tmp_path):
     """, tmp_path)
 
 
-def test_dynamic_shared_memory_and_two_kernels(tmp_path):
+def test_static_shared_memory_and_two_kernels(tmp_path):
+    # no dynamic allocation and less than 48 KiB: each kernel keeps its static arrays
     filecheck(sample_ptx("two_kernels"), r"""
-        CHECK: .extern .shared .align 16 .b8 buf_dyn_shmem[];
+        CHECK-NOT: buf_dyn_shmem
         CHECK: .visible .entry two_kernels_kernel(
         CHECK: .maxntid 128, 1, 1
         CHECK: .shared .align 16 .b8 two_kernels_kernel_stage[512];
         CHECK: bar.sync 0;
         CHECK: .visible .entry two_kernels_kernel_1(
         CHECK: .maxntid 256, 1, 1
-        CHECK: mov.b64 {{%rd[0-9]+}}, buf_dyn_shmem;
-        CHECK: st.shared.b32 [{{%rd[0-9]+}}+1024]
+        CHECK: .shared .align 16 .b8 two_kernels_kernel_1_tile[1024];
+        CHECK: .shared .align 16 .b8 two_kernels_kernel_1_flags[1024];
+        CHECK: st.shared.b32
         CHECK: bar.sync 0;
         CHECK: ld.shared.b32
     """, tmp_path)
+
+
+REUSED_DYN_SHMEM = """# from tvm.script import ir as I
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def reuse(A: T.Buffer((4096,), "float32"), B: T.Buffer((4096,), "float32")):
+        for bx in T.thread_binding(16, thread="blockIdx.x"):
+            for tx in T.thread_binding(256, thread="threadIdx.x"):
+                a = T.alloc_buffer((256,), scope="shared.dyn")
+                b = T.alloc_buffer((256,), "int32", scope="shared.dyn")
+                c = T.alloc_buffer((1024,), "float16", scope="shared.dyn")
+                a[tx] = A[bx * 256 + tx]
+                b[tx] = tx
+                T.tvm_storage_sync("shared")
+                B[bx * 256 + tx] = a[255 - tx] + T.Cast("float32", b[tx])
+                T.tvm_storage_sync("shared")
+                c[tx * 4] = T.Cast("float16", B[bx * 256 + tx])
+                T.tvm_storage_sync("shared")
+                B[bx * 256 + tx] = T.Cast("float32", c[1020 - tx * 4])
+"""
+
+
+def test_dynamic_shared_memory_reused_by_liveness(tmp_path):
+    # a and b (1 KiB each) are alive together, side by side; c (2 KiB of float16, born
+    # after both died) lies over both: one 2 KiB buffer, c's accesses from offset 0
+    mod = run_pipeline(parse(REUSED_DYN_SHMEM, "reuse.tir"),
+                       PassContext(bind_target_from("cuda -arch=sm_90", None)))
+    assert [k.sizes.dynamic_shared_memory for k in mod.facts.kernels] == [2048]
+    ptx = images(REUSED_DYN_SHMEM)["sm_90"].ptx
+    filecheck(ptx, r"""
+        CHECK: .extern .shared .align 16 .b8 buf_dyn_shmem[];
+        CHECK: .visible .entry reuse_kernel(
+        CHECK: mov.b64 [[BASE:%rd[0-9]+]], buf_dyn_shmem;
+        CHECK: st.shared.b32 [{{%rd[0-9]+}}+1024]
+        CHECK: st.shared.b32 [{{%rd[0-9]+}}]
+        CHECK: bar.sync 0;
+        CHECK: bar.sync 0;
+        CHECK: add.s64 [[C:%rd[0-9]+]], [[BASE]], {{%rd[0-9]+}};
+        CHECK-NEXT: st.shared.b16 [[[C]]]
+        CHECK: bar.sync 0;
+        CHECK: ld.shared.b16
+    """, tmp_path)
+    _ptxas(ptx, "sm_90", tmp_path)
 
 
 def test_vector_add_noalias_and_symbolic_size(tmp_path):

@@ -258,16 +258,32 @@ def test_manifest_of_cuda_kernels_from_the_lowered_module():
     assert f["symbol"] == "__tvm_ffi_vector_add" and f["target_summary"] == "cuda -arch=sm_90 (host llvm)"
 
 
+DYN_SHARED = """# from tvm.script import tirx as T
+@T.prim_func
+def dyn(A: T.Buffer((4096,), "float32")):
+    for bx in T.thread_binding(16, thread="blockIdx.x"):
+        for tx in T.thread_binding(256, thread="threadIdx.x"):
+            tile = T.alloc_buffer((256,), scope="shared.dyn")
+            tile[tx] = A[bx * 256 + tx]
+            T.tvm_storage_sync("shared")
+            A[bx * 256 + tx] = tile[255 - tx]
+"""
+
+
 def test_manifest_dynamic_shared_memory_and_device_only_build(tmp_path):
     src = SAMPLES / "two_kernels.tir"
     build(src.read_text(), "cuda -arch=sm_90", None, tmp_path, "two_kernels", device_only=True)
     data = json.loads((tmp_path / "two_kernels.json").read_text())
     sizes = [(k["name"], k["grid"], k["block"], k["dynamic_shared_memory"], k["image"])
              for k in data["kernels"]]
+    # both kernels keep their static shared buffers: no dynamic shared memory
     assert sizes == [("two_kernels_kernel", [32, 1, 1], [128, 1, 1], 0, "two_kernels.ptx"),
-                     ("two_kernels_kernel_1", [16, 1, 1], [256, 1, 1], 2048, "two_kernels.ptx")]
-    assert data["kernels"][1]["launch_params"][-1] == "tirx.use_dyn_shared_memory"
+                     ("two_kernels_kernel_1", [16, 1, 1], [256, 1, 1], 0, "two_kernels.ptx")]
     assert not (tmp_path / "two_kernels.h").exists()
+    build(DYN_SHARED, "cuda -arch=sm_90", None, tmp_path, "dyn", device_only=True)
+    kernel = json.loads((tmp_path / "dyn.json").read_text())["kernels"][0]
+    assert kernel["dynamic_shared_memory"] == 1024
+    assert kernel["launch_params"][-1] == "tirx.use_dyn_shared_memory"
 
 
 def test_manifest_multi_target_names_each_image(tmp_path):

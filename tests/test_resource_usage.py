@@ -122,11 +122,11 @@ def test_manifest_records_usage_per_arch_for_cubins_only(tmp_path):
         assert sorted(k["resource_usage"]) == ["sm_80", "sm_90"]
         for figures in k["resource_usage"].values():
             assert sorted(figures) == sorted(FIELDS) and figures["registers"] > 0
-    # static shared memory: 128 floats in the first kernel; the second's two buffers were
-    # merged into the dynamic one, which the cubin does not count (the launch gives it)
+    # static shared memory: 128 floats in the first kernel, 256 floats and 256 ints in the
+    # second (a kernel without dynamic shared memory keeps its static buffers)
     assert kernels[0]["resource_usage"]["sm_80"]["shared_memory"] == 512
-    assert kernels[1]["resource_usage"]["sm_80"]["shared_memory"] == 0
-    assert kernels[1]["dynamic_shared_memory"] == 2048
+    assert kernels[1]["resource_usage"]["sm_80"]["shared_memory"] == 2048
+    assert kernels[1]["dynamic_shared_memory"] == 0
     build(text, "cuda -arch=sm_80", "llvm", tmp_path / "p", "two_kernels")
     ptx_kernels = json.loads((tmp_path / "p" / "two_kernels.json").read_text())["kernels"]
     assert all("resource_usage" not in k for k in ptx_kernels)

@@ -43,7 +43,9 @@ How to run
 
 ``--tvm-git-dir`` defaults to ``$TVM_GIT_DIR`` or /work/.mirror/apache+tvm/repo
 (any clone of apache/tvm containing ``UPSTREAM_COMMIT`` works).  The output
-directory's per-pass folders and index.json are rewritten; README.md is kept.
+directory's per-pass folders, index.json and dropped.json are rewritten; README.md is
+kept.  With ``--only PASS...`` only those passes' folders and their entries in
+index.json and dropped.json are (the other entries are kept as they are).
 """
 
 import argparse
@@ -86,6 +88,10 @@ TEST_FILES = [
     (_TX + "test_tir_transform_common_subexpr_elim.py", ["CommonSubexprElim"]),
     (_ST + "test_s_tir_transform_inject_software_pipeline.py", ["InjectSoftwarePipeline"]),
     (_ST + "test_s_tir_transform_inject_double_buffer.py", ["InjectDoubleBuffer"]),
+    (
+        _ST + "test_s_tir_transform_merge_dynamic_shared_memory_allocations.py",
+        ["MergeSharedMemoryAllocations"],
+    ),
 ]
 
 # Textual patches applied to the upstream files before running them: (file, old, new, why)
@@ -513,10 +519,15 @@ def main():
     out_dir = args.out
     os.makedirs(out_dir, exist_ok=True)
     index_path = os.path.join(out_dir, "index.json")
+    dropped_path = os.path.join(out_dir, "dropped.json")
     old_index = []
+    old_dropped = []
     if args.only and os.path.exists(index_path):
         with open(index_path) as f:
             old_index = [e for e in json.load(f) if e["pass"] not in args.only]
+    if args.only and os.path.exists(dropped_path):
+        with open(dropped_path) as f:
+            old_dropped = [e for e in json.load(f) if e["pass"] not in args.only]
 
     index = []
     dropped = []
@@ -595,7 +606,9 @@ def main():
     with open(index_path, "w") as f:
         json.dump(index, f, indent=1)
         f.write("\n")
-    with open(os.path.join(out_dir, "dropped.json"), "w") as f:
+    dropped = old_dropped + dropped
+    dropped.sort(key=lambda e: order.get(e["pass"], 99))
+    with open(dropped_path, "w") as f:
         json.dump(dropped, f, indent=1)
         f.write("\n")
 

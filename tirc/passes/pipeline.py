@@ -252,7 +252,8 @@ PIPELINE: list[Pass] = [
           "T.tvm_thread_allreduce becomes warp shuffles, or a shared-memory tree",
           ("ThreadSync",)),
     _pass("MergeSharedMemoryAllocations", "lower.merge_shared_memory_allocations",
-          "one dynamic shared buffer per kernel launch; shared-memory limits checked",
+          "a kernel's dynamic shared memory in one buffer, reused by liveness as TVM plans it "
+          "(static memory stays static); shared-memory limits checked",
           ("ThreadSync",)),
     _pass("AnnotateDeviceRegions", "split.annotate_device_regions",
           "wrap each kernel region of host code in T.attr(<device target>, \"target\", 0)",

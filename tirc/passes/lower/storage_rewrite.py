@@ -40,7 +40,7 @@ from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, For, Se
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_ops import binop
-from tirc.passes.lower.storage_access import AccessFinder, InplaceCheck, Unsupported
+from tirc.passes.lower.storage_access import AccessFinder, Entry, InplaceCheck, Unsupported
 
 _RANKS = {"global": 0, "shared": 1, "warp": 2, "local": 3}
 _MATCH_RANGE = 16
@@ -80,6 +80,31 @@ def _const_bits(buf: Buffer) -> int:
 
 # -- planning -------------------------------------------------------------------------------
 
+def liveness(seq: list[Entry]) -> tuple[dict[int, list[int]], dict[int, list[int]]]:
+    """Where each allocation's life begins and ends in a linear access pattern: for each
+    statement (by id), the allocations first touched there (``gen``; a scope's begin entry
+    holds what its body touches first) and last touched there (``kill``; a scope's end
+    entry), each list in the order of the touches."""
+    kill: dict[int, list[int]] = {}
+    gen: dict[int, list[int]] = {}
+    seen: set[int] = set()
+    for e in reversed(seq):
+        for v in e.touched:
+            if v not in seen:
+                seen.add(v)
+                kill.setdefault(id(e.stmt), []).append(v)
+    seen.clear()
+    for i, e in enumerate(seq):
+        if e.offset < 0:
+            continue
+        end = seq[i + e.offset]
+        for v in end.touched:
+            if v not in seen:
+                seen.add(v)
+                gen.setdefault(id(end.stmt), []).append(v)
+    return gen, kill
+
+
 @dataclass(eq=False)
 class _Storage:
     attach: object  # the attach scope's statement, None for the function
@@ -105,23 +130,7 @@ class _Planner:
 
     def plan(self) -> None:
         seq = self.finder.seq
-        kill: dict[int, list[int]] = {}
-        gen: dict[int, list[int]] = {}
-        seen: set[int] = set()
-        for e in reversed(seq):
-            for v in e.touched:
-                if v not in seen:
-                    seen.add(v)
-                    kill.setdefault(id(e.stmt), []).append(v)
-        seen.clear()
-        for i, e in enumerate(seq):
-            if e.offset < 0:
-                continue
-            end = seq[i + e.offset]
-            for v in end.touched:
-                if v not in seen:
-                    seen.add(v)
-                    gen.setdefault(id(end.stmt), []).append(v)
+        gen, kill = liveness(seq)
         inplaced: set[int] = set()
         for e in seq:
             key = id(e.stmt)

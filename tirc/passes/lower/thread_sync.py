@@ -44,7 +44,7 @@ SHARED_SCOPES = ("shared", "shared.dyn")
 
 
 @dataclass(frozen=True)
-class _Access:
+class Access:
     data: Var  # the buffer's pointer (compared by identity)
     write: bool
     indices: tuple[PrimExpr, ...] | None  # None: unknown elements (the pointer escaped)
@@ -54,8 +54,8 @@ class _Access:
 
 @dataclass
 class _Summary:
-    head: list[_Access] = field(default_factory=list)
-    tail: list[_Access] = field(default_factory=list)
+    head: list[Access] = field(default_factory=list)
+    tail: list[Access] = field(default_factory=list)
     syncs: bool = False
 
 
@@ -70,7 +70,7 @@ def is_barrier(s: Stmt) -> bool:
             and isinstance(s.value.args[0], StringImm) and s.value.args[0].value in SHARED_SCOPES)
 
 
-def _union(a: list[_Access], b: list[_Access]) -> list[_Access]:
+def _union(a: list[Access], b: list[Access]) -> list[Access]:
     out = list(a)
     for x in b:
         if x not in out:
@@ -82,10 +82,10 @@ class _Accesses(Visitor):
     """The shared-memory accesses an expression makes, in evaluation order."""
 
     def __init__(self) -> None:
-        self.out: list[_Access] = []
+        self.out: list[Access] = []
 
     def add(self, data: Var, write: bool, indices, unit: tuple = ()) -> None:
-        acc = _Access(data, write, indices, data.ptr.scope, unit)
+        acc = Access(data, write, indices, data.ptr.scope, unit)
         if acc not in self.out:
             self.out.append(acc)
 
@@ -128,7 +128,7 @@ def _flat(b: Buffer, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
     return (flat,)
 
 
-def _reads(*exprs) -> list[_Access]:
+def _reads(*exprs) -> list[Access]:
     v = _Accesses()
     for e in exprs:
         if e is not None:
@@ -154,18 +154,18 @@ def _result(child, value):
     return value
 
 
-class _Kernel:
+class BarrierPlanner:
     """The barrier planner for one kernel."""
 
     def __init__(self, root: Stmt):
         self.index = ThreadIndices(root)
 
-    def conflict(self, a: _Access, b: _Access) -> bool:
+    def conflict(self, a: Access, b: Access) -> bool:
         if a.data is not b.data or not (a.write or b.write):
             return False
         return a.unit != b.unit or not self.index.disjoint(a.indices, b.indices)
 
-    def conflicts(self, earlier: list[_Access], later: list[_Access]) -> str | None:
+    def conflicts(self, earlier: list[Access], later: list[Access]) -> str | None:
         """The barrier scope that orders ``earlier`` before ``later``; None if not needed."""
         scopes = {a.scope for a in earlier for b in later if self.conflict(a, b)}
         if not scopes:
@@ -175,7 +175,7 @@ class _Kernel:
     # -- statements ---------------------------------------------------------------------
     def fold(self, parts: list[_Summary], insert: list[bool]) -> tuple[list[str | None], _Summary]:
         """Run ``parts`` in order; the barrier (scope) to insert before each, and the whole."""
-        pending: list[_Access] = []
+        pending: list[Access] = []
         out = _Summary()
         head_open = True
         barriers: list[str | None] = []
@@ -193,7 +193,7 @@ class _Kernel:
         out.tail = pending
         return barriers, out
 
-    def prefixed(self, pre: list[_Access], body: Stmt, ok: bool):
+    def prefixed(self, pre: list[Access], body: Stmt, ok: bool):
         """Steps: a statement that evaluates ``pre`` and then runs ``body`` (a barrier may
         go at the top of the body)."""
         new, sm = yield body, ok
@@ -225,7 +225,7 @@ class _Kernel:
         if isinstance(s, BufferStore):
             acc = _reads(*s.indices, s.value)
             if s.buffer.scope in SHARED_SCOPES:
-                write = _Access(s.buffer.data, True, _flat(s.buffer, s.indices), s.buffer.scope,
+                write = Access(s.buffer.data, True, _flat(s.buffer, s.indices), s.buffer.scope,
                                 _unit(s.buffer))
                 acc = _union(acc, [write])
             return s, _Summary(acc, acc)
@@ -307,7 +307,7 @@ class _Kernels(Mutator):
         return self.kernel(s)
 
     def kernel(self, root: AttrStmt | For):
-        planner = _Kernel(root)
+        planner = BarrierPlanner(root)
         body, _ = planner.stmt(root.body, True)
         return root if body is root.body else replace(root, body=body)
 
