@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.calls import Construct
 from tirc.frontend.values import describe
-from tirc.ir.buffer import STORAGE_RANKS, Buffer, is_storage_scope
+from tirc.ir.buffer import STORAGE_RANKS, Buffer, dtype_view_of, is_storage_scope
 from tirc.ir.dtype import FLOAT32, HANDLE, INT32, DataType
 from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
 
@@ -182,15 +182,35 @@ def make_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None
 
 
 def view_buffer(b: "FunctionBuilder", name: str, base: Buffer, args, kwargs, span: Span | None) -> Buffer:
-    """``Y = X.view(8, 8)``: the same memory as ``X`` under another shape."""
+    """``Y = X.view(8, 8)``: the same memory as ``X`` under another shape; ``Y =
+    X.view("float16")``: under another dtype, the last dimension scaled by the ratio of
+    their sizes (as TVM's ``Buffer.view`` makes both). ``X``'s element offset carries
+    over, in the view's elements."""
     if kwargs:
         key, (_, kspan) = next(iter(kwargs.items()))
         raise Diagnostic(f"view() got an unexpected keyword argument '{key}'", kspan)
     if not args:
-        raise Diagnostic("view() needs a shape", span)
+        raise Diagnostic("view() needs a shape or a dtype", span)
+    if base.strides:
+        raise Diagnostic(f"view() of buffer '{base.name}', which has strides: declare the "
+                         "view with T.decl_buffer(..., data=...) and its own strides", span)
+    if len(args) == 1 and isinstance(args[0][0], str):
+        return _dtype_view(b, name, base, *args[0], span)
     dims = args[0][0] if len(args) == 1 and isinstance(args[0][0], (tuple, list)) else tuple(v for v, _ in args)
     shape = _shape(b, dims, span)
-    return Buffer(name, base.data, base.dtype, shape, span=span)
+    return Buffer(name, base.data, base.dtype, shape, elem_offset=base.elem_offset, span=span)
+
+
+def _dtype_view(b: "FunctionBuilder", name: str, base: Buffer, text: str, dspan: Span | None,
+                span: Span | None) -> Buffer:
+    dtype = b.dtype_of(text, dspan)
+    found = dtype_view_of(base, dtype)
+    if found is None:
+        raise Diagnostic(f"buffer '{base.name}' of {base.dtype} cannot be viewed as {dtype}: one "
+                         "element size must divide the other, and its last dimension and "
+                         "element offset must hold whole elements of the view", span)
+    shape, offset = found
+    return Buffer(name, base.data, dtype, shape, elem_offset=offset, span=span)
 
 
 def scalar_buffer(name: str, dtype: DataType, span: Span | None) -> Buffer:

@@ -54,3 +54,29 @@ class Buffer:
 
     def __repr__(self) -> str:
         return f"Buffer({self.name}:{self.dtype}{list(self.shape)})"
+
+
+def dtype_view_of(base: Buffer, dtype: DataType):
+    """``(shape, elem_offset)`` of ``base`` viewed as ``dtype`` (TVM's
+    ``Buffer.view(dtype)``): the last dimension and the element offset scaled by the
+    ratio of the element sizes; None when neither size divides the other, ``base`` has no
+    dimension, or a constant dimension or offset is not a multiple of the ratio."""
+    from tirc.ir.expr import IntImm
+    from tirc.ir.index_arith import arith
+    old, new = base.dtype.bits * base.dtype.lanes, dtype.bits * dtype.lanes
+    if not base.shape or max(old, new) % min(old, new):
+        return None
+
+    def scaled(e: PrimExpr):
+        if new <= old:
+            return arith("mul", e, IntImm(e.dtype, old // new))
+        ratio = new // old
+        if isinstance(e, IntImm) and e.value % ratio:
+            return None
+        return arith("floordiv", e, IntImm(e.dtype, ratio))
+
+    last = scaled(base.shape[-1])
+    offset = None if base.elem_offset is None else scaled(base.elem_offset)
+    if last is None or (base.elem_offset is not None and offset is None):
+        return None
+    return base.shape[:-1] + (last,), offset

@@ -6,7 +6,8 @@ from __future__ import annotations
 from contextlib import contextmanager
 
 from tirc.ir.attrs import GLOBAL_SYMBOL, THREAD_EXTENT
-from tirc.ir.buffer import Buffer
+from tirc.ir.buffer import Buffer, dtype_view_of
+from tirc.ir.equal import structural_equal
 from tirc.ir.expr import (Call, IntImm, Let, PrimExpr, StringImm,
                           Var)
 from tirc.ir.function import IRModule, PrimFunc
@@ -379,9 +380,9 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
         if isinstance(s, DeclBuffer):
             b = s.buffer
             base = s.view_of
-            if base is not None and id(base) in self.names and base.data is b.data:
-                dims = ", ".join(self.expr(d) for d in b.shape)
-                self.emit(level, f"{self.buffer_name(b)} = {self.buffer_name(base)}.view({dims})")
+            args = self.view_args(b, base) if base is not None and id(base) in self.names else None
+            if args is not None:
+                self.emit(level, f"{self.buffer_name(b)} = {self.buffer_name(base)}.view({args})")
             else:
                 self.emit(level, f"{self.buffer_name(b)} = T.decl_buffer({self.buffer_args(b, [], data=True, data_from=s.data_from)})")
                 # Later uses of the pointer name the newest declaration, as TVM prints them.
@@ -405,6 +406,21 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             self.emit(level, f"assert {self.expr(s.condition)}, ({quote(s.kind)}, [{parts}])")
             return s.body
         self.simple(s, level)
+        return None
+
+    def view_args(self, b: Buffer, base: Buffer) -> str | None:
+        """The arguments of ``base.view(...)`` that declare ``b`` (its shape, or its dtype
+        when that differs), or None when ``b`` is not such a view of ``base`` (it is then
+        printed as a declaration)."""
+        if base.data is not b.data or b.strides or base.strides:
+            return None
+        if b.dtype == base.dtype:
+            if not structural_equal(b.elem_offset, base.elem_offset):
+                return None
+            return ", ".join(self.expr(d) for d in b.shape)
+        found = dtype_view_of(base, b.dtype)
+        if found is not None and structural_equal(found, (b.shape, b.elem_offset)):
+            return quote(str(b.dtype))
         return None
 
     def env_threads(self, s: Stmt, level: int) -> None:

@@ -1,0 +1,47 @@
+"""Buffer views (issue 14 item 3): ``X.view("float16")`` sees ``X``'s bytes as another
+dtype, its last dimension (and element offset) scaled by the ratio of the element sizes,
+as TVM's ``Buffer.view(dtype)`` makes it; a shape view ``X.view(2, 4)`` keeps ``X``'s
+element offset (it read from the start of the memory before). The values are what TVM
+0.27's build of the same module computes (NumPy's views of the same bytes)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tirc
+from conftest import ROOT
+from tirc.diagnostics import Diagnostic
+from tirc.ir.printer import print_module
+from tirc.parser import parse
+
+MODULE = ROOT / "tests" / "tir" / "buffer_views.tir"
+HEADER = "# from tvm.script import tirx as T\n@T.prim_func\n"
+
+
+def test_views_see_the_same_bytes():
+    k = tirc.compile(MODULE.read_text(), filename=str(MODULE))
+    a = np.arange(16, dtype="float32") * 1.5 + 0.25
+    h, f, d = np.zeros(32, "float16"), np.zeros(8, "float32"), np.zeros(4, "float64")
+    k["views"](a, h, f, d)
+    assert np.array_equal(h, a.view("float16"))
+    assert np.array_equal(f, a[8:].view("float16")[:8].astype("float32") + a[8:16])
+    assert np.array_equal(d, a[8:].view("float64"))
+
+
+def test_views_print_as_written():
+    text = print_module(parse(MODULE.read_text()))
+    assert 'Ah = A.view("float16")' in text and 'Wh = W.view("float16")' in text
+    assert "Ws = W.view(2, 4)" in text and 'Ad = W.view("float64")' in text
+    assert print_module(parse(text)) == text
+
+
+@pytest.mark.parametrize("body, message", [
+    ('B = A.view("float64")', "cannot be viewed as float64"),  # 3 floats: not whole doubles
+    ('B = A.view("int24")', "unknown dtype"),
+    ('S = T.decl_buffer((3,), data=A.data, strides=(2,))\n    B = S.view(3)', "which has strides"),
+])
+def test_views_that_cannot_be_made_are_located_errors(body, message):
+    text = HEADER + f'def f(A: T.Buffer((3,), "float32")):\n    {body}\n    T.evaluate(0)\n'
+    with pytest.raises(Diagnostic, match=message) as e:
+        parse(text, "v.tir")
+    assert e.value.span is not None and e.value.span.file == "v.tir"
