@@ -60,8 +60,9 @@ def test_abs_prints_as_tvm_expands_it():
             A[0] = T.abs(A[0])
             F[0] = T.abs(F[0])
         """)))
-    assert "A[0] = T.Select(A[0] >= 0, A[0], 0 - A[0])" in text
-    assert "F[0] = T.fabs(F[0])" in text
+    # (one-element parameter buffers print bare, as TVM prints them)
+    assert "A = T.Select(A >= 0, A, 0 - A)" in text
+    assert "F = T.fabs(F)" in text
 
 
 def test_float16_literals_fold_with_their_float16_value(tmp_path):
@@ -88,4 +89,4 @@ def test_float32_literal_arithmetic_folds_in_float32():
         def f(A: T.Buffer((1,), "float32")):
             A[0] = T.float32(1.0) / T.float32(3.0)
         """)))
-    assert "A[0] = T.float32(0.3333333432674408)" in text
+    assert "A = T.float32(0.3333333432674408)" in text

@@ -128,6 +128,39 @@ def test_plain_function_prints_a_one_element_local_buffer_as_a_scalar():
     assert "x: T.float32" in text
 
 
+# -- one-element parameter buffers -------------------------------------------------------
+# TVM 0.27 prints this function (written with B[0], E[0], X[0]) exactly so:
+# tvm.script.from_source(...).script() outside s_tir; inside s_tir it keeps B[0].
+SCALAR_PARAMS_TVM = """\
+@T.prim_func
+def f(B: T.Buffer((1,), "float32"), C: T.Buffer((4,), "float32"), D: T.Buffer((1, 1), "float32"), E: T.Buffer((1,), "float32", offset_factor=1), X: T.Buffer((1,), "float16x2")):
+    B = C[1]
+    C[2] = B + B
+    D[0, 0] = C[1]
+    E = B
+    X = T.Broadcast(T.float16(1.0), 2)"""
+
+
+def test_one_element_parameter_buffers_print_as_tvm_prints_them():
+    written = (SCALAR_PARAMS_TVM.replace("    B = C[1]", "    B[0] = C[1]")
+               .replace("B + B", "B[0] + B[0]").replace("E = B", "E[0] = B[0]")
+               .replace("    X = T.B", "    X[0] = T.B"))
+    mod, text = round_trip(written)
+    assert SCALAR_PARAMS_TVM in text
+    mod, text = round_trip(written.replace("@T.prim_func", "@T.prim_func(s_tir=True)"))
+    assert "    B[0] = C[1]" in text and "C[2] = B[0] + B[0]" in text
+
+
+def test_a_parameter_buffer_whose_pointer_is_used_keeps_its_index():
+    _, text = round_trip("""
+        @T.prim_func
+        def f(P: T.Buffer((1,), "float32")):
+            P[0] = T.float32(1.0)
+            T.call_extern("int32", "g", P.data)
+        """)
+    assert "P[0] = T.float32(1.0)" in text  # TVM would write P.source.data, which it alone reads
+
+
 # -- thread axes launched more than once -----------------------------------------------------
 def test_thread_axis_launched_in_two_branches_is_declared_once():
     src = """

@@ -15,7 +15,7 @@ from tirc.ir.reducer import CommReducer
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore, Continue,
                           DeclBuffer, Evaluate, For, IfThenElse, IterVar, LetStmt, Return,
                           SeqStmt, Stmt, While)
-from tirc.ir.scalars import scalar_buffers
+from tirc.ir.scalars import scalar_buffers, scalar_params
 from tirc.ir.freevars import free_vars
 from tirc.target import Target
 from tirc.ir.print_expr import ExprPrinter, _plus, py_value, quote
@@ -68,7 +68,7 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
         self.frames: list[list[str]] = []
         self.data_owner: dict[int, Buffer] = {}
         self.data_latest: dict[int, Buffer] = {}
-        self.scalars = scalar_buffers(func.body, func.s_tir)
+        self.scalars = scalar_buffers(func.body, func.s_tir) | scalar_params(func)
         self.lines: list[str] = []
         self.introduced: set[int] = set()
         self.free_ids: set[int] = set()

@@ -48,3 +48,27 @@ def scalar_buffers(body: Stmt, s_tir: bool = False) -> set[int]:
                 stores[key] = stores.get(key, 0) + 1
     return {k for k, b in allocs.items() if k not in bad and id(b.data) not in pointer_uses
             and (k in bare or stores.get(k, 0) >= 2)}
+
+
+def scalar_params(func) -> set[int]:
+    """Ids of parameter buffers printed as scalars, as TVM 0.27 prints them outside s_tir
+    functions (``B = C[1]``, ``C[2] = B + B`` for ``B: T.Buffer((1,), "float32")``): the
+    one-element 1-D ones without strides, only ever indexed at 0, whose pointer is not
+    used otherwise (TVM would print it ``B.source.data``)."""
+    if func.s_tir:
+        return set()
+    found = {id(b): b for _, b in func.buffer_map
+             if len(b.shape) == 1 and isinstance(b.shape[0], IntImm) and b.shape[0].value == 1
+             and not b.strides}
+    if not found:
+        return set()
+    pointers = {id(b.data): key for key, b in found.items()}
+    for node in walk(func.body):
+        if isinstance(node, (BufferStore, BufferLoad)) and id(node.buffer) in found:
+            if not (len(node.indices) == 1 and isinstance(node.indices[0], IntImm)
+                    and node.indices[0].value == 0):
+                found.pop(id(node.buffer))
+        elif isinstance(node, (Var, DeclBuffer)):
+            key = pointers.get(id(node.buffer.data if isinstance(node, DeclBuffer) else node))
+            found.pop(key, None)
+    return set(found)
