@@ -35,13 +35,15 @@ import re
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from tirc.device_images import DeviceOutputs, arch_target
 from tirc.diagnostics import Diagnostic, internal_errors
-from tirc.ir.attrs import TARGET
+from tirc.ir.attrs import GLOBAL_SYMBOL, TARGET
+from tirc.ir.expr import Call, GlobalVar, StringImm
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.visitor import walk
 from tirc.target import Target, TargetError, host_triple, parse_target
 
 EMIT_KINDS = ("tir", "llvm", "ptx")
@@ -107,22 +109,65 @@ def split_module(mod: IRModule) -> tuple[IRModule, dict[Target, IRModule]]:
             {t: IRModule(fs, mod.name, mod.span) for t, fs in devices.items()})
 
 
+def _cpu_target(f: PrimFunc) -> Target | None:
+    """The CPU target a host function's code is made for."""
+    t = f.attrs.get(TARGET)
+    if not isinstance(t, Target):
+        return None
+    return t.without_host() if not t.is_device else t.host
+
+
+def host_groups(host: IRModule, bind: Target) -> list[tuple[Target, IRModule]]:
+    """The host functions by the CPU target their code is made for, each group one host
+    object, in the module's order. Functions of two groups do not call each other (a
+    located error: their code is for two machines), and two groups are for two triples
+    (each object is named by its triple)."""
+    default = bind if not bind.is_device else (bind.host or parse_target("llvm"))
+    groups: dict[str, tuple[Target, dict[str, PrimFunc]]] = {}
+    where: dict[str, tuple[str, str]] = {}  # function or exported symbol -> (group, function)
+    for name, f in host.functions.items():
+        cpu = _cpu_target(f) or default
+        groups.setdefault(cpu.canonical, (cpu, {}))[1][name] = f
+        where[name] = (cpu.canonical, name)
+        symbol = f.attrs.get(GLOBAL_SYMBOL)
+        if isinstance(symbol, str):
+            where[symbol] = (cpu.canonical, name)
+    if len(groups) <= 1:
+        return [(next(iter(groups.values()))[0] if groups else default, host)]
+    _check_apart(host, groups, where)
+    return [(t, replace(host, functions=fs)) for t, fs in groups.values()]
+
+
+def _check_apart(host: IRModule, groups, where: dict[str, tuple[str, str]]) -> None:
+    triples: dict[str, Target] = {}
+    for t, _ in groups.values():
+        other = triples.setdefault(t.get("mtriple"), t)
+        if other is not t:
+            raise Diagnostic(f"host functions of one module are for '{other.describe()}' and "
+                             f"'{t.describe()}': one object is made per triple, so functions "
+                             "for the same triple need the same target", host.span)
+    for name, f in host.functions.items():
+        mine = where[name][0]
+        for node in walk(f.body):
+            if not isinstance(node, Call):
+                continue
+            if isinstance(node.op, GlobalVar):
+                callee = node.op.name
+            elif node.args and isinstance(node.args[0], StringImm):
+                callee = node.args[0].value  # T.call_cpacked / T.call_extern of a symbol
+            else:
+                continue
+            if callee in where and where[callee][0] != mine:
+                them, callee = groups[where[callee][0]][0], where[callee][1]
+                raise Diagnostic(f"'{name}' (host code for '{groups[mine][0].describe()}') "
+                                 f"calls '{callee}', whose code is for '{them.describe()}': "
+                                 "functions for two host triples are two objects and cannot "
+                                 "call each other", node.span or f.span)
+
+
 def host_target_of(host: IRModule, bind: Target) -> Target:
-    """The one CPU target the host functions are compiled for."""
-    found: dict[str, Target] = {}
-    for f in host.functions.values():
-        t = f.attrs.get(TARGET)
-        if not isinstance(t, Target):
-            continue
-        cpu = t.without_host() if not t.is_device else t.host  # a CPU target's own code
-        if cpu is not None:
-            found.setdefault(cpu.canonical, cpu)
-    if len(found) > 1:
-        raise Diagnostic("the host functions of one module need one host target; found "
-                         + " and ".join(t.describe() for t in found.values()), host.span)
-    if found:
-        return next(iter(found.values()))
-    return bind if not bind.is_device else (bind.host or parse_target("llvm"))
+    """The CPU target of the host functions (of the first group, when there are several)."""
+    return host_groups(host, bind)[0][0]
 
 
 def check_symbol_prefix(prefix: str) -> None:
@@ -223,11 +268,13 @@ class _Build:
     mod: IRModule | None = None
     host_mod: IRModule | None = None
     host_target: Target | None = None
+    host_parts: list[tuple[Target, IRModule]] = field(default_factory=list)  # one object each
     devices: dict[Target, IRModule] = field(default_factory=dict)
     launch_table: object = None  # the images the host object embeds and launches
     dev: DeviceOutputs = field(default_factory=DeviceOutputs)
     obj: object = None  # the host backend's object (None with device_only)
     outputs: list[tuple[Path, bytes]] = field(default_factory=list)
+    objects: list = field(default_factory=list)  # (file, target, module): several host objects
     files: list[Path] = field(default_factory=list)
     data: dict = field(default_factory=dict)
     warnings: list[Diagnostic] = field(default_factory=list)
@@ -262,7 +309,12 @@ def _passes(b: _Build) -> None:
 def _split(b: _Build) -> None:
     """The host module and the device modules by target; the host's CPU target."""
     b.host_mod, b.devices = split_module(b.mod)
-    b.host_target = host_target_of(b.host_mod, b.bind)
+    b.host_parts = host_groups(b.host_mod, b.bind)
+    b.host_target = b.host_parts[0][0]
+    if len(b.host_parts) > 1 and b.shared:
+        raise Diagnostic("host functions for " + " and ".join(
+            t.get("mtriple") for t, _ in b.host_parts) + " make one object per triple; a "
+            "shared library is for one triple: build without --shared", b.mod.span)
     if b.device_only and not b.devices:
         raise Diagnostic("--device-only: the module has no device functions", b.mod.span)
 
@@ -297,13 +349,21 @@ def _host_codegen(b: _Build) -> None:
         b.outputs.append((b.out / f"{b.name}.lowered.tir", print_module(b.mod).encode()))
     if b.device_only:
         return
-    backend = get_backend(b.host_target.kind, b.host_mod.span, role="host")
     keep_ir = "llvm" in b.emit or "host-codegen" in b.print_after
-    b.obj = backend.host_object(b.host_mod, b.host_target, b.name, keep_ir=keep_ir,
-                                debug=b.debug, device_code=b.launch_table, jobs=b.jobs)
-    b.outputs.append((b.out / f"{b.name}.o", b.obj.object))
-    if "llvm" in b.emit:
-        b.outputs.append((b.out / f"{b.name}.ll", b.obj.llvm_ir.encode()))
+    several = len(b.host_parts) > 1
+    objects = []
+    for target, mod in b.host_parts:
+        backend = get_backend(target.kind, mod.span, role="host")
+        obj = backend.host_object(mod, target, b.name, keep_ir=keep_ir, debug=b.debug,
+                                  device_code=b.launch_table, jobs=b.jobs)
+        stem = f"{b.name}.{target.get('mtriple')}" if several else b.name
+        b.outputs.append((b.out / f"{stem}.o", obj.object))
+        if "llvm" in b.emit:
+            b.outputs.append((b.out / f"{stem}.ll", obj.llvm_ir.encode()))
+        objects.append((f"{stem}.o", target, mod))
+        b.obj = b.obj or obj
+    if several:
+        b.objects = objects
 
 
 def _manifest_and_header(b: _Build) -> None:
@@ -312,6 +372,12 @@ def _manifest_and_header(b: _Build) -> None:
     b.outputs += b.dev.extras
     facts = b.mod.facts  # what the passes decided; the outputs read nothing else
     b.data = _manifest(facts, b.name, b.abi, b.host_target, images, b.dev.facts)
+    if b.objects:  # one host object per triple: which functions each holds
+        exported = {f.name for f in facts.functions}
+        b.data["host_objects"] = [
+            {"file": file, "target": t.canonical, "target_summary": t.describe(),
+             "functions": [n for n in mod.functions if n in exported]}
+            for file, t, mod in b.objects]
     if b.symbol_prefix:
         b.data["symbol_prefix"] = b.symbol_prefix
     b.warnings = b.dev.warnings + _register_warnings(facts, b.data)
@@ -341,7 +407,7 @@ def _module_text(mod: IRModule) -> str:
 
 def _split_text(b: _Build) -> str:
     """The host module, then each device module, each under a line naming its target."""
-    parts = [f"# host module ({b.host_target.describe()})\n{_module_text(b.host_mod)}"]
+    parts = [f"# host module ({t.describe()})\n{_module_text(m)}" for t, m in b.host_parts]
     parts += [f"# device module ({t.describe()})\n{_module_text(m)}" for t, m in b.devices.items()]
     return "".join(parts)
 
