@@ -5,7 +5,7 @@ from typing import TYPE_CHECKING
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.calls import Construct
-from tirc.frontend.values import describe
+from tirc.frontend.values import TileLayout, describe
 from tirc.ir.buffer import STORAGE_RANKS, Buffer, dtype_view_of, is_storage_scope
 from tirc.ir.dtype import FLOAT32, HANDLE, INT32, DataType
 from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
@@ -165,9 +165,18 @@ def make_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None
     if a.get("elem_offset", (None, None))[0] is not None:
         v, vspan = a["elem_offset"]
         elem_offset = b.shape_var(v, vspan) if isinstance(v, str) else b.as_expr(v, vspan, INT32)
-    for key in ("layout", "axis_separators"):
-        if a.get(key, (None, None))[0] not in (None, (), []):
-            raise Diagnostic(f"'{key}' is not supported", a[key][1])
+    layout, lspan = a.get("layout", (None, None))
+    if isinstance(layout, TileLayout):
+        elements = _constant_product(shape)
+        if elements is None or not layout.row_major_over(elements):
+            raise Diagnostic(f"layout T.S[{layout.shape}:{layout.strides}] is not supported: tirc "
+                             "lays buffers out in row-major order (a layout that is that order "
+                             "is read)", lspan)
+        del a["layout"]  # the row-major order: what a buffer without a layout has
+    elif layout not in (None, (), []):
+        raise Diagnostic("'layout' is not supported", lspan)
+    if a.get("axis_separators", (None, None))[0] not in (None, (), []):
+        raise Diagnostic("'axis_separators' is not supported", a["axis_separators"][1])
     layout_none = "layout" in a
     if a.get("buffer_type", ("", None))[0] not in ("", "default", None):
         raise Diagnostic("only the default buffer_type is supported", a["buffer_type"][1])
@@ -179,6 +188,15 @@ def make_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None
         elem_offset = Var(f"{name}_elem_offset", shape[0].dtype if shape else INT32, None, span)
     return Buffer(name, data, dtype, shape, strides, elem_offset, max(align, 0), offset_factor, span,
                   layout_none)
+
+
+def _constant_product(shape) -> int | None:
+    n = 1
+    for e in shape:
+        if not isinstance(e, IntImm):
+            return None
+        n *= e.value
+    return n
 
 
 def view_buffer(b: "FunctionBuilder", name: str, base: Buffer, args, kwargs, span: Span | None) -> Buffer:

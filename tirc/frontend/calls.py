@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend import not_built
 from tirc.frontend.arith import binary, cast_to
-from tirc.frontend.values import TName, check_float_range, check_int_range, describe, literal_expr
+from tirc.frontend.values import (TileLayout, TName, check_float_range, check_int_range, describe,
+                                  literal_expr)
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, VOID, DataType, is_dtype_name, parse_dtype
 from tirc.ir.expr import (BinOp, Broadcast, Call, Cast, FloatImm, GlobalVar, IntImm, Let,
@@ -348,6 +349,16 @@ def _target(b, name, args, kwargs, span):
         raise Diagnostic(f"invalid target: {e}", sspan) from None
 
 
+def _tile_layout(b, name, args, kwargs, span):
+    """``T.TileLayout(T.S[shape:strides])``: the layout (see ``values.TileLayout``)."""
+    _no_kwargs(name, kwargs)
+    _arity(name, args, 1, 1, span)
+    layout, lspan = args[0]
+    if not isinstance(layout, TileLayout):
+        raise Diagnostic("T.TileLayout takes T.S[shape:strides]; tirc reads no other layout", lspan)
+    return layout
+
+
 def _plain(v: object, span: Span | None) -> object:
     """A JSON-like Python value from an evaluated script value (for targets)."""
     if isinstance(v, (str, bool, int, float)) or v is None:
@@ -419,4 +430,5 @@ _BUILDERS = {
     "Let": _let, "Cast": _cast, "cast": _cast, "Select": _select, "Ramp": _ramp, "ramp": _ramp,
     "Broadcast": _broadcast, "broadcast": _broadcast, "Shuffle": _shuffle, "abs": _abs, "max_value": _limit,
     "min_value": _limit, "infinity": _limit, "target": _target, "comm_reducer": _comm_reducer,
+    "TileLayout": _tile_layout,
 }

@@ -10,9 +10,9 @@ from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend import calls, not_built
 from tirc.frontend.arith import binary, cast_to, difference, typed_binary
 from tirc.frontend.scope import Scope
-from tirc.frontend.values import (HandleType, Lambda, LetType, ModuleRef, Namespace, Slot, TName,
-                                  ThreadDecl, describe, is_scalar_buffer, literal_expr,
-                                  scalar_element)
+from tirc.frontend.values import (HandleType, Lambda, LetType, ModuleRef, Namespace, Slot,
+                                  ThreadDecl, TileLayout, TName, describe, is_scalar_buffer,
+                                  literal_expr, scalar_element)
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
 from tirc.nesting import MAX_EXPR_DEPTH
@@ -353,6 +353,8 @@ class ExprBuilder:
     def _x_subscript(self, node, span):
         obj = self.value(node.children[0])
         items = subscript_items(node.children[1])
+        if isinstance(obj, TName) and obj.name == "S":
+            return self.tile_shard(items, span)
         if isinstance(obj, TName) and obj.name == "let":
             if len(items) != 1:
                 raise Diagnostic("T.let[...] takes one dtype", span)
@@ -373,6 +375,22 @@ class ExprBuilder:
             raise Diagnostic(f"{describe(obj)} cannot be indexed", span)
         indices = tuple(self.index(item) for item in items)
         return self.load(obj, indices, span)
+
+    def tile_shard(self, items, span) -> TileLayout:
+        """``T.S[(8, 2):(2, 1)]``: a layout's shape and strides (constant integers)."""
+        if len(items) != 1 or not (isinstance(items[0], lark.Tree) and items[0].data == "slice"):
+            raise Diagnostic("T.S[...] takes one 'shape:strides' item", span)
+        start, stop, step = items[0].children
+        parts = []
+        for part in (start, stop):
+            v = self.value(part) if part is not None else None
+            v = (v,) if isinstance(v, int) else v
+            if not isinstance(v, tuple) or not all(isinstance(x, int) and not isinstance(x, bool) for x in v):
+                raise Diagnostic("T.S[shape:strides] takes constant integers", span)
+            parts.append(v)
+        if step is not None or len(parts[0]) != len(parts[1]):
+            raise Diagnostic("T.S[shape:strides] needs one stride per axis", span)
+        return TileLayout(parts[0], parts[1], span)
 
     def index(self, item) -> PrimExpr:
         if isinstance(item, lark.Tree) and item.data == "slice":

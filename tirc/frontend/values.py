@@ -35,6 +35,25 @@ class TName:
 
 
 @dataclass(frozen=True)
+class TileLayout:
+    """``T.TileLayout(T.S[(8, 2):(2, 1)])`` (or the bare ``T.S[...]``): TVM 0.27's layout
+    of a buffer's elements, a shape with a stride per axis. tirc reads the layouts that
+    are the buffer's own row-major order, which is what TVM prints for a view by dtype."""
+
+    shape: tuple[int, ...]
+    strides: tuple[int, ...]
+    span: object = None
+
+    def row_major_over(self, elements: int) -> bool:
+        """Whether it lays out ``elements`` elements one after the other, in order."""
+        expected, step = [], 1
+        for extent in reversed(self.shape):
+            expected.append(step)
+            step *= extent
+        return step == elements and tuple(reversed(expected)) == self.strides
+
+
+@dataclass(frozen=True)
 class ModuleRef:
     """The ``class`` name of the module, so ``Module.f`` names a function."""
 
