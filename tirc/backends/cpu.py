@@ -21,7 +21,7 @@ from llvmlite import ir
 from tirc.backends import llvm_types as lt
 from tirc.backends.llvm_context import LLVMTargetContext, init_llvm
 from tirc.backends import cpu_chunks
-from tirc.backends.cpu_packed_call import PACKED_CALLS, lower_packed_call
+from tirc.backends.cpu_packed_call import PACKED_CALLS, STACK_VALUES, lower_packed_call, lower_stack_value
 from tirc.backends.llvm_lower import ModuleLowering, likely
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import C_API, DEVICE_ID, DEVICE_TYPE, SYMBOL_PREFIX
@@ -98,6 +98,8 @@ class CPUContext(LLVMTargetContext):
     def lower_call(self, fl, call):
         if call.op in PACKED_CALLS:
             return lower_packed_call(fl, call)
+        if call.op in STACK_VALUES:
+            return lower_stack_value(fl, call)
         if call.op != "call_ffi_kernel" or self.device_code is None:
             return None
         from tirc.backends.cuda_launch import CudaLauncher

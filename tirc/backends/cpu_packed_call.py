@@ -35,8 +35,9 @@ from tirc.backends import llvm_types as lt
 from tirc.backends.llvm_lower import likely
 from tirc.backends.llvmlite_compat import opaque, store_atomic
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import C_API, CPACKED_TENSORS
-from tirc.ir.expr import Call, StringImm
+from tirc.backends.llvm_intrin import DLTENSOR_FIELDS, INT_TYPES
+from tirc.ir.attrs import C_API, CPACKED_TENSORS, DEVICE_ID, DEVICE_TYPE
+from tirc.ir.expr import Call, IntImm, StringImm
 
 PACKED_CALLS = ("call_packed", "tvm_call_packed", "call_cpacked", "tvm_call_cpacked")
 _ANY = ir.LiteralStructType([lt.I32, lt.I32, lt.I64])  # TVMFFIAny: type index, padding, value
@@ -71,6 +72,59 @@ def lower_packed_call(fl, call: Call) -> ir.Value:
     return _read_result(fl, result, call)
 
 
+STACK_VALUES = ("tvm_stack_make_shape", "tvm_stack_make_array")
+
+
+def lower_stack_value(fl, call: Call) -> ir.Value:
+    """TVM's arguments of a packed call built on the host's stack (te.extern's calls):
+    ``T.tvm_stack_make_shape`` and ``T.tvm_stack_make_array``, whose DLTensor a packed
+    call passes as a tensor."""
+    return (_stack_shape if call.op == "tvm_stack_make_shape" else _stack_array)(fl, call)
+
+
+def _stack_shape(fl, call: Call) -> ir.Value:
+    """``T.tvm_stack_make_shape(n, ...)``: the values in an int64 array on the stack."""
+    array = fl.alloca(lt.I64, max(len(call.args), 1), name="stack_shape", align=8)
+    for i, v in enumerate(call.args):
+        at = fl.b.gep(array, [ir.Constant(lt.I64, i)], source_etype=lt.I64)
+        fl.b.store(fl.int_cast(fl.expr(v), lt.I64, signed=True), at)
+    return array
+
+
+def _stack_array(fl, call: Call) -> ir.Value:
+    """``T.tvm_stack_make_array(data, shape, strides, ndim, dtype_value, elem_offset)``: a
+    DLTensor on the stack over ``data`` (strides 0: compact), of the dtype of
+    ``dtype_value``, on the device the enclosing ``device_type``/``device_id`` attributes
+    name (the CPU when none does)."""
+    data, shape, strides, ndim, like, offset = call.args
+    code, bits, lanes = abi.dl_dtype(like.dtype)
+    device = dict(getattr(fl.ctx, "device_attrs", ()))
+    tensor = fl.alloca(ir.ArrayType(lt.I8, 48), name="stack_array", align=8)
+
+    def put(field: int, value: ir.Value) -> None:
+        offset_, tname = DLTENSOR_FIELDS[field]
+        addr = fl.b.gep(tensor, [ir.Constant(lt.I64, offset_)], source_etype=lt.I8)
+        if tname != "ptr":
+            value = fl.int_cast(value, INT_TYPES[tname], signed=True)
+        fl.b.store(value, addr)
+
+    pointer = fl.ctx.pointer()
+    put(abi.ARR_DATA, fl.expr(data))
+    put(abi.ARR_DEVICE_TYPE, device.get(DEVICE_TYPE, ir.Constant(lt.I32, 1)))  # kDLCPU
+    put(abi.ARR_DEVICE_ID, device.get(DEVICE_ID, ir.Constant(lt.I32, 0)))
+    put(abi.ARR_NDIM, fl.expr(ndim))
+    for field, v in zip((abi.ARR_CODE, abi.ARR_BITS, abi.ARR_LANES), (code, bits, lanes)):
+        put(field, ir.Constant(lt.I64, v))
+    put(abi.ARR_SHAPE, fl.expr(shape))
+    if isinstance(strides, IntImm) and strides.value == 0:
+        put(abi.ARR_STRIDES, ir.Constant(pointer, None))
+    else:
+        put(abi.ARR_STRIDES, fl.expr(strides))
+    elem_bytes = ir.Constant(lt.I64, (bits * lanes + 7) // 8)
+    put(abi.ARR_BYTE_OFFSET, fl.b.mul(fl.int_cast(fl.expr(offset), lt.I64, signed=True), elem_bytes))
+    return tensor
+
+
 def _check_place(fl, call: Call) -> None:
     where = None
     if fl.func.attrs.get(C_API):
@@ -90,7 +144,7 @@ def _slot(fl, args: ir.Value, i: int, field: int) -> ir.Value:
 
 
 def _store_arg(fl, args: ir.Value, i: int, value, tensor: bool) -> None:
-    if tensor:
+    if tensor or (isinstance(value, Call) and value.op == "tvm_stack_make_array"):
         index, v = ir.Constant(lt.I32, abi.DLTENSOR_PTR), fl.expr(value)
     elif isinstance(value, StringImm):
         index, v = ir.Constant(lt.I32, abi.RAW_STR), fl.string(value.value)

@@ -14,12 +14,12 @@ from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, StringImm
 from tirc import ffi_abi as abi
 
 # (byte offset, LLVM type name) of DLTensor (48 bytes) and TVMFFIAny (16 bytes) fields.
-_DLTENSOR = {abi.ARR_DATA: (0, "ptr"), abi.ARR_DEVICE_TYPE: (8, "i32"),
+DLTENSOR_FIELDS = {abi.ARR_DATA: (0, "ptr"), abi.ARR_DEVICE_TYPE: (8, "i32"),
              abi.ARR_DEVICE_ID: (12, "i32"), abi.ARR_NDIM: (16, "i32"), abi.ARR_CODE: (20, "i8"),
              abi.ARR_BITS: (21, "i8"), abi.ARR_LANES: (22, "i16"), abi.ARR_SHAPE: (24, "ptr"),
              abi.ARR_STRIDES: (32, "ptr"), abi.ARR_BYTE_OFFSET: (40, "i64")}
 _ANY = {abi.ANY_TYPE_INDEX: (0, "i32"), abi.ANY_PADDING: (4, "i32"), abi.ANY_VALUE: (8, None)}
-_INTS = {"i8": ir.IntType(8), "i16": ir.IntType(16), "i32": lt.I32, "i64": lt.I64}
+INT_TYPES = {"i8": ir.IntType(8), "i16": ir.IntType(16), "i32": lt.I32, "i64": lt.I64}
 
 
 def lower_call(fl, call: Call) -> ir.Value:
@@ -204,8 +204,8 @@ def _field(fl, call: Call, dtype) -> tuple[ir.Value, ir.Type | None]:
     ptr, index, field = fl.expr(call.args[0]), fl.expr(call.args[1]), _const_int(call, 2)
     if field == abi.INT64_ELEM:
         return fl.b.gep(ptr, [index], source_etype=lt.I64), lt.I64
-    if field in _DLTENSOR:
-        size, (offset, tname) = 48, _DLTENSOR[field]
+    if field in DLTENSOR_FIELDS:
+        size, (offset, tname) = 48, DLTENSOR_FIELDS[field]
     elif field in _ANY:
         size, (offset, tname) = 16, _ANY[field]
     else:
@@ -218,7 +218,7 @@ def _field(fl, call: Call, dtype) -> tuple[ir.Value, ir.Type | None]:
     addr = fl.b.gep(ptr, [at], source_etype=lt.I8)
     if tname == "ptr":
         return addr, fl.ctx.pointer()
-    return addr, _INTS[tname] if tname else None
+    return addr, INT_TYPES[tname] if tname else None
 
 
 def _struct_get(fl, call: Call) -> ir.Value:

@@ -15,7 +15,7 @@ from tirc.frontend.arith import binary, cast_to
 from tirc.frontend.values import (TileLayout, TName, check_float_range, check_int_range, describe,
                                   literal_expr)
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import BOOL, VOID, DataType, is_dtype_name, parse_dtype
+from tirc.ir.dtype import BOOL, HANDLE, VOID, DataType, is_dtype_name, parse_dtype
 from tirc.ir.expr import (BinOp, Broadcast, Call, Cast, FloatImm, GlobalVar, IntImm, Let,
                           PointerType, PrimExpr, Ramp, Select, Shuffle, StringImm, Var)
 from tirc.ir.ops import INTRINSICS, result_dtype
@@ -132,6 +132,12 @@ def make_call(b: "ExprBuilder", name: str, args: list, kwargs: dict[str, Arg], s
     intr = INTRINSICS[name]
     if name == "call_ffi_kernel":
         return _ffi_kernel_call(b, args, kwargs, span)
+    given = None  # dtype="...": the result type, where TVM's Python API takes one
+    if "dtype" in kwargs and name in _DTYPE_KWARG:
+        given = b.dtype_of(*kwargs["dtype"])
+        if _DTYPE_KWARG[name] is not None and given != _DTYPE_KWARG[name]:
+            raise Diagnostic(f"T.{name} returns {_DTYPE_KWARG[name]}, not {given}", kwargs["dtype"][1])
+        kwargs = {k: v for k, v in kwargs.items() if k != "dtype"}
     _no_kwargs(name, kwargs)
     _arity(name, args, intr.min_args, intr.max_args, span)
     if intr.result == "dtype":
@@ -155,8 +161,15 @@ def make_call(b: "ExprBuilder", name: str, args: list, kwargs: dict[str, Arg], s
         first = exprs[0]
         exprs = [first] + [cast_to(e, first.dtype, span) if isinstance(e, (IntImm, FloatImm)) else e
                            for e in exprs[1:]]
-    dtype = result_dtype(intr, [e.dtype for e in exprs])
+    dtype = given or result_dtype(intr, [e.dtype for e in exprs])
     return Call(dtype, name, tuple(exprs), span)
+
+
+# Intrinsics that take TVM's ``dtype=`` keyword: the result type it must be (None: any, the
+# type of the packed function's result)
+_DTYPE_KWARG = {"tvm_stack_make_shape": HANDLE, "tvm_stack_make_array": HANDLE,
+                **{n: None for n in ("call_packed", "call_cpacked", "tvm_call_packed",
+                                     "tvm_call_cpacked")}}
 
 
 def _pointer_type(v: object):

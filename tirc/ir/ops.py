@@ -76,6 +76,11 @@ _add("ret", 1, 1, "arg0", pure=False)
 _add("tvm_struct_get", 4, 4, "dtype_last")
 _add("tvm_struct_set", 4, 4, "int32", pure=False)
 _add("handle_add_byte_offset", 2, 2, "handle")
+# TVM's arguments of a packed call built on the stack (te.extern's calls): an int64 array
+# of the values, and a DLTensor (data, shape, strides (0: none), ndim, a value of the
+# element dtype, elem_offset) passed as a tensor
+_add("tvm_stack_make_shape", 0, None, "handle", pure=False)
+_add("tvm_stack_make_array", 6, 6, "handle", pure=False)
 
 # Names the front end builds into dedicated nodes rather than calls.
 NODE_BUILDERS = ("Select", "Cast", "cast", "Ramp", "ramp", "Broadcast", "broadcast", "min",
