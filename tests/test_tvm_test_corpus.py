@@ -1,0 +1,119 @@
+"""Build, with tirc, the lowered modules TVM 0.27 itself builds in its own unit tests.
+
+``tests/corpus/tvm_tests/`` holds every module that reached TVM's host/device split
+(the input of ``tvm.tirx.transform.SplitHostDevice``) while TVM's test files ran,
+printed by TVM 0.27 (``tests/corpus/gen_tvm_test_corpus.py``; README.md there). Each
+is built here with the target TVM built it for (``index.json``). Modules tirc refuses
+are listed in ``REFUSED`` with the text of the error, grouped by reason: they must
+still give a located diagnostic with that text, and every other module must build.
+Neither TVM nor a GPU is needed.
+"""
+
+import json
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from tirc.build import build
+from tirc.diagnostics import Diagnostic
+
+CORPUS = Path(__file__).parent / "corpus" / "tvm_tests"
+INDEX = json.loads((CORPUS / "index.json").read_text())
+
+_LIBDEVICE = "on the GPU: device code links only libdevice"
+_PTX_LEGACY_MMA = "'T.ptx_legacy' has no attribute 'mma'"
+
+# reason -> {file: text the diagnostic must contain}
+REFUSED = {
+    "T.vscale (scalable vectors, an AArch64 SVE / RISC-V V construct) is not parsed": {
+        "test_cpu_reduction__2.tir": "unknown name 'T.vscale'",
+        "test_cpu_reduction__4.tir": "unknown name 'T.vscale'",
+    },
+    "CUDA half-precision math functions (hexp, hlog, ... from cuda_fp16.h) are not in libdevice": {
+        "test_target_codegen_cuda_fastmath__1.tir": "'hexp' " + _LIBDEVICE,
+        "test_target_codegen_cuda_fastmath__4.tir": "'hexp10' " + _LIBDEVICE,
+        "test_target_codegen_cuda_fastmath__7.tir": "'hlog' " + _LIBDEVICE,
+        "test_target_codegen_cuda_fastmath__10.tir": "'hlog2' " + _LIBDEVICE,
+        "test_target_codegen_cuda_fastmath__13.tir": "'hlog10' " + _LIBDEVICE,
+        "test_target_codegen_cuda_fastmath__16.tir": "'htan' " + _LIBDEVICE,
+        "test_target_codegen_cuda_fastmath__19.tir": "'hcos' " + _LIBDEVICE,
+        "test_target_codegen_cuda_fastmath__22.tir": "'hsin' " + _LIBDEVICE,
+        "test_target_codegen_cuda_fastmath__25.tir": "'htanh' " + _LIBDEVICE,
+    },
+    "two functions export one symbol (the TVM test checks that TVM rejects it too)": {
+        "test_target_codegen_llvm__1.tir":
+            "functions 'first_unique_key' and 'second_unique_key' both export the symbol 'dup_symbol'",
+    },
+    "a value returned from a function TVM prints without a return type": {
+        "test_tir_base__%d.tir" % i: "'return' with a value in function 'main', which declares no return type"
+        for i in range(1, 10)
+    },
+    "PTX intrinsics of the T.ptx / T.ptx_legacy / T.s_tir namespaces tirc does not know": {
+        "test_tir_ptx_cp_async__1.tir": "'T.s_tir' has no attribute 'cp_async_raw'",
+        "test_tir_ptx_ldmatrix__1.tir": "'T.ptx_legacy' has no attribute 'ldmatrix'",
+        "test_tir_ptx_scalar_f32_math__1.tir": "'T.ptx' has no attribute 'add'",
+        **{"test_tir_ptx_mma__%d.tir" % i: _PTX_LEGACY_MMA for i in (1, 2, 3, 4, 5, 8, 9, 10, 11, 12, 13, 14)},
+    },
+    "sub-byte integer dtypes (int4, int1) are not supported": {
+        "test_tir_ptx_mma__6.tir": "unknown dtype 'int4'",
+        "test_tir_ptx_mma__7.tir": "unknown dtype 'int4'",
+        "test_tir_ptx_mma__15.tir": "unknown dtype 'int4'",
+        "test_tir_ptx_mma__16.tir": "unknown dtype 'int4'",
+        "test_tir_ptx_mma__17.tir": "unknown dtype 'int1'",
+    },
+    "T.tvm_access_ptr left in host code, which tirc's LLVM backend does not lower": {
+        "test_tir_transform_lower_intrin__1.tir": "T.tvm_access_ptr is not supported by the LLVM backend",
+    },
+}
+EXPECTED_ERROR = {f: text for files in REFUSED.values() for f, text in files.items()}
+
+
+def _build(name, out_dir):
+    entry = INDEX[name]
+    path = CORPUS / name
+    return build(path.read_text(), target=entry["target"], host=entry["host"], out_dir=out_dir,
+                 name="m", filename=str(path), device_format="ptx")
+
+
+def test_index_matches_files():
+    on_disk = {p.name for p in CORPUS.glob("*.tir")}
+    assert on_disk == set(INDEX)
+    for name, entry in INDEX.items():
+        first = (CORPUS / name).read_text().split("\n", 1)[0]
+        assert first.startswith("# source: %s  target: %s" % (entry["source"], entry["target"])), name
+    assert set(EXPECTED_ERROR) <= set(INDEX), sorted(set(EXPECTED_ERROR) - set(INDEX))
+    assert sum(len(f) for f in REFUSED.values()) == len(EXPECTED_ERROR)  # no file in two groups
+
+
+@pytest.mark.parametrize("name", sorted(INDEX))
+def test_build_tvm_test_module(name, tmp_path):
+    if name in EXPECTED_ERROR:
+        with pytest.raises(Diagnostic) as info:
+            _build(name, tmp_path)
+        err = info.value
+        assert err.span is not None, str(err)
+        assert err.span.file == str(CORPUS / name) and err.span.line > 1, str(err)
+        assert EXPECTED_ERROR[name] in err.message, str(err)
+        assert not list(tmp_path.iterdir())  # nothing written
+    else:
+        result = _build(name, tmp_path)
+        assert (tmp_path / "m.o").is_file()
+        if INDEX[name]["target"].startswith("cuda"):
+            assert result.images and all(Path(p).is_file() for p in result.images.values())
+
+
+def test_counts(capsys):
+    """Modules by source test file, and how many of them build."""
+    total = Counter(e["source"].split("::")[0] for e in INDEX.values())
+    refused = Counter(INDEX[n]["source"].split("::")[0] for n in EXPECTED_ERROR)
+    lines = ["", "%-82s %7s %6s" % ("TVM test file", "modules", "build")]
+    for f in sorted(total):
+        lines.append("%-82s %7d %6d" % (f, total[f], total[f] - refused[f]))
+    lines.append("%-82s %7d %6d" % ("total (%d test files)" % len(total), len(INDEX), len(INDEX) - len(EXPECTED_ERROR)))
+    lines.append("refused, by reason:")
+    for why, files in REFUSED.items():
+        lines.append("  %3d  %s" % (len(files), why))
+    with capsys.disabled():
+        print("\n".join(lines))
+    assert len(INDEX) - len(EXPECTED_ERROR) > 0
