@@ -45,10 +45,6 @@ REFUSED = {
         "test_target_codegen_llvm__1.tir":
             "functions 'first_unique_key' and 'second_unique_key' both export the symbol 'dup_symbol'",
     },
-    "a value returned from a function TVM prints without a return type": {
-        "test_tir_base__%d.tir" % i: "'return' with a value in function 'main', which declares no return type"
-        for i in range(1, 10)
-    },
     "PTX intrinsics of the T.ptx / T.ptx_legacy / T.s_tir namespaces tirc does not know": {
         "test_tir_ptx_cp_async__1.tir": "'T.s_tir' has no attribute 'cp_async_raw'",
         "test_tir_ptx_ldmatrix__1.tir": "'T.ptx_legacy' has no attribute 'ldmatrix'",

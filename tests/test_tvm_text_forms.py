@@ -13,6 +13,7 @@ import pytest
 from tirc.diagnostics import Diagnostic
 from tirc.ir.block import SBlock
 from tirc.ir.buffer import is_storage_scope
+from tirc.ir.dtype import DataType
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.expr import BinOp, Call, IntImm, Var
 from tirc.ir.printer import print_module
@@ -430,3 +431,27 @@ def test_unknown_offset_is_bound_from_the_tensor_and_checked_against_its_factor(
                and m.endswith("a multiple of offset_factor=4 (16 bytes)") for m in messages)
     # Y has no offset factor: its byte offset must be 0, as before
     assert any(m.startswith("Invalid Y.byte_offset on argument #1") for m in messages)
+
+
+# -- a function that returns a value without a written return type ---------------------------
+def test_return_type_is_the_type_of_the_returned_values():
+    # TVM 0.27 prints test_tir_base's functions so (return lhs + rhs, no -> T.float32)
+    mod, text = round_trip("""
+        @T.prim_func
+        def main(lhs: T.float32, rhs: T.float32):
+            return lhs + rhs
+        """)
+    assert mod["main"].ret_type == DataType("float32")
+    assert "-> T.float32" in text
+
+
+def test_returns_of_two_types_need_a_written_return_type():
+    with pytest.raises(Diagnostic, match="returns int32 and float32 values") as e:
+        read("""
+        @T.prim_func
+        def main(x: T.int32, y: T.float32):
+            if x > 0:
+                return x
+            return y
+        """)
+    assert e.value.span is not None

@@ -168,6 +168,7 @@ class FunctionBuilder(ExprBuilder):
         self.block_frames: list = []
         self.loop_doms: dict[int, tuple[PrimExpr, PrimExpr]] = {}
         self.root_allocs: list[Buffer] = []
+        self.returns: list[Return] = []  # the function's return statements, in order
         self.old_blocks = False  # the text spells blocks T.block (TVM before 0.27)
 
     # -- functions -------------------------------------------------------------------------
@@ -192,9 +193,21 @@ class FunctionBuilder(ExprBuilder):
         elif self.root_allocs:
             raise Diagnostic("T.sblock_alloc_buffer at the top of a function needs "
                              "@T.prim_func(s_tir=True)", self.root_allocs[0].span)
-        ret = h.ret_type
+        ret = h.ret_type if h.ret_type is not None else self._returned_type()
         return PrimFunc(tuple(self.params), body, ret, tuple(self.buffer_map), self.attrs,
                         h.private, h.span, s_tir)
+
+    def _returned_type(self) -> DataType | None:
+        """The return type of a function written without one, as TVM reads it: the type of
+        the values it returns (TVM prints ``return lhs + rhs`` with no ``-> T.float32``)."""
+        if not self.returns:
+            return None
+        dtype = self.returns[0].value.dtype
+        for r in self.returns[1:]:
+            if r.value.dtype != dtype:
+                raise Diagnostic(f"this function returns {dtype} and {r.value.dtype} values: "
+                                 "write its return type (-> T.<dtype>)", r.span)
+        return dtype
 
     def _leading_declarations(self, stmts) -> dict[str, DataType]:
         """``n = T.int32()`` at the top: the dtypes of shape variables named in params."""
@@ -332,7 +345,9 @@ class FunctionBuilder(ExprBuilder):
     def _s_return_stmt(self, tree, span, top):
         if tree.children[0] is None:
             raise Diagnostic("'return' needs a value", span)
-        return Return(self.expr(tree.children[0]), span)
+        ret = Return(self.expr(tree.children[0]), span)
+        self.returns.append(ret)
+        return ret
 
     def _s_assert_stmt(self, tree, span, top):
         from tirc.frontend.constructs import assert_message
