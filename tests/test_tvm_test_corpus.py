@@ -21,7 +21,6 @@ from tirc.diagnostics import Diagnostic
 CORPUS = Path(__file__).parent / "corpus" / "tvm_tests"
 INDEX = json.loads((CORPUS / "index.json").read_text())
 
-_LIBDEVICE = "on the GPU: device code links only libdevice"
 _PTX_LEGACY_MMA = "'T.ptx_legacy' has no attribute 'mma'"
 
 # reason -> {file: text the diagnostic must contain}
@@ -29,17 +28,6 @@ REFUSED = {
     "T.vscale (scalable vectors, an AArch64 SVE / RISC-V V construct) is not parsed": {
         "test_cpu_reduction__2.tir": "unknown name 'T.vscale'",
         "test_cpu_reduction__4.tir": "unknown name 'T.vscale'",
-    },
-    "CUDA half-precision math functions (hexp, hlog, ... from cuda_fp16.h) are not in libdevice": {
-        "test_target_codegen_cuda_fastmath__1.tir": "'hexp' " + _LIBDEVICE,
-        "test_target_codegen_cuda_fastmath__4.tir": "'hexp10' " + _LIBDEVICE,
-        "test_target_codegen_cuda_fastmath__7.tir": "'hlog' " + _LIBDEVICE,
-        "test_target_codegen_cuda_fastmath__10.tir": "'hlog2' " + _LIBDEVICE,
-        "test_target_codegen_cuda_fastmath__13.tir": "'hlog10' " + _LIBDEVICE,
-        "test_target_codegen_cuda_fastmath__16.tir": "'htan' " + _LIBDEVICE,
-        "test_target_codegen_cuda_fastmath__19.tir": "'hcos' " + _LIBDEVICE,
-        "test_target_codegen_cuda_fastmath__22.tir": "'hsin' " + _LIBDEVICE,
-        "test_target_codegen_cuda_fastmath__25.tir": "'htanh' " + _LIBDEVICE,
     },
     "two functions export one symbol (the TVM test checks that TVM rejects it too)": {
         "test_target_codegen_llvm__1.tir":
@@ -58,10 +46,8 @@ REFUSED = {
         "test_tir_ptx_mma__16.tir": "unknown dtype 'int4'",
         "test_tir_ptx_mma__17.tir": "unknown dtype 'int1'",
     },
-    "T.tvm_access_ptr left in host code, which tirc's LLVM backend does not lower": {
-        "test_tir_transform_lower_intrin__1.tir": "T.tvm_access_ptr is not supported by the LLVM backend",
-    },
 }
+
 EXPECTED_ERROR = {f: text for files in REFUSED.values() for f, text in files.items()}
 
 

@@ -170,6 +170,17 @@ def _address_of(fl, call: Call) -> ir.Value:
     return fl.buffer_pointer(load.buffer, load.indices[0], call.span)[0]
 
 
+def _access_ptr(fl, call: Call) -> ir.Value:
+    """``T.tvm_access_ptr(T.type_annotation(dtype), data, offset, extent, mask)``: the
+    address of element ``offset`` of ``dtype`` from ``data`` (TVM's LowerIntrin makes it
+    ``T.address_of(buf[offset])``): elements as far apart as a buffer of ``dtype`` has
+    them."""
+    dtype = call.args[0].dtype
+    data, offset = fl.expr(call.args[1]), fl.expr(call.args[2])
+    return fl.b.gep(data, [fl.int_cast(offset, lt.I64, signed=True)],
+                    source_etype=lt.memory_type(dtype, fl.ctx.pointer(), call.span))
+
+
 def _extern(fl, call: Call) -> ir.Value:
     name = fl.ctx.extern_symbol(_name(call), call)
     args = [fl.expr(a) for a in call.args[1:]]
@@ -289,4 +300,5 @@ _HANDLERS: dict[str, Callable] = {
     "call_llvm_pure_intrin": _llvm_intrin, "tvm_storage_sync": _storage_sync,
     "call_ffi_kernel": _kernel_launch, "tvm_struct_get": _struct_get,
     "tvm_struct_set": _struct_set, "handle_add_byte_offset": _add_byte_offset,
+    "tvm_access_ptr": _access_ptr,
 }

@@ -40,6 +40,7 @@ from tirc.backends.llvmlite_compat import opaque
 from tirc.backends.nvptx_warp import lower_warp_call, sync_warp
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import NOALIAS_KEYS, THREAD_EXTENT, is_kernel
+from tirc.ir.dtype import FLOAT32, DataType
 from tirc.ir.expr import Call, IntImm, StringImm
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AttrStmt, IterVar
@@ -243,14 +244,42 @@ class NVPTXContext(LLVMTargetContext):
         warp = lower_warp_call(fl, call)
         if warp is not None:
             return warp
+        if (call.op in ("call_pure_extern", "call_extern") and call.args
+                and isinstance(call.args[0], StringImm) and call.args[0].value in HALF_MATH):
+            return self.half_math(fl, call)
         if call.op in _MATH_OPS and call.dtype.is_float and self.find_libdevice() is None:
             raise Diagnostic(f"the math function T.{call.op} needs libdevice (libdevice.10.bc), "
                              "which was not found: install the PyPI wheel nvidia-nvvm (or "
                              "nvidia-cuda-nvcc) so that cuda.pathfinder finds it", call.span)
         return None
 
+    def half_math(self, fl, call: Call) -> ir.Value:
+        """A CUDA half-precision math function (``hexp``, ``hlog``, ... of cuda_fp16.h,
+        which TVM's CUDA code calls, on a float32 value too after BF16 legalization): the
+        argument rounded to float16, the float function of libdevice, the result rounded
+        to float16, then converted to the call's type."""
+        name = call.args[0].value
+        if (len(call.args) != 2 or not call.args[1].dtype.is_float or call.args[1].dtype.lanes != 1
+                or not call.dtype.is_float or call.dtype.lanes != 1):
+            raise Diagnostic(f"'{name}' takes one scalar floating-point value", call.span)
+        arg = call.args[1]
+        x = fl.convert(fl.convert(fl.expr(arg), arg.dtype, FLOAT16, call.span), FLOAT16,
+                       FLOAT32, call.span)
+        fn = self.extern_symbol(HALF_MATH[name], call)
+        y = fl.b.call(fl.module.declare(fn, ir.FunctionType(x.type, [x.type])), [x])
+        y = fl.convert(fl.convert(y, FLOAT32, FLOAT16, call.span), FLOAT16, call.dtype, call.span)
+        return y
+
     def raise_error(self, fl, kind, message) -> None:
         fl.b.call(fl.module.declare("llvm.trap", ir.FunctionType(ir.VoidType(), [])), [])
+
+
+FLOAT16 = DataType("float16")
+# cuda_fp16.h's half-precision math functions and the float function each rounds
+HALF_MATH = {"hexp": "expf", "hexp2": "exp2f", "hexp10": "exp10f", "hlog": "logf",
+             "hlog2": "log2f", "hlog10": "log10f", "hsin": "sinf", "hcos": "cosf",
+             "htan": "tanf", "htanh": "tanhf", "hsqrt": "sqrtf", "hrsqrt": "rsqrtf",
+             "hceil": "ceilf", "hfloor": "floorf", "htrunc": "truncf", "hrint": "rintf"}
 
 
 @dataclass(frozen=True)
