@@ -278,14 +278,15 @@ class ExprLowering:
     def buffer_pointer(self, buf: Buffer, index: PrimExpr | None, span=None) -> tuple[ir.Value, ir.Type]:
         """The address of element ``index`` (scalar; None: 0) of ``buf``, and its type."""
         elem = lt.memory_type(buf.dtype, self.ctx.pointer(), span)
+        step = lt.stride_type(buf.dtype, self.ctx.pointer(), span)
         base = self.expr(buf.data)
         if self.ctx.split_index_constants and index is not None:
             rest, c = split_index_constant(buf, index, self.elem_offset(buf) is not None)
             if c:
                 ptr = base
                 if rest is not None:
-                    ptr = self.b.gep(base, [self.expr(rest)], source_etype=elem)
-                return self.b.gep(ptr, [ir.Constant(lt.I64, c)], source_etype=elem), elem
+                    ptr = self.b.gep(base, [self.expr(rest)], source_etype=step)
+                return self.b.gep(ptr, [ir.Constant(lt.I64, c)], source_etype=step), elem
         offset = None
         eo = self.elem_offset(buf)
         if eo is not None:
@@ -299,7 +300,7 @@ class ExprLowering:
             offset = i
         if offset is None:
             return base, elem
-        return self.b.gep(base, [offset], source_etype=elem), elem
+        return self.b.gep(base, [offset], source_etype=step), elem
 
     def elem_offset(self, buf: Buffer) -> PrimExpr | None:
         """The element offset to add to ``buf``'s data pointer, computed in 64 bits: a
@@ -316,9 +317,10 @@ class ExprLowering:
         # than the buffer declares
         base = max(self.data_align.get(id(buf.data), 0), elem)
         if self.elem_offset(buf) is not None:
-            return elem
+            return lt.access_align(elem)
         mult = _known_multiple(index) * elem
-        return max(elem, math.gcd(math.gcd(mult, base), nbytes)) if mult else min(base, nbytes)
+        known = max(elem, math.gcd(math.gcd(mult, base), nbytes)) if mult else min(base, nbytes)
+        return lt.access_align(known)
 
     def expr_BufferLoad(self, e: BufferLoad) -> ir.Value:
         if len(e.indices) != 1:
@@ -335,7 +337,7 @@ class ExprLowering:
             lanes = []
             for i in self.lanes_of(self.expr(index)):
                 ptr, elem = self.address_of_value(buf, i, span)
-                lanes.append(self.note_access(self.b.load(ptr, typ=elem, align=lt.byte_size(buf.dtype)), buf))
+                lanes.append(self.note_access(self.b.load(ptr, typ=elem, align=lt.access_align(lt.byte_size(buf.dtype))), buf))
             v = self.pack(lanes)
         else:
             ptr, _ = self.buffer_pointer(buf, index, span)
@@ -354,7 +356,8 @@ class ExprLowering:
             if off.type != i.type:
                 off, i = self.int_cast(off, lt.I64), self.int_cast(i, lt.I64)
             i = self.b.add(off, i)
-        return self.b.gep(self.expr(buf.data), [i], source_etype=elem), elem
+        step = lt.stride_type(buf.dtype, self.ctx.pointer(), span)
+        return self.b.gep(self.expr(buf.data), [i], source_etype=step), elem
 
     def store(self, buf: Buffer, index: PrimExpr, value: PrimExpr, span=None) -> None:
         v, dtype = self.expr(value), value.dtype
@@ -368,7 +371,7 @@ class ExprLowering:
                 v = self.broadcast(v, index.dtype.lanes)
             for i, x in zip(self.lanes_of(self.expr(index)), self.lanes_of(v)):
                 ptr, _ = self.address_of_value(buf, i, span)
-                self.note_access(self.b.store(x, ptr, align=lt.byte_size(buf.dtype)), buf)
+                self.note_access(self.b.store(x, ptr, align=lt.access_align(lt.byte_size(buf.dtype))), buf)
         else:
             ptr, _ = self.buffer_pointer(buf, index, span)
             self.note_access(self.b.store(v, ptr, align=self.alignment(buf, index, lt.byte_size(dtype))), buf)

@@ -178,7 +178,7 @@ def _access_ptr(fl, call: Call) -> ir.Value:
     dtype = call.args[0].dtype
     data, offset = fl.expr(call.args[1]), fl.expr(call.args[2])
     return fl.b.gep(data, [fl.int_cast(offset, lt.I64, signed=True)],
-                    source_etype=lt.memory_type(dtype, fl.ctx.pointer(), call.span))
+                    source_etype=lt.stride_type(dtype, fl.ctx.pointer(), call.span))
 
 
 def _extern(fl, call: Call) -> ir.Value:

@@ -39,6 +39,22 @@ def memory_type(d: DataType, ptr: ir.Type, span: Span | None = None) -> ir.Type:
     return ir.VectorType(t, d.lanes) if d.lanes > 1 else t
 
 
+def stride_type(d: DataType, ptr: ir.Type, span: Span | None = None) -> ir.Type:
+    """The type whose size is the distance between a buffer's elements: ``byte_size``
+    apart, packed, as DLPack lays tensors out. An LLVM vector of 3 (or any count whose
+    size is not a power of two) takes more room than its elements (16 bytes for
+    ``<3 x float>``), so such elements are stepped over as an array of their lanes."""
+    t = memory_type(d, ptr, span)
+    if d.lanes > 1 and byte_size(d) & (byte_size(d) - 1):
+        return ir.ArrayType(t.element, d.lanes)
+    return t
+
+
+def access_align(nbytes: int) -> int:
+    """The alignment an access of ``nbytes``-aligned data may claim: a power of two."""
+    return max(1, nbytes & -nbytes)
+
+
 def byte_size(d: DataType) -> int:
     return (1 if d.is_bool else max(1, d.bits // 8)) * d.lanes
 
