@@ -18,14 +18,19 @@ MODULE = ROOT / "tests" / "tir" / "buffer_views.tir"
 HEADER = "# from tvm.script import tirx as T\n@T.prim_func\n"
 
 
-def test_views_see_the_same_bytes():
-    k = tirc.compile(MODULE.read_text(), filename=str(MODULE))
+def check_views(text: str, filename: str) -> None:
+    """``views`` of the module sees the bytes NumPy's views of the same array see."""
+    k = tirc.compile(text, filename=filename)
     a = np.arange(16, dtype="float32") * 1.5 + 0.25
     h, f, d = np.zeros(32, "float16"), np.zeros(8, "float32"), np.zeros(4, "float64")
     k["views"](a, h, f, d)
     assert np.array_equal(h, a.view("float16"))
     assert np.array_equal(f, a[8:].view("float16")[:8].astype("float32") + a[8:16])
     assert np.array_equal(d, a[8:].view("float64"))
+
+
+def test_views_see_the_same_bytes():
+    check_views(MODULE.read_text(), str(MODULE))
 
 
 # tests/tir/buffer_views.tir as TVM 0.27 prints it (tvm.script.from_source(...).script()):
@@ -49,13 +54,7 @@ def views(A: T.Buffer((16,), "float32"), H: T.Buffer((32,), "float16"), F: T.Buf
 
 def test_tvm_printed_views_see_the_same_bytes():
     assert "layout=T.TileLayout(T.S[(8, 2):(2, 1)])" in TVM_PRINTED
-    k = tirc.compile(TVM_PRINTED, filename="tvm_printed.tir")
-    a = np.arange(16, dtype="float32") * 1.5 + 0.25
-    h, f, d = np.zeros(32, "float16"), np.zeros(8, "float32"), np.zeros(4, "float64")
-    k["views"](a, h, f, d)
-    assert np.array_equal(h, a.view("float16"))
-    assert np.array_equal(f, a[8:].view("float16")[:8].astype("float32") + a[8:16])
-    assert np.array_equal(d, a[8:].view("float64"))
+    check_views(TVM_PRINTED, "tvm_printed.tir")
 
 
 def test_views_print_as_written():

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import json
 import pathlib
+import sys
 
 import tvm
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "tests" / "corpus"))
+from gen_kernel_params import read_module  # noqa: E402
 OUT = ROOT / "tests" / "corpus" / "tvm" / "bound_targets.json"
 BINDS = {
     "cuda -arch=sm_90 --host llvm": lambda: tvm.target.Target({"kind": "cuda", "arch": "sm_90"}, host={"kind": "llvm"}),
@@ -27,12 +30,9 @@ def summary(t) -> list:
 
 
 def bound(path: pathlib.Path, target) -> dict | None:
-    try:
-        mod = tvm.script.from_source(path.read_text())
-    except Exception:
+    mod = read_module(path)
+    if mod is None:
         return None
-    if isinstance(mod, tvm.tirx.PrimFunc):
-        mod = tvm.IRModule({"main": mod})
     try:
         mod = tvm.tirx.transform.BindTarget(target)(mod)
     except Exception:

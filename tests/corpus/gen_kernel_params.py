@@ -25,13 +25,19 @@ def passes():
     return gen._s_tir_passes()
 
 
-def kernels(path: pathlib.Path, pass_list) -> dict[str, list[str]] | None:
+def read_module(path: pathlib.Path):
+    """The module TVM reads from ``path`` (a lone function as ``main``); None if it cannot."""
     try:
         mod = tvm.script.from_source(path.read_text())
     except Exception:
         return None
-    if isinstance(mod, tvm.tirx.PrimFunc):
-        mod = tvm.IRModule({"main": mod})
+    return tvm.IRModule({"main": mod}) if isinstance(mod, tvm.tirx.PrimFunc) else mod
+
+
+def kernels(path: pathlib.Path, pass_list) -> dict[str, list[str]] | None:
+    mod = read_module(path)
+    if mod is None:
+        return None
     target = tvm.target.Target({"kind": "cuda", "arch": "sm_90"}, host={"kind": "llvm"})
     try:
         with tvm.transform.PassContext(opt_level=3):

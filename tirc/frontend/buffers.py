@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.calls import Construct
 from tirc.frontend.values import TileLayout, describe
-from tirc.ir.buffer import STORAGE_RANKS, Buffer, dtype_view_of, is_storage_scope
+from tirc.ir.buffer import STORAGE_RANKS, Buffer, constant_elements, dtype_view_of, is_storage_scope
 from tirc.ir.dtype import FLOAT32, HANDLE, INT32, DataType
 from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
 
@@ -167,7 +167,7 @@ def make_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None
         elem_offset = b.shape_var(v, vspan) if isinstance(v, str) else b.as_expr(v, vspan, INT32)
     layout, lspan = a.get("layout", (None, None))
     if isinstance(layout, TileLayout):
-        elements = _constant_product(shape)
+        elements = constant_elements(shape)
         if elements is None or not layout.row_major_over(elements):
             raise Diagnostic(f"layout T.S[{layout.shape}:{layout.strides}] is not supported: tirc "
                              "lays buffers out in row-major order (a layout that is that order "
@@ -188,15 +188,6 @@ def make_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None
         elem_offset = Var(f"{name}_elem_offset", shape[0].dtype if shape else INT32, None, span)
     return Buffer(name, data, dtype, shape, strides, elem_offset, max(align, 0), offset_factor, span,
                   layout_none)
-
-
-def _constant_product(shape) -> int | None:
-    n = 1
-    for e in shape:
-        if not isinstance(e, IntImm):
-            return None
-        n *= e.value
-    return n
 
 
 def view_buffer(b: "FunctionBuilder", name: str, base: Buffer, args, kwargs, span: Span | None) -> Buffer:

@@ -56,6 +56,17 @@ class Buffer:
         return f"Buffer({self.name}:{self.dtype}{list(self.shape)})"
 
 
+def constant_elements(shape) -> int | None:
+    """How many elements a shape holds, None when a dimension is not a constant."""
+    from tirc.ir.expr import IntImm
+    n = 1
+    for e in shape:
+        if not isinstance(e, IntImm):
+            return None
+        n *= e.value
+    return n
+
+
 def dtype_view_of(base: Buffer, dtype: DataType):
     """``(shape, elem_offset)`` of ``base`` viewed as ``dtype`` (TVM's
     ``Buffer.view(dtype)``): the last dimension and the element offset scaled by the

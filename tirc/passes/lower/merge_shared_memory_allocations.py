@@ -95,7 +95,7 @@ from tirc.ir.stmt import (AllocBuffer, AttrStmt, DeclBuffer, For, IfThenElse, It
                           Stmt, While)
 from tirc.ir.visitor import Mutator, Visitor, walk
 from tirc.passes.lower.storage_access import AccessFinder, Entry, InplaceCheck, Unsupported
-from tirc.passes.lower.storage_rewrite import liveness
+from tirc.passes.lower.storage_rewrite import const_bits, liveness
 from tirc.passes.lower.thread_sync import Access, BarrierPlanner
 from tirc.target import Target
 
@@ -157,16 +157,6 @@ def _size_bytes(b: Buffer, idx: DataType) -> PrimExpr:
 def _plan_bytes(b: Buffer, idx: DataType) -> PrimExpr:
     """The bytes ``b`` takes in the merged buffer (TVM's: whole bytes per element)."""
     return _binop("mul", _count(b, idx), IntImm(idx, _element_bytes(b.dtype)))
-
-
-def _const_bits(b: Buffer) -> int:
-    """The size in bits TVM's plan compares, 0 when not constant."""
-    n = 1
-    for d in b.shape:
-        if not isinstance(d, IntImm):
-            return 0
-        n *= d.value
-    return n * b.dtype.bits * b.dtype.lanes
 
 
 def _kernel_bound_vars(body: Stmt) -> dict[int, Var]:
@@ -276,7 +266,7 @@ class _Planner:
 
     def find(self, v: int) -> _Storage:
         buf = self.allocs[v].buffer
-        bits = _const_bits(buf)
+        bits = const_bits(buf)
         if not bits or bits <= SMALL_BITS:
             return self.new(v, bits)  # symbolic or tiny: never shared
         keys = [x[0] for x in self.free_const]

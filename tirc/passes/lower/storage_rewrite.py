@@ -33,7 +33,7 @@ import bisect
 from dataclasses import dataclass, field, replace
 
 from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
-from tirc.ir.buffer import Buffer
+from tirc.ir.buffer import Buffer, constant_elements
 from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, For, SeqStmt, Stmt, seq
@@ -68,14 +68,10 @@ def _special(scope: str) -> bool:
     return _tag(scope) not in ("", ".dyn", ".workspace", ".vtcm")
 
 
-def _const_bits(buf: Buffer) -> int:
-    """The allocation's size in bits, 0 when not constant."""
-    n = 1
-    for d in buf.shape:
-        if not isinstance(d, IntImm):
-            return 0
-        n *= d.value
-    return n * buf.dtype.bits * buf.dtype.lanes
+def const_bits(buf: Buffer) -> int:
+    """The allocation's size in bits, 0 when not constant (the size TVM's plans compare)."""
+    n = constant_elements(buf.shape)
+    return 0 if n is None else n * buf.dtype.bits * buf.dtype.lanes
 
 
 # -- planning -------------------------------------------------------------------------------
@@ -147,7 +143,7 @@ class _Planner:
                                     or s.elem != alloc.buffer.dtype.element()
                                     or not InplaceCheck(var, src).check(e.stmt)):
                                 continue
-                            if s.const_bits == _const_bits(alloc.buffer):
+                            if s.const_bits == const_bits(alloc.buffer):
                                 dst = s
                                 inplaced.add(src)
                                 break
@@ -182,7 +178,7 @@ class _Planner:
 
     def find(self, alloc: AllocBuffer) -> _Storage:
         buf = alloc.buffer
-        bits = _const_bits(buf)
+        bits = const_bits(buf)
         rank = _rank(buf.scope)
         if not _tag(buf.scope) and (rank >= 2 or (bits and bits <= 32)):
             return self.new(alloc, bits)  # registers are LLVM's business
