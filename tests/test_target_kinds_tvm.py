@@ -61,7 +61,7 @@ def test_an_unsupported_kind_in_the_text_is_a_located_error(kind):
     with pytest.raises(Diagnostic) as e:
         parse(text, "k.tir")
     assert re.search(rf"target kind '{kind}' \(.+\) is not supported by tirc; supported "
-                     r"kinds: cuda, llvm, nvptx", e.value.message), e.value.message
+                     r"kinds: c, cuda, llvm, nvptx", e.value.message), e.value.message
     assert e.value.span is not None and e.value.span.line == 5
 
 

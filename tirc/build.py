@@ -357,10 +357,13 @@ def _host_codegen(b: _Build) -> None:
         obj = backend.host_object(mod, target, b.name, keep_ir=keep_ir, debug=b.debug,
                                   device_code=b.launch_table, jobs=b.jobs)
         stem = f"{b.name}.{target.get('mtriple')}" if several else b.name
-        b.outputs.append((b.out / f"{stem}.o", obj.object))
+        b.outputs.append((b.out / f"{stem}{obj.suffix}", obj.object))
         if "llvm" in b.emit:
+            if not obj.llvm_ir and obj.suffix != ".o":
+                raise Diagnostic(f"--emit llvm: the host target '{target.kind}' writes "
+                                 f"{stem}{obj.suffix}, not LLVM IR", mod.span)
             b.outputs.append((b.out / f"{stem}.ll", obj.llvm_ir.encode()))
-        objects.append((f"{stem}.o", target, mod))
+        objects.append((f"{stem}{obj.suffix}", target, mod))
         b.obj = b.obj or obj
     if several:
         b.objects = objects
@@ -571,7 +574,8 @@ def _write_all(outputs: list[tuple[Path, bytes]], shared_path, obj, cc: str) -> 
             except OSError as e:
                 raise _cannot_write(shared_path, e) from None
             temps.append((tmp, shared_path))
-            _link(cc, next(t for t, p in temps if p == shared_path.with_suffix(".o")), tmp, obj)
+            _link(cc, next(t for t, p in temps if p == shared_path.with_suffix(obj.suffix)),
+                  tmp, obj)
             os.chmod(tmp, 0o755)
         with _signals_held():
             for k, (tmp, path) in enumerate(temps):
@@ -611,7 +615,11 @@ def _link(cc: str, obj_path: str, so_path: str, obj) -> None:
         raise Diagnostic(f"cannot link a shared library for '{obj.triple}' on this machine "
                          f"({host_triple()}); build the object only")
     cmd = [cc, "-shared", "-o", so_path, obj_path, "-lm"]
-    if obj.uses_openmp:
+    if obj.suffix == ".c":  # C source (the c target): compiled here too
+        cmd = [cc, "-shared", "-fPIC", "-O2", "-fwrapv", "-fno-strict-aliasing", "-x", "c",
+               "-o", so_path, obj_path, "-x", "none", "-lm"]
+        cmd += ["-fopenmp"] if obj.uses_openmp else []
+    elif obj.uses_openmp:
         cmd.append("-lgomp")
     if getattr(obj, "uses_cuda", False):  # dlopen of libcuda.so.1, pthread mutexes
         cmd += ["-ldl", "-lpthread"]

@@ -278,6 +278,21 @@ KINDS: dict[str, TargetKind] = {
         _derive_llvm, "host CPU code through LLVM",
         aliases={"opt_level": "opt-level", "num_cores": "num-cores", "fast_math": "fast-math",
                  "mfloat_abi": "mfloat-abi"}),
+    "c": TargetKind(
+        "c", "cpu", 1,
+        {
+            "mcpu": Option("str", "", "CPU name, informational: the C compiler's flags choose it"),
+            "march": Option("str", "", "architecture name, informational (as mcpu)"),
+            "workspace-byte-alignment": Option("int", None, "TVM's workspace alignment; "
+                                               "accepted, informational"),
+            "constants-byte-alignment": Option("int", None, "TVM's constant alignment; "
+                                               "accepted, informational"),
+            "supports_calls": Option("bool", True, "the code generator emits calls between "
+                                     "functions; false inlines private functions"),
+            "keys": Option("list", ("cpu",), "keys TVM uses to select schedules"),
+            **_COMMON,
+        },
+        lambda opts: {}, "host CPU code as C99 source (NAME.c), compiled by your C compiler"),
     "cuda": TargetKind(
         "cuda", "cuda", 2,
         {
@@ -322,7 +337,7 @@ KINDS: dict[str, TargetKind] = {
 # Target kinds TVM 0.27 registers that tirc has no code generator for: a located error
 # that says so, rather than "unknown kind".
 UNSUPPORTED_KINDS = {
-    "c": "TVM's C source backend", "ext_dev": "TVM's external-device placeholder",
+    "ext_dev": "TVM's external-device placeholder",
     "rocm": "AMD GPUs", "opencl": "OpenCL devices", "metal": "Apple GPUs",
     "vulkan": "Vulkan devices", "webgpu": "WebGPU", "hexagon": "Qualcomm Hexagon DSPs",
     "composite": "TVM's multi-device composite target", "trn": "AWS Trainium",

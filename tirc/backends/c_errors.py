@@ -12,15 +12,10 @@ from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
 from tirc.backends.llvmlite_compat import opaque
+from tirc.c_names import LAST_ERROR_BYTES, last_error_symbol
 from tirc.ir.attrs import SYMBOL_PREFIX
 
-LAST_ERROR_BYTES = 1024
 _BUFFER = "__tirc_last_error_buffer"
-
-
-def last_error_symbol(module_name: str, prefix: str = "") -> str:
-    from tirc.c_names import c_identifier
-    return f"{prefix}{c_identifier(module_name)}_last_error"
 
 
 def error_buffer(module: ir.Module, ctx, prefix: str = "") -> ir.GlobalVariable:

@@ -144,7 +144,8 @@ class CPUContext(LLVMTargetContext):
         fl.b.call(setter, [kind, message])
 
     def after_call(self, fl, name, callee):
-        from tirc.backends.cpu_errors import check_after_call, may_fail
+        from tirc.backends.cpu_errors import check_after_call
+        from tirc.backends.host_faults import may_fail
         failing = getattr(fl.module, "may_fail", None)
         if failing is None:
             failing = fl.module.may_fail = may_fail(fl.module.mod)
@@ -166,6 +167,7 @@ class HostObject:
     triple: str
     uses_openmp: bool  # link with libgomp
     uses_cuda: bool = False  # launches kernels: link with -ldl -lpthread
+    suffix: str = ".o"  # the file it is written to: OUT/NAME.o
 
 
 def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",

@@ -10,7 +10,8 @@ returns at once (the error stays recorded), an exported one clears it and raises
 kind and message as its own error; in the body of a ``T.parallel`` loop the failure is
 handed to the loop's caller as any failing check there is (``cpu_parallel``).
 
-Which functions may fail is decided on the TIR (:func:`may_fail`), before lowering, so
+Which functions may fail is decided on the TIR
+(:func:`tirc.backends.host_faults.may_fail`), before lowering, so
 calls of functions that cannot fail (most helpers) cost nothing.
 """
 from __future__ import annotations
@@ -20,14 +21,9 @@ from llvmlite import ir
 from tirc.backends import llvm_types as lt
 from tirc.backends.llvm_lower import likely
 from tirc.backends.llvmlite_compat import opaque
-from tirc.ir.expr import BinOp, Call
-from tirc.ir.function import IRModule
-from tirc.ir.stmt import AllocBuffer, AssertStmt
-from tirc.ir.visitor import walk
 
 MESSAGE_BYTES = 1024
 _KIND, _MESSAGE = "__tirc_error_kind", "__tirc_error_message"
-_FAILING_OPS = ("tvm_throw_last_error", "call_ffi_kernel")
 
 
 def _tls(module: ir.Module, name: str, ty: ir.Type, ptr_t: ir.PointerType) -> ir.GlobalVariable:
@@ -77,35 +73,3 @@ def check_after_call(fl) -> None:
     else:
         fl.fail(None, None)
     fl.b.position_at_end(ok)
-
-
-def may_fail(mod: IRModule) -> set[str]:
-    """Names of the functions of ``mod`` that may fail when run on the CPU: a check
-    (assert), an allocation (malloc), a division not proven safe, a kernel launch,
-    T.tvm_throw_last_error, or a call of such a function. Conservative: a function
-    not named here never calls ``fail`` with an error."""
-    from tirc.backends.llvm_expr import division_needs_guard
-    direct: dict[str, bool] = {}
-    calls: dict[str, set[str]] = {}
-    for name, func in mod.functions.items():
-        fails, callees = False, set()
-        for n in walk(func.body):
-            if isinstance(n, (AssertStmt, AllocBuffer)):
-                fails = True
-            elif isinstance(n, BinOp) and division_needs_guard(n):
-                fails = True
-            elif isinstance(n, Call):
-                if not isinstance(n.op, str):  # a function of the module
-                    callees.add(n.op.name)
-                elif n.op in _FAILING_OPS:
-                    fails = True
-        direct[name], calls[name] = fails, callees
-    failing = {n for n, f in direct.items() if f}
-    changed = True
-    while changed:
-        changed = False
-        for name, callees in calls.items():
-            if name not in failing and callees & failing:
-                failing.add(name)
-                changed = True
-    return failing

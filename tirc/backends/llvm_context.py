@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
+from tirc.backends.host_faults import exported
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import CallingConv, CALLING_CONV, C_API, GLOBAL_SYMBOL
+from tirc.ir.attrs import GLOBAL_SYMBOL
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Call
 from tirc.ir.function import PrimFunc
@@ -31,13 +32,6 @@ LLVM_MATH = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": 
 # The rest come from the C math library (``f`` suffix for float32).
 LIBM = ("tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
         "erf", "log1p", "atan2", "hypot", "nextafter", "fmod")
-
-
-def exported(func: PrimFunc) -> bool:
-    """Whether a module function is exported (external): packed functions
-    (``calling_conv`` 1) and C-API functions (``tirc.c_api``)."""
-    return (func.attrs.get(CALLING_CONV, 0) == CallingConv.CPACKED_FUNC
-            or bool(func.attrs.get(C_API)))
 
 
 class LLVMTargetContext:

@@ -29,9 +29,10 @@ from tirc.ir.expr import (
     StringImm,
     Var,
 )
+from tirc.backends.host_faults import DIVISIONS as _DIVISIONS
+from tirc.backends.host_faults import division_hazards as _division_hazards
 from tirc.ir.index_arith import widen
 
-_DIVISIONS = ("div", "mod", "floordiv", "floormod")
 _ICMP_S = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
 
@@ -434,52 +435,6 @@ def _split(e: PrimExpr) -> tuple[PrimExpr | None, int]:
         rx, cx = _split(x)
         return (None if rx is None else BinOp("mul", rx, k, e.dtype)), cx * k.value
     return e, 0
-
-
-def division_needs_guard(e: BinOp) -> bool:
-    """Whether integer division ``e`` gets a guard (:meth:`ExprLowering.division_guard`)."""
-    return e.op in _DIVISIONS and not e.dtype.is_float and any(_division_hazards(e))
-
-
-def _division_hazards(e: BinOp) -> tuple[bool, bool]:
-    """(the divisor may be 0, the pair may be INT_MIN / -1)."""
-    d = e.a.dtype
-    zero = not _proven_nonzero(e.b)
-    overflow = d.is_int and _may_equal(e.b, -1) and _may_equal(e.a, -(1 << (d.bits - 1)))
-    return zero, overflow
-
-
-def _proven_nonzero(e: PrimExpr) -> bool:
-    """Whether integer ``e`` is nonzero in every lane: a constant, as Simplify leaves
-    constant divisors (a broadcast or a ramp of constants too), or a bound that excludes
-    0 (``T.max(n, 1)``, the usual guard)."""
-    lo, hi = _bounds(e)
-    return lo > 0 or hi < 0
-
-
-def _may_equal(e: PrimExpr, value: int) -> bool:
-    """Whether integer ``e`` may be ``value`` in some lane."""
-    if isinstance(e, Ramp) and isinstance(e.base, IntImm) and isinstance(e.stride, IntImm):
-        return any(e.base.value + k * e.stride.value == value for k in range(e.lanes))
-    lo, hi = _bounds(e)
-    return lo <= value <= hi
-
-
-def _bounds(e: PrimExpr) -> tuple[float, float]:
-    """An interval holding every lane of integer ``e`` (-inf, inf when unknown)."""
-    if isinstance(e, IntImm):
-        return e.value, e.value
-    if isinstance(e, Broadcast):
-        return _bounds(e.value)
-    if isinstance(e, Ramp) and isinstance(e.base, IntImm) and isinstance(e.stride, IntImm):
-        ends = (e.base.value, e.base.value + (e.lanes - 1) * e.stride.value)
-        return min(ends), max(ends)
-    if isinstance(e, BinOp) and e.op in ("max", "min"):
-        (alo, ahi), (blo, bhi) = _bounds(e.a), _bounds(e.b)
-        if e.op == "max":
-            return max(alo, blo), max(ahi, bhi)
-        return min(alo, blo), min(ahi, bhi)
-    return -math.inf, math.inf
 
 
 def _is_one(e: PrimExpr) -> bool:

@@ -53,6 +53,16 @@ class CPUBackend(Backend):
         return generate(mod, target, name, device_code, keep_ir=keep_ir, debug=debug, jobs=jobs)
 
 
+class CSourceBackend(Backend):
+    kind, name, role = "c", "c-source", "host"
+    doc = "host CPU code as C99 source (NAME.c) for the user's C compiler"
+
+    def host_object(self, mod, target, name, *, keep_ir=False, debug=False, device_code=None,
+                    jobs=1):
+        from tirc.backends.c_source import generate
+        return generate(mod, target, name)
+
+
 class CUDABackend(Backend):
     kind, name, role = "cuda", "nvptx", "device"
     doc = "NVIDIA GPU code through LLVM's NVPTX target (PTX; cubins, fatbins)"
@@ -95,5 +105,6 @@ class NVPTXBackend(CUDABackend):
 
 
 register(CPUBackend())
+register(CSourceBackend())
 register(CUDABackend())
 register(NVPTXBackend())
