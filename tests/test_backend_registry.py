@@ -27,7 +27,7 @@ class ToyBackend(registry.Backend):
         from tirc.ir.printer import print_module
         text = f"; toy object of {name} for {target.describe()}\n" + print_module(mod)
         return types.SimpleNamespace(object=text.encode(), llvm_ir="", triple="toy-unknown",
-                                     uses_openmp=False, uses_cuda=False)
+                                     uses_openmp=False, uses_cuda=False, suffix=".o")
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def test_an_unregistered_kind_is_a_located_diagnostic_listing_the_registered(tmp
     monkeypatch.delitem(registry.BACKENDS, "llvm")
     with pytest.raises(Diagnostic) as e:
         build(MATMUL.read_text(), "llvm", None, tmp_path, "mm", filename=str(MATMUL))
-    assert "no host code generator for target kind 'llvm' (available: none)" in e.value.message
+    assert "no host code generator for target kind 'llvm' (available: c)" in e.value.message
     assert e.value.span is not None and Path(e.value.span.file) == MATMUL
     assert not list(tmp_path.iterdir())
 

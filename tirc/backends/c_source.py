@@ -27,6 +27,7 @@ from tirc.backends.c_source_expr import ExprWriter
 from tirc.backends.c_source_text import (
     BASE,
     FFI,
+    HALF,
     PACKED_CALLS,
     PRIVATE_ERRORS,
     c_api_errors,
@@ -34,6 +35,7 @@ from tirc.backends.c_source_text import (
     helper,
     helper_deps,
     helper_needs_errors,
+    is_half,
     memory_ctype,
     string_literal,
 )
@@ -165,6 +167,8 @@ class ModuleWriter:
             out.append("")
         if "errors" in self.parts:
             out.append(PRIVATE_ERRORS)
+        if "half" in self.parts:
+            out.append(HALF)
         if "c_api" in self.parts:
             prefix = next((str(f.attrs.get(SYMBOL_PREFIX, "")) for f in self.mod.functions.values()
                            if f.attrs.get(C_API)), "")
@@ -351,8 +355,7 @@ class FunctionWriter(ExprWriter):
         mem = memory_ctype(buf.dtype, s.span)
         if lanes == 1:
             at, v = self.operand(index), self.operand(value)
-            if value.dtype.is_bool or ctype(value.dtype) != mem:
-                v = f"({mem}){v}"
+            v = self.to_memory(v, value.dtype, mem)
             self.emit(f"{self.element(buf, at)} = {v};")
             return
         # every lane's value and address first: a lane's store must not change another's
@@ -361,8 +364,7 @@ class FunctionWriter(ExprWriter):
         per = buf.dtype.lanes
         addrs = [self.ex(index, k // per if index.dtype.lanes > 1 else None) for k in range(lanes)]
         tmp = self.fresh("lanes")
-        if value.dtype.is_bool or ctype(value.dtype) != mem:
-            values = [f"({mem}){v}" for v in values]
+        values = [self.to_memory(v, value.dtype, mem) for v in values]
         self.pre.append(f"{mem} const {tmp}[{lanes}] = {{{', '.join(values)}}};")
         if any(isinstance(n, Call) or type(n).__name__ == "BufferLoad" for n in walk(index)):
             at = self.fresh("at")
@@ -374,6 +376,13 @@ class FunctionWriter(ExprWriter):
             self.check_recorded()
         for k in range(lanes):
             self.emit(f"{self.element(buf, addrs[k], k % per)} = {tmp}[{k}];")
+
+    def to_memory(self, v: str, d, mem: str) -> str:
+        """Value ``v`` of ``d`` as a buffer element of C type ``mem``."""
+        if is_half(d):
+            self.module.need("half")
+            return f"tirc_f16_bits({v})"
+        return f"({mem}){v}" if d.is_bool or ctype(d) != mem else v
 
     def stmt_LetStmt(self, s):
         self.faults = False
@@ -412,9 +421,14 @@ class FunctionWriter(ExprWriter):
             for line in self.fail_lines(None):
                 self.emit(line)
             return
-        text = self.operand(v)
+        self.faults = False
+        text = self.ex(v)
+        faults = self.faults
+        self.flush()
         if text != "0":
             self.emit(f"(void){text};")
+        if faults:
+            self.check_recorded()
 
     def emit_return(self, value: str | None) -> None:
         for p in reversed(self.heap):

@@ -5,7 +5,7 @@ functions, with the meaning the LLVM backend gives them (``llvm_intrin``,
 from __future__ import annotations
 
 from tirc import ffi_abi as abi
-from tirc.backends.c_source_text import ctype, memory_ctype, string_literal, unsigned_of
+from tirc.backends.c_source_text import ctype, is_half, memory_ctype, string_literal, unsigned_of
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import CPACKED_TENSORS, DEVICE_ID, DEVICE_TYPE
 from tirc.ir.buffer import Buffer
@@ -63,19 +63,20 @@ def _math(w, e: Call, k) -> str:
     d = e.dtype.element()
     if not d.is_float:
         raise Diagnostic(f"T.{e.op} needs floating-point arguments, not {d}", e.span)
-    f = "f" if d.bits == 32 else ""
+    f = "f" if ctype(d) == "float" else ""
     one = "1.0" + f
     args = [w.convert(w.ex(a, k), a.dtype.element(), d, e.span) for a in e.args]
     if e.op == "sigmoid":
-        return f"({one} / ({one} + exp{f}(-{args[0]})))"
-    if e.op == "rsqrt":
-        return f"({one} / sqrt{f}({args[0]}))"
-    if e.op == "exp10":
-        return f"pow{f}(10.0{f}, {args[0]})"
-    if e.op == "ldexp":  # x * 2^e, as the LLVM backend computes it
-        return f"({args[0]} * exp2{f}({args[1]}))"
-    name = "nearbyint" if e.op == "round" else e.op
-    return f"{name}{f}({', '.join(args)})"
+        text = f"({one} / ({one} + exp{f}(-{args[0]})))"
+    elif e.op == "rsqrt":
+        text = f"({one} / sqrt{f}({args[0]}))"
+    elif e.op == "exp10":
+        text = f"pow{f}(10.0{f}, {args[0]})"
+    elif e.op == "ldexp":  # x * 2^e, as the LLVM backend computes it
+        text = f"({args[0]} * exp2{f}({args[1]}))"
+    else:
+        text = f"{'nearbyint' if e.op == 'round' else e.op}{f}({', '.join(args)})"
+    return w.rounded(text, d)
 
 
 def _float_test(kind: str):
@@ -134,6 +135,12 @@ def _reinterpret(w, e: Call, k) -> str:
         return w.convert(v, src, dst, e.span)
     if max(1, src.bits // 8) != max(1, dst.bits // 8):
         raise Diagnostic(f"T.reinterpret from {src} to {dst} changes the size", e.span)
+    if is_half(src) or is_half(dst):  # float16 <-> its 16 bits
+        w.module.need("half")
+        if is_half(src):
+            v = f"tirc_f16_bits({v})"
+        return (f"tirc_f16_value((uint16_t){v})" if is_half(dst)
+                else f"(({ctype(dst, e.span)}){v})")
     to, frm = ctype(dst, e.span), ctype(src, e.span)
     if to == frm:
         return v
@@ -172,9 +179,36 @@ def _extern(w, e: Call, k) -> str:
     return f"{name}({', '.join(args)})"
 
 
+# LLVM intrinsics with a C99 equivalent: llvm.NAME (of any overload) -> the math function
+_LLVM_MATH = {"sqrt": "sqrt", "fabs": "fabs", "floor": "floor", "ceil": "ceil",
+              "trunc": "trunc", "rint": "nearbyint", "nearbyint": "nearbyint", "round": "round",
+              "exp": "exp", "exp2": "exp2", "log": "log", "log2": "log2", "log10": "log10",
+              "sin": "sin", "cos": "cos", "pow": "pow", "fma": "fma", "copysign": "copysign",
+              "minnum": "fmin", "maxnum": "fmax"}
+
+
 def _llvm_intrin(w, e: Call, k) -> str:
-    raise Diagnostic(f"T.{e.op} calls an LLVM intrinsic: not available in C source (build "
-                     "for llvm)", e.span)
+    """An LLVM intrinsic with a C99 equivalent (``llvm.assume`` is a hint: nothing; the
+    math ones, lane by lane); any other is an error, as in TVM's C target."""
+    name = _name(e)
+    rest = e.args[1:]
+    if rest and isinstance(rest[0], IntImm) and rest[0].dtype.is_uint:
+        rest = rest[1:]  # the older form's signature-count argument
+    base = name.removeprefix("llvm.").split(".")[0]
+    if base == "assume":
+        return "0"
+    d = e.dtype.element()
+    if base in ("lround", "llround", "lrint", "llrint") and d.is_integer and len(rest) == 1 \
+            and rest[0].dtype.element().is_float:  # a float rounded to an integer
+        src = rest[0].dtype.element()
+        f = "f" if ctype(src) == "float" else ""
+        return f"(({ctype(d, e.span)}){base}{f}({w.ex(rest[0], k)}))"
+    if base not in _LLVM_MATH or not d.is_float or not all(a.dtype.element() == d for a in rest):
+        raise Diagnostic(f"T.{e.op} calls the LLVM intrinsic '{name}', which has no C "
+                         "equivalent here: build for llvm", e.span)
+    f = "f" if ctype(d) == "float" else ""
+    args = [w.ex(a, k) for a in rest]
+    return w.rounded(f"{_LLVM_MATH[base]}{f}({', '.join(args)})", d)
 
 
 def _nothing(w, e: Call, k) -> str:

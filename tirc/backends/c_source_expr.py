@@ -17,6 +17,7 @@ from tirc.backends.c_source_text import (
     ctype,
     float_literal,
     int_literal,
+    is_half,
     memory_ctype,
     string_literal,
     )
@@ -101,8 +102,16 @@ class ExprWriter:
         return f"(!{self.ex(e.a, k)})"
 
     def ex_Select(self, e: Select, k) -> str:
-        return (f"({self.ex(e.condition, k)} ? {self.ex(e.true_value, k)} : "
-                f"{self.ex(e.false_value, k)})")
+        cond = self.ex(e.condition, k)
+        outer, self.faults = self.faults, False
+        a, b = self.ex(e.true_value, k), self.ex(e.false_value, k)
+        branch_faults, self.faults = self.faults, outer or self.faults
+        c = ctype(e.dtype.element(), e.span)
+        if branch_faults and c.isidentifier():
+            # T.Select evaluates both branches, as the llvm backend does: an error of
+            # either (a division by zero) is raised; a call evaluates all its arguments
+            return f"{self.helper(f'tirc_select__{c}')}({cond}, {a}, {b})"
+        return f"({cond} ? {a} : {b})"
 
     def ex_Cast(self, e: Cast, k) -> str:
         return self.convert(self.ex(e.value, k), e.value.dtype.element(), e.dtype.element(),
@@ -182,18 +191,27 @@ class ExprWriter:
         return f"(({c})({a} {sym} {b}))"  # computed as int, back to the narrow type
 
     def float_arith(self, op: str, a: str, b: str, d: DataType, e: BinOp) -> str:
-        f = "f" if d.bits == 32 else ""
+        f = "f" if ctype(d) == "float" else ""
         if op in _ARITH:
-            return f"({a} {_ARITH[op]} {b})"
-        if op == "div":
-            return f"({a} / {b})"
-        if op == "mod":
-            return f"fmod{f}({a}, {b})"
-        if op == "floordiv":
-            return f"floor{f}({a} / {b})"
-        if op == "floormod":
-            return f"({a} - floor{f}({a} / {b}) * {b})"
-        raise Diagnostic(f"operator '{op}' does not apply to floating-point values", e.span)
+            text = f"({a} {_ARITH[op]} {b})"
+        elif op == "div":
+            text = f"({a} / {b})"
+        elif op == "mod":
+            text = f"fmod{f}({a}, {b})"
+        elif op == "floordiv":
+            text = f"floor{f}({a} / {b})"
+        elif op == "floormod":
+            text = f"({a} - floor{f}({a} / {b}) * {b})"
+        else:
+            raise Diagnostic(f"operator '{op}' does not apply to floating-point values", e.span)
+        return self.rounded(text, d)
+
+    def rounded(self, text: str, d: DataType) -> str:
+        """A float result of type ``d``: float16 rounds it."""
+        if not is_half(d):
+            return text
+        self.module.need("half")
+        return f"tirc_f16_round({text})"
 
     def division(self, e: BinOp, a: str, b: str, d: DataType) -> str:
         c = ctype(d, e.span)
@@ -211,6 +229,11 @@ class ExprWriter:
             return v
         to = ctype(dst, span)
         ctype(src, span)
+        if is_half(dst) and not src.is_bool and not src.is_handle:
+            self.module.need("half")
+            if src.is_float and src.bits == 64:
+                return f"tirc_f16_round_double({v})"
+            return v if is_half(src) else f"tirc_f16_round((float){v})"
         if dst.is_bool:
             return f"({v} != {'NULL' if src.is_handle else '0'})"
         if src.is_handle or dst.is_handle:
@@ -245,6 +268,9 @@ class ExprWriter:
         lane = (k or 0)
         at = self.ex(index, lane // per if index.dtype.lanes > 1 else None)
         v = self.element(e.buffer, at, lane % per)
+        if is_half(e.dtype):
+            self.module.need("half")
+            return f"tirc_f16_value({v})"
         return f"({v} != 0)" if e.dtype.is_bool else v
 
     def ex_Call(self, e: Call, k) -> str:

@@ -11,6 +11,7 @@ those functions when the library is loaded through it.
 from __future__ import annotations
 
 import math
+import struct
 
 from tirc.c_names import LAST_ERROR_BYTES
 from tirc.diagnostics import Diagnostic
@@ -31,14 +32,23 @@ def ctype(d: DataType, span=None) -> str:
         return f"uint{d.bits}_t"
     if d.is_float and d.bits == 32 and d.base == "float32":
         return "float"
+    if is_half(d):  # computed in float, rounded to float16 after each operation
+        return "float"
     if d.is_float and d.bits == 64:
         return "double"
     raise Diagnostic(f"the c target has no C99 type for {d.element()}: build host code "
                      "that computes with it for llvm", span)
 
 
+def is_half(d: DataType) -> bool:
+    return d.base == "float16"
+
+
 def memory_ctype(d: DataType, span=None) -> str:
-    """The C type of one lane of a buffer element of ``d`` (bool: a byte, as DLPack)."""
+    """The C type of one lane of a buffer element of ``d`` (bool: a byte, as DLPack;
+    float16: its bits)."""
+    if is_half(d):
+        return "uint16_t"
     return "int8_t" if d.is_bool else ctype(d, span)
 
 
@@ -63,8 +73,13 @@ def int_literal(value: int, d: DataType) -> str:
 
 
 def float_literal(value: float, d: DataType) -> str:
-    suffix = "f" if d.bits == 32 else ""
     c = ctype(d)
+    suffix = "f" if c == "float" else ""
+    if is_half(d):  # the constant as float16 holds it, as LLVM's half constant does
+        try:
+            value = struct.unpack("<e", struct.pack("<e", value))[0]
+        except OverflowError:
+            value = math.copysign(math.inf, value)
     if math.isnan(value):
         return f"(({c})NAN)"
     if math.isinf(value):
@@ -169,6 +184,61 @@ static void* tirc_any_ptr(const tirc_Any* r) {
 }
 """
 
+HALF = """\
+/* float16: values are floats rounded to float16 after each operation (exact for +, -,
+ * *, / and sqrt: a float holds the product of two float16 exactly); in memory, the
+ * IEEE binary16 bits. Conversions round to nearest, ties to even. */
+static uint16_t tirc_f16_bits(float f) {
+  uint32_t x, sign, mag, h, rem;
+  memcpy(&x, &f, sizeof x);
+  sign = (x >> 16) & 0x8000u;
+  mag = x & 0x7fffffffu;
+  if (mag > 0x7f800000u) return (uint16_t)(sign | 0x7e00u | ((mag >> 13) & 0x3ffu));
+  if (mag >= 0x477ff000u) return (uint16_t)(sign | 0x7c00u);
+  if (mag < 0x38800000u) {
+    uint32_t m = (mag & 0x7fffffu) | 0x800000u, shift;
+    if (mag < 0x33000000u) return (uint16_t)sign;
+    shift = 126u - (mag >> 23);
+    h = m >> shift;
+    rem = m & ((1u << shift) - 1u);
+    if (rem > (1u << (shift - 1u)) || (rem == (1u << (shift - 1u)) && (h & 1u))) h++;
+    return (uint16_t)(sign | h);
+  }
+  h = (mag - 0x38000000u) >> 13;
+  rem = mag & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (h & 1u))) h++;
+  return (uint16_t)(sign | h);
+}
+static float tirc_f16_value(uint16_t bits) {
+  uint32_t sign = (uint32_t)(bits & 0x8000u) << 16, e = (bits >> 10) & 0x1fu, m = bits & 0x3ffu, x;
+  float f;
+  if (e == 0x1fu) x = sign | 0x7f800000u | (m << 13);
+  else if (e != 0) x = sign | ((e + 112u) << 23) | (m << 13);
+  else if (m == 0) x = sign;
+  else {
+    e = 113u;
+    while (!(m & 0x400u)) { m <<= 1; e--; }
+    x = sign | (e << 23) | ((m & 0x3ffu) << 13);
+  }
+  memcpy(&f, &x, sizeof f);
+  return f;
+}
+static float tirc_f16_round(float f) { return tirc_f16_value(tirc_f16_bits(f)); }
+/* A double to float16 in one rounding: to float rounding to odd first, which float16's
+ * rounding then cannot double-round. */
+static float tirc_f16_round_double(double d) {
+  float f = (float)d;
+  uint32_t x;
+  if ((double)f != d && f == f) {
+    if (fabs((double)f) > fabs(d)) f = nextafterf(f, 0.0f);
+    memcpy(&x, &f, sizeof x);
+    x |= 1u;
+    memcpy(&f, &x, sizeof f);
+  }
+  return tirc_f16_round(f);
+}
+"""
+
 PRIVATE_ERRORS = f"""\
 /* The error of a failed private function (or integer division), for its caller. */
 static TIRC_THREAD_LOCAL const char* tirc_error_kind;
@@ -201,6 +271,8 @@ def _min_of(c: str) -> str:
 def helper(name: str) -> str:
     """The C definition of helper ``name`` (``tirc_<what>_<C type>``)."""
     what, _, c = name[len("tirc_"):].partition("__")
+    if what == "select":  # both values computed before the call
+        return f"static inline {c} {name}(int cond, {c} a, {c} b) {{ return cond ? a : b; }}"
     if what in ("min", "max"):
         pick = "a < b ? a : b" if what == "min" else "a < b ? b : a"
         return f"static inline {c} {name}({c} a, {c} b) {{ return {pick}; }}"

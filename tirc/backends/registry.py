@@ -26,8 +26,9 @@ class Backend:
 
     def host_object(self, mod, target, name: str, *, keep_ir: bool = False,
                     debug: bool = False, device_code=None, jobs: int = 1) -> Any:
-        """The host object of ``mod`` (``.object`` bytes, ``.llvm_ir``, ``.triple``,
-        ``.uses_openmp``, ``.uses_cuda``); ``device_code``: the images it embeds;
+        """The host object of ``mod`` (``.object`` bytes, ``.suffix`` of its file, ``.o``
+        or ``.c``, ``.llvm_ir``, ``.triple``, ``.uses_openmp``, ``.uses_cuda``);
+        ``device_code``: the images it embeds;
         ``jobs``: processes it may use."""
         raise NotImplementedError(f"'{self.kind}' is not a host target")
 

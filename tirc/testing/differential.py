@@ -82,6 +82,9 @@ def random_value(d: DataType, rng: np.random.Generator, size=None):
     return np.asarray(v).astype(t) if size is not None else t(v)
 
 
+MAX_INPUT_ELEMENTS = 1 << 22  # a buffer's elements; larger ones are not made up
+
+
 def make_inputs(func: PrimFunc, rng: np.random.Generator) -> list:
     """Arguments for ``func``: arrays for buffers, Python numbers for scalars."""
     sizes: dict[int, int] = {}
@@ -105,6 +108,10 @@ def make_inputs(func: PrimFunc, rng: np.random.Generator) -> list:
                     shape.append(int(e.value))
                 else:
                     raise Unsupported(f"buffer {buf.name}: shape {e}")
+            elements = int(np.prod(shape, dtype=np.int64))
+            if elements > MAX_INPUT_ELEMENTS:
+                raise Unsupported(f"buffer {buf.name}: {elements} elements is more than a "
+                                  f"test input may have ({MAX_INPUT_ELEMENTS})")
             args.append(np.ascontiguousarray(random_value(buf.dtype, rng, tuple(shape))))
         elif id(p) in sizes:
             args.append(sizes[id(p)])
@@ -140,7 +147,7 @@ def compare(expected: np.ndarray, actual: np.ndarray) -> str:
             f"{actual.reshape(-1)[i]!r}, expected {expected.reshape(-1)[i]!r}")
 
 
-def _compare_args(func: PrimFunc, expected: list, actual: list) -> str:
+def compare_args(func: PrimFunc, expected: list, actual: list) -> str:
     out = []
     for p, e, a in zip(func.params, expected, actual):
         if isinstance(e, np.ndarray):
@@ -201,9 +208,10 @@ def split_functions(text: str) -> tuple[str, dict[str, str], list[str]] | None:
 
 # -- the check ------------------------------------------------------------------------
 def check_module(text: str, workdir: str | os.PathLike, seed: int = 0, use_tvm: bool = False,
-                 name: str | None = None) -> ModuleResult:
-    """Build ``text`` with tirc, run each public function against the evaluator (and TVM
-    when ``use_tvm``); inputs come from ``np.random.default_rng(seed)``."""
+                 name: str | None = None, target: str = "llvm") -> ModuleResult:
+    """Build ``text`` with tirc for the CPU ``target`` (``llvm``, or ``c``: C source the
+    system's C compiler builds), run each public function against the evaluator (and
+    TVM when ``use_tvm``); inputs come from ``np.random.default_rng(seed)``."""
     import tvm_ffi
 
     from tirc.build import build
@@ -217,7 +225,7 @@ def check_module(text: str, workdir: str | os.PathLike, seed: int = 0, use_tvm: 
     except Diagnostic as d:
         return ModuleResult(seed, "build_error", f"tirc rejects the text: {d}")
     try:
-        build(mod, "llvm", None, workdir, name, shared=True, filename=f"{name}.tir")
+        build(mod, target, None, workdir, name, shared=True, filename=f"{name}.tir")
         lib = tvm_ffi.load_module(str(Path(workdir) / f"{name}.so"))
     except Diagnostic as d:
         return ModuleResult(seed, "build_error", f"tirc build: {d}")
@@ -257,7 +265,7 @@ def check_module(text: str, workdir: str | os.PathLike, seed: int = 0, use_tvm: 
         fr = FuncResult(fname, "ok")
         try:
             lib[fname](*actual)
-            why = _compare_args(func, expected, actual)
+            why = compare_args(func, expected, actual)
             if why:
                 fr.status, fr.detail = "mismatch", why
         except Exception as e:
@@ -266,7 +274,7 @@ def check_module(text: str, workdir: str | os.PathLike, seed: int = 0, use_tvm: 
             theirs = _copy(args)
             try:
                 tlibs[fname][fname](*theirs)
-                why = _compare_args(func, expected, theirs)
+                why = compare_args(func, expected, theirs)
                 fr.tvm, fr.tvm_detail = ("mismatch", why) if why else ("ok", "")
             except Exception as e:
                 fr.tvm, fr.tvm_detail = "error", f"{type(e).__name__}: {e}"
