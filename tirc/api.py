@@ -21,11 +21,12 @@ imports nothing of the compiler: that happens on the first call.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import CompileError, Diagnostic, SourceFile, Span, load_source, render
+from tirc.records import record
 
 if TYPE_CHECKING:
     from tirc.ir.function import IRModule
@@ -33,7 +34,7 @@ if TYPE_CHECKING:
 __all__ = ["CompileError", "Compiled", "compile", "lower"]
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class Compiled:
     """What :func:`compile` gives: the loaded module and the facts of its build.
 

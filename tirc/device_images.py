@@ -18,11 +18,12 @@ the fatbin's entries. Nothing downstream derives them again.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 
 from tirc.diagnostics import Diagnostic
 from tirc.ir.function import IRModule
+from tirc.records import record
 from tirc.target import Target
 
 
@@ -38,7 +39,7 @@ def arch_target(t: Target, arch: str | None, count: int) -> Target:
     return t if count == 1 or arch is None else for_arch(t, arch)
 
 
-@dataclass
+@record
 class DeviceOutputs:
     """What the device stage made: per device target its files (arch or archs, path,
     bytes), the emitted intermediates, its facts for the manifest by target

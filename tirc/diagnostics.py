@@ -8,10 +8,11 @@ which carries the diagnostics and renders them the same way.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
+
+from tirc.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Span:
     """A location in a source file; lines and columns count from 1."""
 

@@ -19,14 +19,15 @@ has always written them.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from tirc.diagnostics import Span
+from tirc.records import record
 
 Value = int | str  # a constant, or an expression's text
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Param:
     name: str
     kind: str  # "buffer" or "scalar"
@@ -49,7 +50,7 @@ class Param:
         return out
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LaunchSizes:
     grid: tuple[Value, Value, Value] = (1, 1, 1)
     block: tuple[Value, Value, Value] = (1, 1, 1)
@@ -60,7 +61,7 @@ class LaunchSizes:
                 "dynamic_shared_memory": self.dynamic_shared_memory}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Launch:
     caller: str
     sizes: LaunchSizes
@@ -69,7 +70,7 @@ class Launch:
         return {"caller": self.caller, **self.sizes.as_json()}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Kernel:
     name: str
     symbol: str
@@ -82,7 +83,7 @@ class Kernel:
     span: Span | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class CParam:
     """One parameter of a C-API function: its C type and name, and what it is for the
     header's comment (None: nothing to say)."""
@@ -92,7 +93,7 @@ class CParam:
     doc: str | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Function:
     """An exported host function."""
 
@@ -108,7 +109,7 @@ class Function:
     declaration: str | None = None  # the C ABI's: int32_t f(float* A, int64_t n)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BuildFacts:
     functions: tuple[Function, ...] = ()
     kernels: tuple[Kernel, ...] = ()

@@ -18,16 +18,17 @@ import gc
 import os
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 
 from tirc.diagnostics import Diagnostic, Span, load_source, render
+from tirc.records import record
 from tirc.target import Target
 
 OK, FAILED, INTERNAL = 0, 1, 3
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class BuildOptions:
     """The flags of one ``tirc build`` (picklable: sent to the workers as is)."""
 
@@ -55,7 +56,7 @@ class BuildOptions:
     module_jobs: int = 1  # -j N with one input: its host object made in N chunks at once
 
 
-@dataclass
+@record
 class Outcome:
     """What building one input gave: its status, rendered diagnostics and -v lines."""
 

@@ -43,13 +43,14 @@ import statistics
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 
 from tirc.diagnostics import Diagnostic
+from tirc.records import record
 
 if TYPE_CHECKING:
     from tirc.ir.function import IRModule
@@ -73,7 +74,7 @@ class RunError(Exception):
         self.status = status
 
 
-@dataclass
+@record
 class RunOptions:
     target: object = None
     host: object = None
@@ -89,7 +90,7 @@ class RunOptions:
     save_outputs: str | None = None    # path of an .npz
 
 
-@dataclass
+@record
 class RunResult:
     function: str
     device: str

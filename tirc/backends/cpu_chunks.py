@@ -28,7 +28,7 @@ unit per object).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from llvmlite import binding as llvm
 
@@ -38,10 +38,11 @@ from tirc.ir.attrs import C_API, SYMBOL_PREFIX
 from tirc.ir.expr import Call, GlobalVar
 from tirc.ir.function import IRModule
 from tirc.ir.visitor import walk
+from tirc.records import record
 from tirc.target import Target
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ChunkObject:
     """What one chunk sends back."""
 

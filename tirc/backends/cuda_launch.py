@@ -39,7 +39,7 @@ function returns -1: never ``exit()``, never a crash. ``--abi c`` functions (att
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from llvmlite import ir
 
@@ -52,6 +52,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, IntImm, StringImm
 from tirc.ir.function import IRModule
+from tirc.records import record
 
 MAX_DEVICES = 64
 DYN_SHMEM_DEFAULT_LIMIT = 48 * 1024  # above it a kernel must opt in (cuFuncSetAttribute)
@@ -96,7 +97,7 @@ _LAUNCH_ATTR = ir.LiteralStructType([I32, ir.ArrayType(lt.I8, 4), ir.ArrayType(I
 _API_INDEX = {name: i for i, name in enumerate(_API)}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Kernel:
     """A kernel as the host sees it: its module (the group of images it is loaded from),
     its entry symbol, its parameter dtypes."""
@@ -106,7 +107,7 @@ class Kernel:
     params: tuple[DataType, ...]
 
 
-@dataclass
+@record
 class DeviceCode:
     """The device images a host module launches from, and where each kernel lives."""
 

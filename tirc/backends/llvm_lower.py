@@ -9,8 +9,6 @@ or fails, or when a loop is left by ``break``/``continue``, are freed on the way
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
@@ -41,6 +39,7 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
+from tirc.records import record
 
 
 class ModuleLowering:
@@ -110,7 +109,7 @@ class ModuleLowering:
         return self.strings[text]
 
 
-@dataclass
+@record
 class _Loop:
     continue_to: ir.Block
     break_to: ir.Block

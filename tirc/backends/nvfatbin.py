@@ -16,9 +16,9 @@ import glob
 import os
 import struct
 import sys
-from dataclasses import dataclass
 
 from tirc.diagnostics import Diagnostic
+from tirc.records import record
 
 MAGIC = 0xBA55ED50  # bytes 50 ed 55 ba
 _ARCH_SPECIFIC, _FAMILY = 0x100000, 0x200000  # entry flags of sm_90a, sm_100f images
@@ -26,7 +26,7 @@ _MISSING = ("--device-format fatbin needs nvFatbin (libnvfatbin.so), which was n
             "install the PyPI wheel nvidia-nvfatbin")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Entry:
     """One image of a fatbin: ``kind`` "cubin" or "ptx", ``arch`` "sm_90" (or
     ``sm_90a``, ``sm_100f``), payload size in bytes (compressed when nvFatbin

@@ -28,8 +28,6 @@ Device facts, all from the ``cuda`` target (nothing asks a GPU):
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from llvmlite import binding as llvm
 from llvmlite import ir
 
@@ -45,6 +43,7 @@ from tirc.ir.expr import Call, IntImm, StringImm
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AttrStmt, IterVar
 from tirc.ir.visitor import walk
+from tirc.records import record
 from tirc.target import Target
 
 TRIPLE = "nvptx64-nvidia-cuda"
@@ -282,7 +281,7 @@ HALF_MATH = {"hexp": "expf", "hexp2": "exp2f", "hexp10": "exp10f", "hlog": "logf
              "hceil": "ceilf", "hfloor": "floorf", "htrunc": "truncf", "hrint": "rintf"}
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class DeviceImage:
     """What the NVPTX backend makes of a device module."""
 

@@ -12,9 +12,10 @@ lines; the spills, which only the compiler knows, from ptxas's."""
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.diagnostics import Diagnostic
+from tirc.records import record
 
 # the resource figures of one function of a cubin, all integers
 FIELDS = ("registers", "spill_stores", "spill_loads", "stack_frame", "shared_memory",
@@ -49,7 +50,7 @@ class UnsupportedArch(Diagnostic):
     """The installed nvJitLink makes no cubin for this arch (CUDA 13: none before sm_75)."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Cubin:
     """A cubin and what nvJitLink reported about it: ``resources`` by kernel symbol,
     each a dict of :data:`FIELDS`."""

@@ -8,7 +8,7 @@ the frame, the remaining statements form the body, and the frame becomes an
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING
 
 from tirc import grammar_parser as lark
@@ -24,6 +24,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import Stmt
+from tirc.records import record
 
 if TYPE_CHECKING:
     from tirc.frontend.builder import FunctionBuilder
@@ -34,7 +35,7 @@ _REMAP_LETTERS = {"S": "spatial", "R": "reduce"}
 BLOCK_NAMES = ("sblock", "block")
 
 
-@dataclass
+@record
 class BlockFrame:
     name: str
     span: Span | None

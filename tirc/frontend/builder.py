@@ -6,7 +6,6 @@ its block, and becomes a scoped IR statement whose body is that rest.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Callable
 
 from tirc import grammar_parser as lark
@@ -28,10 +27,11 @@ from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, DeclBuffer, Break, BufferStore, Continue,
                           Evaluate, IfThenElse, LetStmt, Return, Stmt,
                           While, seq)
+from tirc.records import record
 
 
 
-@dataclass
+@record
 class Binder:
     """A flat statement: wraps the rest of its block."""
 

@@ -6,7 +6,7 @@ Script constructs that only make sense as statements (``T.alloc_buffer``,
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any
 
 from tirc.diagnostics import Diagnostic, Span
@@ -19,6 +19,7 @@ from tirc.ir.dtype import BOOL, HANDLE, VOID, DataType, is_dtype_name, parse_dty
 from tirc.ir.expr import (BinOp, Broadcast, Call, Cast, FloatImm, GlobalVar, IntImm, Let,
                           PointerType, PrimExpr, Ramp, Select, Shuffle, StringImm, Var)
 from tirc.ir.ops import INTRINSICS, result_dtype
+from tirc.records import record
 from tirc.target import Target, TargetError, parse_target
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ _BINARY_BUILDERS = {
 }
 
 
-@dataclass
+@record
 class Construct:
     """A statement-level script construct with its evaluated arguments."""
 
@@ -63,7 +64,7 @@ class Construct:
         return Construct(name, self.args, self.kwargs, self.span, self.node)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class VarDecl:
     """``T.int32()`` / ``T.handle("float32", "shared")``: declares a variable."""
 

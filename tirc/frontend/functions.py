@@ -2,17 +2,16 @@
 that finds mutable scalars."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc import grammar_parser as lark
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.exprs import ExprBuilder
 from tirc.frontend.scope import Scope
 from tirc.ir.dtype import DataType, is_dtype_name, parse_dtype
+from tirc.records import record
 
 
-@dataclass
+@record
 class FunctionHeader:
     name: str
     name_span: Span | None

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import math
 
-from dataclasses import dataclass
 from typing import Any
 
 from tirc.diagnostics import Diagnostic, Span
@@ -16,25 +15,26 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.const_fold import int_range
 from tirc.ir.dtype import BOOL, FLOAT32, INT32, INT64, DataType
 from tirc.ir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, StringImm
+from tirc.records import record
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Namespace:
     """``T`` or ``I``."""
 
     name: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TName:
     """``T.<name>``: a dtype, an intrinsic or a script construct, meaning decided by use."""
 
     name: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TileLayout:
     """``T.TileLayout(T.S[(8, 2):(2, 1)])`` (or the bare ``T.S[...]``): TVM 0.27's layout
     of a buffer's elements, a shape with a stride per axis. tirc reads the layouts that
@@ -53,14 +53,14 @@ class TileLayout:
         return step == elements and tuple(reversed(expected)) == self.strides
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ModuleRef:
     """The ``class`` name of the module, so ``Module.f`` names a function."""
 
     name: str
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LetType:
     """``T.let[T.int32]``: the annotation of an immutable binding. ``pointer`` is the
     ``T.handle("float32", "global")`` construct of a typed-pointer binding."""
@@ -69,7 +69,7 @@ class LetType:
     pointer: Any = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HandleType:
     """``T.handle("int64", "global").ty``: a pointer type, the result dtype of a call
     (``ptr`` is None for ``T.handle().ty``, an untyped handle)."""
@@ -77,7 +77,7 @@ class HandleType:
     ptr: Any = None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Lambda:
     """``lambda x, y: body``, unevaluated: its parameters get types only where it is used
     (``T.comm_reducer`` types them from the identity elements)."""
@@ -87,7 +87,7 @@ class Lambda:
     span: Span | None
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Slot:
     """A mutable scalar (``x: T.int32 = 0`` later reassigned): a one-element local buffer."""
 
@@ -107,7 +107,7 @@ def scalar_element(buf: Buffer, span: Span | None) -> PrimExpr:
     return BufferLoad(buf, (IntImm(buf.shape[0].dtype, 0, span),), buf.dtype, span)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class ThreadDecl:
     """``bx = T.env_thread("blockIdx.x")``: a thread variable awaiting ``launch_thread``."""
 

@@ -12,13 +12,14 @@ allocations. Immutable like every IR node; ``span`` takes no part in equality.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.diagnostics import Span
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr, Var
 from tirc.ir.stmt import Stmt
+from tirc.records import record
 
 _SPAN = dict(default=None, compare=False, repr=False)
 
@@ -26,7 +27,7 @@ _SPAN = dict(default=None, compare=False, repr=False)
 ITER_TYPES = ("spatial", "reduce", "scan", "opaque")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Range:
     """The half-open interval ``[min, min + extent)``."""
 
@@ -35,7 +36,7 @@ class Range:
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class BufferRegion:
     """A rectangular region of ``buffer``: one :class:`Range` per dimension."""
 
@@ -44,7 +45,7 @@ class BufferRegion:
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class BlockIterVar:
     """A block iterator: ``var`` ranges over ``dom``; ``iter_type`` is one of ITER_TYPES."""
 
@@ -54,7 +55,7 @@ class BlockIterVar:
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class MatchBufferRegion:
     """``buffer`` is a view of ``source`` (``X = T.match_buffer(A[i, 0:16], (16,))``)."""
 
@@ -63,7 +64,7 @@ class MatchBufferRegion:
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SBlock(Stmt):
     name_hint: str
     iter_vars: tuple[BlockIterVar, ...]
@@ -77,7 +78,7 @@ class SBlock(Stmt):
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SBlockRealize(Stmt):
     """Runs ``block`` with its iterators bound to ``iter_values`` when ``predicate`` holds."""
 

@@ -1,11 +1,12 @@
 """Buffers: a typed, shaped view of the memory a handle variable points at."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.diagnostics import Span
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import PrimExpr, Var
+from tirc.records import record
 
 SCOPES = ("global", "shared", "shared.dyn", "local", "warp")  # the scopes tirc builds
 
@@ -23,7 +24,7 @@ def is_storage_scope(scope: str) -> bool:
     return scope.startswith(STORAGE_RANKS)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(frozen=True, slots=True, eq=False)
 class Buffer:
     """Compared by identity, like :class:`Var`. ``data`` is the pointer variable;
     its :class:`~tirc.ir.expr.PointerType` holds the storage scope."""

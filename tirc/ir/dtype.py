@@ -2,8 +2,9 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
+
+from tirc.records import record
 
 # Scalar base names and their bit widths.
 _FLOAT8 = ("float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
@@ -20,7 +21,7 @@ _BASES: dict[str, int] = {
 _LANES = re.compile(r"^(?P<base>[a-z0-9_]+?)x(?P<lanes>[0-9]+)$")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class DataType:
     """A scalar base type with a lane count (1 for scalars)."""
 

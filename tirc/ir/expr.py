@@ -5,11 +5,12 @@ Variables are compared by identity (two ``Var("i")`` are different variables);
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import TYPE_CHECKING, Any, Union
 
 from tirc.diagnostics import Span
 from tirc.ir.dtype import BOOL, HANDLE, INT32, DataType
+from tirc.records import record
 
 if TYPE_CHECKING:
     from tirc.ir.buffer import Buffer
@@ -24,7 +25,7 @@ class PrimExpr:
     dtype: DataType
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class PointerType:
     """The type annotation of a handle variable that points at ``dtype`` in ``scope``."""
 
@@ -32,7 +33,7 @@ class PointerType:
     scope: str = "global"
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(frozen=True, slots=True, eq=False)
 class Var(PrimExpr):
     name: str
     dtype: DataType = INT32
@@ -43,21 +44,21 @@ class Var(PrimExpr):
         return f"Var({self.name}:{self.dtype})"
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class IntImm(PrimExpr):
     dtype: DataType
     value: int
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class FloatImm(PrimExpr):
     dtype: DataType
     value: float
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class StringImm(PrimExpr):
     value: str
     span: Span | None = field(**_SPAN)
@@ -72,7 +73,7 @@ BITWISE_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_
 BINARY_OPS = ARITH_OPS + COMPARE_OPS + LOGIC_OPS + BITWISE_OPS
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class BinOp(PrimExpr):
     """``a op b``. ``div``/``mod`` truncate (C semantics); ``floordiv``/``floormod`` floor."""
 
@@ -83,7 +84,7 @@ class BinOp(PrimExpr):
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Not(PrimExpr):
     a: PrimExpr
     span: Span | None = field(**_SPAN)
@@ -93,7 +94,7 @@ class Not(PrimExpr):
         return BOOL.with_lanes(self.a.dtype.lanes)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Select(PrimExpr):
     """Both branches are evaluated (unlike ``T.if_then_else``)."""
 
@@ -107,14 +108,14 @@ class Select(PrimExpr):
         return self.true_value.dtype
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Cast(PrimExpr):
     dtype: DataType
     value: PrimExpr
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class BufferLoad(PrimExpr):
     buffer: "Buffer"
     indices: tuple[PrimExpr, ...]
@@ -122,7 +123,7 @@ class BufferLoad(PrimExpr):
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Ramp(PrimExpr):
     """The vector ``base, base+stride, ..., base+(lanes-1)*stride``."""
 
@@ -136,7 +137,7 @@ class Ramp(PrimExpr):
         return self.base.dtype.with_lanes(self.lanes)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Broadcast(PrimExpr):
     value: PrimExpr
     lanes: int
@@ -147,7 +148,7 @@ class Broadcast(PrimExpr):
         return self.value.dtype.with_lanes(self.lanes)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Shuffle(PrimExpr):
     """Lanes picked by ``indices`` from the concatenation of ``vectors``."""
 
@@ -161,7 +162,7 @@ class Shuffle(PrimExpr):
             else self.vectors[0].dtype.element()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Let(PrimExpr):
     var: Var
     value: PrimExpr
@@ -173,14 +174,14 @@ class Let(PrimExpr):
         return self.body.dtype
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class GlobalVar:
     """A function of the module, by name."""
 
     name: str
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Call(PrimExpr):
     """A call of an intrinsic (``op`` is its name, e.g. ``"exp"``, ``"call_extern"``)
     or of a function of the same module (``op`` is a :class:`GlobalVar`)."""

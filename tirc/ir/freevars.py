@@ -3,8 +3,6 @@ shapes, variables declared with ``n = T.int32()``, a kernel's inputs) and buffer
 order of first use."""
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Let, Var
 from tirc.ir.block import SBlock
@@ -12,6 +10,7 @@ from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, DeclBuffer, For, IterVar, LetStmt, Stmt,
                           is_loop_pragma)
 from tirc.ir.visitor import Visitor
+from tirc.records import record
 
 
 class _Uses(Visitor):
@@ -122,7 +121,7 @@ def free_vars(func: PrimFunc) -> list[Var]:
     return u.order
 
 
-@dataclass
+@record
 class RegionUses:
     vars: list[Var]  # scalar and pointer variables used but defined outside
     buffers: list[Buffer]  # buffers used but declared outside

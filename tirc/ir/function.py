@@ -1,7 +1,7 @@
 """Functions and modules."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Any, Iterator
 
 from tirc.diagnostics import Span
@@ -10,9 +10,10 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import GlobalVar, Var
 from tirc.ir.stmt import Stmt
+from tirc.records import record
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(frozen=True, slots=True, eq=False)
 class PrimFunc:
     """A TIR function. ``buffer_map`` pairs handle parameters with the buffers they
     carry; ``attrs`` holds ``T.func_attr`` (``target``, ``global_symbol``, ...);
@@ -42,7 +43,7 @@ class PrimFunc:
         return replace(self, body=body)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
+@record(frozen=True, slots=True, eq=False)
 class IRModule:
     """Functions by name, in insertion order. ``name`` is the class name in the text,
     None for a bare ``@T.prim_func``."""

@@ -12,12 +12,11 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir.dtype import DataType
+from tirc.records import record
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Intrinsic:
     name: str
     min_args: int

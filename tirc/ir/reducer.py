@@ -7,16 +7,17 @@ a ``T.attr(reducer, "reduce_scope", 0)`` around ``T.tvm_thread_allreduce``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Sequence
 
 from tirc.diagnostics import Span
 from tirc.ir.expr import PrimExpr, Var
+from tirc.records import record
 
 _SPAN = dict(default=None, compare=False, repr=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class CommReducer:
     lhs: tuple[Var, ...]
     rhs: tuple[Var, ...]

@@ -6,12 +6,13 @@ body their definition is visible in. The printer writes them in TVM's flat form
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any
 
 from tirc.diagnostics import Span
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr, Var
+from tirc.records import record
 
 _SPAN = dict(default=None, compare=False, repr=False)
 
@@ -20,7 +21,7 @@ class Stmt:
     __slots__ = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class BufferStore(Stmt):
     buffer: Buffer
     value: PrimExpr
@@ -28,7 +29,7 @@ class BufferStore(Stmt):
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class LetStmt(Stmt):
     """Binds an immutable ``var`` to ``value`` for ``body``.
 
@@ -42,7 +43,7 @@ class LetStmt(Stmt):
     form: str = field(default="annotated", compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class IterVar:
     """A thread axis: ``var`` bound to ``thread_tag`` (``blockIdx.x``, ``threadIdx.y``...)."""
 
@@ -51,7 +52,7 @@ class IterVar:
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class AttrStmt(Stmt):
     """``T.attr(node, key, value)`` over ``body``. With key ``thread_extent`` and an
     :class:`IterVar` node this is ``T.launch_thread``; with key ``target`` and a
@@ -65,7 +66,7 @@ class AttrStmt(Stmt):
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class AssertStmt(Stmt):
     """Checks ``condition`` before ``body``; on failure raises ``kind`` (an error class
     name such as ``"ValueError"``) with the concatenated ``message`` parts."""
@@ -80,7 +81,7 @@ class AssertStmt(Stmt):
 FOR_KINDS = ("serial", "parallel", "vectorized", "unrolled", "thread_binding")
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class For(Stmt):
     loop_var: Var
     min: PrimExpr
@@ -93,14 +94,14 @@ class For(Stmt):
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class While(Stmt):
     condition: PrimExpr
     body: Stmt
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class IfThenElse(Stmt):
     condition: PrimExpr
     then_case: Stmt
@@ -108,19 +109,19 @@ class IfThenElse(Stmt):
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class SeqStmt(Stmt):
     stmts: tuple[Stmt, ...]
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Evaluate(Stmt):
     value: PrimExpr
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class AllocBuffer(Stmt):
     """Allocates ``buffer`` (in its scope) for ``body``. ``annotations`` are sorted
     ``(key, value)`` pairs (TVM marks allocations ``buffer_data_alignment``, ...)."""
@@ -131,7 +132,7 @@ class AllocBuffer(Stmt):
     annotations: tuple[tuple[str, Any], ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class DeclBuffer(Stmt):
     """Declares ``buffer`` as a view of memory allocated elsewhere, for ``body``.
     ``view_of`` records that the text wrote ``X.view(...)``, ``data_from`` that it wrote
@@ -144,18 +145,18 @@ class DeclBuffer(Stmt):
     data_from: Buffer | None = field(default=None, compare=False)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Return(Stmt):
     value: PrimExpr
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Break(Stmt):
     span: Span | None = field(**_SPAN)
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Continue(Stmt):
     span: Span | None = field(**_SPAN)
 

@@ -7,15 +7,16 @@ order of the list against those declarations.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Callable
 
 from tirc.diagnostics import Diagnostic, internal_errors
 from tirc.ir.function import IRModule
+from tirc.records import record
 from tirc.target import Target
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class PassContext:
     """What passes may read besides the module: the bind target (with its host) and the
     host ABI of public functions (``"packed"``: MakePackedAPI; ``"c"``: MakeCAPI) and
@@ -26,7 +27,7 @@ class PassContext:
     symbol_prefix: str = ""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Pass:
     name: str
     run: Callable[[IRModule, PassContext], IRModule]
@@ -69,7 +70,7 @@ class Instrument:
         """``p`` did not run: a block pass on a module without block-level functions."""
 
 
-@dataclass
+@record
 class PrintAfter(Instrument):
     names: set[str]
     emit: Callable[[str], None]
@@ -93,7 +94,7 @@ class VerifyEach(Instrument):
             raise Diagnostic(f"the module is malformed after {p.name}: {d.message}", d.span) from d
 
 
-@dataclass
+@record
 class DumpIR(Instrument):
     """``--dump-ir DIR``: the module as written and after every pass, one file each
     (``DIR/NAME.00-input.tir``, ``DIR/NAME.01-Verify.tir``, ...), what a bug report
@@ -121,7 +122,7 @@ class DumpIR(Instrument):
         self.count += 1
 
 
-@dataclass
+@record
 class TimePasses(Instrument):
     times: list[tuple[str, float]] = field(default_factory=list)
     _start: float = 0.0

@@ -11,8 +11,8 @@ from __future__ import annotations
 import os
 import platform
 import time
-from dataclasses import dataclass
 
+from tirc.records import record
 from tirc.runtime import cudadrv as cuda
 from tirc.runtime.dlpack import kDLCPU, kDLCUDA
 
@@ -20,7 +20,7 @@ KINDS = {"cpu": "cpu", "llvm": "cpu", "cuda": "cuda", "gpu": "cuda"}
 _DLPACK_TYPES = {"cpu": kDLCPU, "cuda": kDLCUDA}
 
 
-@dataclass(frozen=True, slots=True)
+@record(frozen=True, slots=True)
 class Device:
     """A device: ``kind`` is ``"cpu"`` or ``"cuda"``, ``index`` its ordinal."""
 

@@ -22,10 +22,10 @@ from ctypes import (
     c_uint64,
     c_void_p,
 )
-from dataclasses import dataclass
 
 import numpy as np
 
+from tirc.records import record
 from tirc.runtime import dtypes
 
 kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged = 1, 2, 3, 13
@@ -147,7 +147,7 @@ def live_exports() -> int:
     return len(_LIVE)
 
 
-@dataclass
+@record
 class Imported:
     """What a consumed capsule describes; ``owner`` releases it when freed."""
 

@@ -31,7 +31,9 @@ slips through):
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, field
+from dataclasses import field
+
+from tirc.records import record
 
 INTS = ("int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64")
 FLOATS = ("float16", "float32", "float64")
@@ -79,7 +81,7 @@ def is_float(d: str) -> bool:
     return d in FLOATS
 
 
-@dataclass
+@record
 class Buf:
     name: str
     dtype: str
@@ -96,7 +98,7 @@ class Buf:
         return s
 
 
-@dataclass
+@record
 class Loop:
     var: str
     lo: int
@@ -105,7 +107,7 @@ class Loop:
     step: int = 1
 
 
-@dataclass
+@record
 class Ctx:
     """What a statement may use: loops, scalars, buffers, and the parallel restrictions."""
 
@@ -131,7 +133,7 @@ class Ctx:
         return [b for b in self.bufs if all(b is not w for w in self.writable)]
 
 
-@dataclass
+@record
 class Helper:
     name: str
     text: str

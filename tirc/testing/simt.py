@@ -56,7 +56,7 @@ raise :class:`~tirc.testing.evaluate.Unsupported`.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 import numpy as np
 
@@ -70,6 +70,7 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore,
                           DeclBuffer, Evaluate, For, IfThenElse, IterVar, LetStmt, Return, SeqStmt,
                           Stmt, While)
 from tirc.ir.visitor import walk
+from tirc.records import record
 from tirc.testing import lanes
 from tirc.testing.evaluate import Evaluator, Undefined, Unsupported, _scalar, wrap
 from tirc.testing.simt_memory import (DataRace, KernelFault, Memory, OutOfBounds, SparseMemory,
@@ -92,7 +93,7 @@ class LaunchMismatch(KernelFault):
     pass
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Options:
     check_races: bool = True  # report data races on global and shared memory
     strict_warp_sync: bool = True  # a warp barrier some live lanes of the warp skip is an error
@@ -101,7 +102,7 @@ class Options:
     max_steps: int = 2_000_000  # statements executed per launch
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LaunchConfig:
     grid: tuple[int, int, int] = (1, 1, 1)
     block: tuple[int, int, int] = (1, 1, 1)
@@ -121,13 +122,13 @@ class LaunchConfig:
         return sizes["xyz".index(dim)]
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Launch:
     kernel: str
     config: LaunchConfig
 
 
-@dataclass
+@record
 class SimtRun:
     value: object  # the host function's return value
     launches: list[Launch] = field(default_factory=list)

@@ -6,17 +6,18 @@ subtracted (``i * 8 + j * 4 + 3``, ``n - i * 2 - 1``).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import Union
 
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr
 from tirc.passes.analysis.arith_ops import binop, imm, mul
+from tirc.records import record
 
 FLOOR, TRUNC = 1, 0  # TVM's DivMode order (kTruncDiv < kFloorDiv)
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Split:
     """``(index % upper) / lower * scale``; ``upper`` None is no modulo."""
 
@@ -52,7 +53,7 @@ def _upper_lt(a: int | None, b: int | None) -> bool:
     return b is None or a < b
 
 
-@dataclass
+@record
 class Sum:
     """``base + sum(args)``; arguments with the same index stay next to each other,
     in decreasing order of ``lower``."""

@@ -11,8 +11,6 @@
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir.expr import BinOp, Call, IntImm, PrimExpr, Var
 from tirc.ir.visitor import walk
 from tirc.passes.analysis.arith_analyzer import Analyzer
@@ -20,6 +18,7 @@ from tirc.passes.analysis.arith_canonical_form import Sum, to_sum
 from tirc.ir.renew import substitute
 from tirc.passes.analysis.arith_ops import add, floordiv_int, imm, index_typed
 from tirc.passes.analysis.region_relax import Dom, IntervalSet, NEG_INF, POS_INF, intersect
+from tirc.records import record
 
 _COMPARE = ("lt", "le", "gt", "ge", "eq", "ne")
 _SIMPLE = ("add", "sub", "mul", "floordiv", "floormod")
@@ -104,7 +103,7 @@ def solve_condition(cond: PrimExpr, dom: Dom) -> dict[int, IntervalSet] | None:
 
 # ---- predicates --------------------------------------------------------------------------
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Constraint:
     coeffs: tuple[tuple[int, int], ...]  # sorted (id(var), scale) over relaxed variables
     lo: int | None

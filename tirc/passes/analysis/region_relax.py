@@ -16,7 +16,6 @@ Predicates and branch conditions refine domains in :mod:`tirc.passes.analysis.re
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 from tirc.ir.block import Range
 from tirc.ir.dtype import BOOL
@@ -24,6 +23,7 @@ from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PrimExpr, Ramp, Select
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_ops import binop, cast, imm, is_int, modular_set
 from tirc.ir.visitor import walk
+from tirc.records import record
 
 
 class _Inf:
@@ -39,7 +39,7 @@ POS_INF = _Inf("pos_inf")
 Bound = PrimExpr | _Inf
 
 
-@dataclass(frozen=True, eq=False)
+@record(frozen=True, eq=False)
 class IntervalSet:
     """``[min, max]``, inclusive. A single point has the *same object* as both bounds
     (as TVM's ``same_as``), which keeps a point's expression as it was written."""

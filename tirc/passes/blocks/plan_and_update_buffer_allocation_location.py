@@ -22,7 +22,7 @@ accesses of what it allocates.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from tirc.ir.attrs import THREAD_EXTENT
 from tirc.ir.block import SBlock, SBlockRealize
@@ -33,9 +33,10 @@ from tirc.ir.stmt import AttrStmt, BufferStore, For, IterVar, Stmt
 from tirc.ir.visitor import Mutator, Visitor, walk
 from tirc.ir.dtype import BOOL
 from tirc.passes.blocks.block_access_region import block_read_write_regions
+from tirc.records import record
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class _Scope:
     parent: "_Scope | None"
     node: object  # a For or an SBlock; None for the function itself

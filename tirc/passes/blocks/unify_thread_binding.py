@@ -28,7 +28,7 @@ are unified here too). Guarantees: in a block-level function, thread axes are
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from tirc.diagnostics import Span
 from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
@@ -38,12 +38,13 @@ from tirc.ir.stmt import AttrStmt, For, IterVar, SeqStmt, Stmt, seq
 from tirc.ir.visitor import Mutator
 from tirc.passes.blocks.lift_thread_binding import (axis_var_name, check_same_range,
                                               is_block_level)
+from tirc.records import record
 
 _THREAD_KEYS = (THREAD_EXTENT, VIRTUAL_THREAD)
 _KERNEL_TAGS = ("blockIdx.", "clusterIdx.", "clusterCtaIdx")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Axis:
     var: Var
     min: PrimExpr

@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import math
 import struct
-from dataclasses import dataclass
 from typing import Callable
 
 from tirc.ir.dtype import FLOAT32, DataType
 from tirc.ir.expr import BinOp, Broadcast, Call, Cast, FloatImm, IntImm, Let, PrimExpr, Select, Var
+from tirc.records import record
 
 
 class Ops:
@@ -109,7 +109,7 @@ def _pack_f32(f: float) -> bytes:
         return struct.pack("<f", math.copysign(math.inf, f))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Format:
     """A narrow float dtype: its storage integer and its conversion recipes. ``encode``
     maps a float32 to the code (a uint32 holding the narrow bits), ``decode`` the code

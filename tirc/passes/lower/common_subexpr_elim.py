@@ -34,7 +34,7 @@ result verifies.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.ir.expr import (BITWISE_OPS, BinOp, BufferLoad, Call, Cast, IntImm, Let, Not,
                           PrimExpr, Select, Var)
@@ -44,6 +44,7 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBu
                           For, IfThenElse, IterVar, LetStmt, Return, SeqStmt, Stmt, While, seq)
 from tirc.ir.trampoline import drive
 from tirc.ir.visitor import Mutator, _child_fields, is_node, walk
+from tirc.records import record
 
 _RECORDED = (BinOp, Not, Cast, Select)
 
@@ -93,7 +94,7 @@ def _forbidden(e: PrimExpr) -> bool:
             or (isinstance(e, BinOp) and e.op in BITWISE_OPS))
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class _Info:
     repr: PrimExpr
     scope: int  # the innermost scope holding every use (LCA)

@@ -42,7 +42,7 @@ the program computes the same; no variable or buffer is defined twice.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from tirc.ir.block import SBlock
 from tirc.ir.dtype import INT32
@@ -55,6 +55,7 @@ from tirc.ir.visitor import Mutator, walk
 from tirc.passes.lower.remove_no_op import remove_no_op
 from tirc.passes.lower.simplify import simplify
 from tirc.passes.analysis.simplify_rules import is_pure
+from tirc.records import record
 
 MAX_COPY_STATEMENTS = 4096
 EXPR_HOIST_ATTR = "tirx.HoistIfThenElseExprWithBlock"
@@ -75,13 +76,13 @@ def hoist_if_then_else(mod: IRModule, ctx=None, *,
     return remove_no_op(simplify(replace(mod, functions=funcs)))
 
 
-@dataclass
+@record
 class _Condition:
     cond: PrimExpr
     with_else: bool
 
 
-@dataclass
+@record
 class _Loop:
     """A loop (or thread axis) being visited and the conditions that will wrap it."""
 

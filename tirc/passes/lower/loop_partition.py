@@ -39,7 +39,7 @@ copy of a loop body defines its own variables and buffers; no ``T.likely``,
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from tirc.ir.attrs import PRAGMA_LOOP_PARTITION_HINT, THREAD_EXTENT
 from tirc.ir.dtype import BOOL
@@ -53,9 +53,10 @@ from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.deduce_bound import (EVERYTHING, NOTHING, ISet, fold, intersect, intersect_all,
                                       simplify)
 from tirc.passes.lower.loop_partition_analysis import Finder, Selector, thread_rank
+from tirc.records import record
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class LoopPartitionConfig:
     """TVM's pass configuration ``s_tir.LoopPartition``, with its defaults."""
 

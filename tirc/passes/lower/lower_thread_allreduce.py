@@ -34,7 +34,7 @@ are complete). Guarantees: no ``tvm_thread_allreduce`` call remains.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.attrs import REDUCE_SCOPE, TARGET, THREAD_EXTENT, VOLATILE
@@ -48,12 +48,13 @@ from tirc.ir.stmt import (AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Evalua
                           IterVar, SeqStmt, Stmt, seq)
 from tirc.ir.visitor import Mutator
 from tirc.ir.index_arith import arith
+from tirc.records import record
 from tirc.target import Target
 
 _WARP_KINDS = ("cuda", "nvptx")
 
 
-@dataclass
+@record
 class _Thread:
     dim: int
     var: Var
@@ -307,7 +308,7 @@ def _allocate(bufs: list[Buffer], body: Stmt) -> Stmt:
     return body
 
 
-@dataclass
+@record
 class _Context:
     reducer: CommReducer
     dtypes: list[DataType]

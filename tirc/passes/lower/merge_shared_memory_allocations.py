@@ -82,7 +82,7 @@ from __future__ import annotations
 
 import bisect
 import math
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import TARGET, THREAD_EXTENT, VOLATILE
@@ -97,6 +97,7 @@ from tirc.ir.visitor import Mutator, Visitor, walk
 from tirc.passes.lower.storage_access import AccessFinder, Entry, InplaceCheck, Unsupported
 from tirc.passes.lower.storage_rewrite import const_bits, liveness
 from tirc.passes.lower.thread_sync import Access, BarrierPlanner
+from tirc.records import record
 from tirc.target import Target
 
 SHARED_SCOPES = ("shared", "shared.dyn")
@@ -176,7 +177,7 @@ def _kernel_bound_vars(body: Stmt) -> dict[int, Var]:
 
 # -- the plan --------------------------------------------------------------------------
 
-@dataclass(eq=False)
+@record(eq=False)
 class _Storage:
     bits: int  # the constant size in bits (0: symbolic)
     layers: list[list[int]] = field(default_factory=list)  # ids of data vars, by layer

@@ -3,7 +3,7 @@
 touches, and whether a statement only writes ``dst[i]`` from ``src[i]``."""
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import field
 
 from tirc.ir.attrs import TARGET, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer
@@ -11,6 +11,7 @@ from tirc.ir.expr import BufferLoad, Call, Let, Var
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate,
                           For, IfThenElse, IterVar, LetStmt, Return, While)
 from tirc.ir.visitor import Visitor, walk
+from tirc.records import record
 
 
 class Unsupported(Exception):
@@ -19,7 +20,7 @@ class Unsupported(Exception):
 
 # -- the linear access pattern --------------------------------------------------------------
 
-@dataclass
+@record
 class Entry:
     stmt: object = None
     offset: int = 0  # > 0: a scope's begin (its end is offset further); < 0: its end

@@ -30,7 +30,7 @@ same time share memory; allocations keep their annotations.
 from __future__ import annotations
 
 import bisect
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import Buffer, constant_elements
@@ -41,6 +41,7 @@ from tirc.ir.visitor import Mutator, walk
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_ops import binop
 from tirc.passes.lower.storage_access import AccessFinder, Entry, InplaceCheck, Unsupported
+from tirc.records import record
 
 _RANKS = {"global": 0, "shared": 1, "warp": 2, "local": 3}
 _MATCH_RANGE = 16
@@ -101,7 +102,7 @@ def liveness(seq: list[Entry]) -> tuple[dict[int, list[int]], dict[int, list[int
     return gen, kill
 
 
-@dataclass(eq=False)
+@record(eq=False)
 class _Storage:
     attach: object  # the attach scope's statement, None for the function
     scope: str

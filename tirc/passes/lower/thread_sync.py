@@ -26,7 +26,7 @@ control flow; code outside kernels is untouched.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 
 from tirc.ir.attrs import THREAD_EXTENT
 from tirc.ir.buffer import Buffer
@@ -39,11 +39,12 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore,
 from tirc.ir.trampoline import drive
 from tirc.ir.visitor import Mutator, Visitor
 from tirc.passes.lower.thread_sync_index import ThreadIndices
+from tirc.records import record
 
 SHARED_SCOPES = ("shared", "shared.dyn")
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Access:
     data: Var  # the buffer's pointer (compared by identity)
     write: bool
@@ -52,7 +53,7 @@ class Access:
     unit: tuple = ()  # the view's dtype and element offset: indices compare only within one
 
 
-@dataclass
+@record
 class _Summary:
     head: list[Access] = field(default_factory=list)
     tail: list[Access] = field(default_factory=list)

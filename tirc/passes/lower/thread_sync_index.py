@@ -18,18 +18,17 @@ which together number ``v``.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from tirc.ir.attrs import THREAD_EXTENT
 from tirc.ir.expr import BinOp, Broadcast, BufferLoad, Call, IntImm, PrimExpr, Ramp, Var
 from tirc.ir.ops import INTRINSICS
 from tirc.ir.stmt import AttrStmt, For, IterVar, Stmt
 from tirc.ir.visitor import walk
+from tirc.records import record
 
 LANES = -1  # the key of a vector index's lane axis in a form's coefficients
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class _Form:
     coeffs: tuple[tuple[int, int], ...]  # (id of a varying variable, coefficient), sorted
     const: int

@@ -1,0 +1,166 @@
+"""``tirc.records.record`` makes the class ``dataclass`` makes (issue 17: cheaper to
+create): each check builds one class body both ways and compares what they do."""
+from __future__ import annotations
+
+import copy
+import dataclasses
+import pickle
+from dataclasses import FrozenInstanceError, dataclass, field
+
+import pytest
+
+from tirc.records import record
+
+OPTIONS = [dict(frozen=True, slots=True), dict(frozen=True, slots=True, eq=False),
+           dict(frozen=True), dict(frozen=True, eq=False), dict(), dict(eq=False)]
+
+
+class Node:  # what pickle finds by name: test_pickle_and_copy puts a record here
+    pass
+
+
+def _body():
+    class Node:
+        name: str
+        value: float = 0.0
+        tags: tuple = ()
+        items: tuple = field(default_factory=tuple)
+        span: object = field(default=None, compare=False, repr=False)
+    return Node
+
+
+def _both(options):
+    """The same class, as a dataclass and as a record."""
+    return dataclass(_body(), **options), record(**options)(_body())
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=str)
+def test_same_class_as_dataclass(options):
+    dc, rc = _both(options)
+    assert [(f.name, f.default, f.default_factory, f.compare, f.repr)
+            for f in dataclasses.fields(rc)] == \
+        [(f.name, f.default, f.default_factory, f.compare, f.repr)
+         for f in dataclasses.fields(dc)]
+    assert dataclasses.is_dataclass(rc) and rc.__match_args__ == dc.__match_args__
+    assert hasattr(rc, "__slots__") == hasattr(dc, "__slots__")
+    assert (rc.__hash__ is None) == (dc.__hash__ is None)
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=str)
+def test_same_behaviour_as_dataclass(options):
+    dc, rc = _both(options)
+    r, d = rc("x", 1.5, ("t",), span="here"), dc("x", 1.5, ("t",), span="here")
+    assert repr(r) == repr(d)
+    assert (r.name, r.value, r.tags, r.items, r.span) == (d.name, d.value, d.tags, d.items, d.span)
+    same, other = rc("x", 1.5, ("t",), span="elsewhere"), rc("y", 1.5, ("t",))
+    if options.get("eq", True):  # by the compared fields (not span), same class only
+        assert r == same and r != other and r != d
+    else:  # by identity
+        assert r != same and r == r
+    if options.get("frozen"):
+        if options.get("eq", True):
+            assert hash(r) == hash(same) == hash(d)
+        for obj in (r, d):
+            with pytest.raises(FrozenInstanceError):
+                obj.name = "z"
+            with pytest.raises(FrozenInstanceError):
+                del obj.name
+    else:
+        r.name = "z"
+        assert r.name == "z"
+
+
+@pytest.mark.parametrize("options", OPTIONS, ids=str)
+def test_replace_pickle_copy(options, monkeypatch):
+    rc = record(**options)(_body())
+    rc.__module__, rc.__qualname__ = __name__, "Node"
+    monkeypatch.setattr(f"{__name__}.Node", rc)
+    r = rc("x", 2.0, ("t",), (1, 2), span="s")
+    new = dataclasses.replace(r, value=3.0)
+    assert (new.name, new.value, new.tags, new.items, new.span) == ("x", 3.0, ("t",), (1, 2), "s")
+    for c in (pickle.loads(pickle.dumps(r)), copy.copy(r), copy.deepcopy(r)):
+        assert (c.name, c.value, c.tags, c.items, c.span) == ("x", 2.0, ("t",), (1, 2), "s")
+    assert dataclasses.asdict(r) == {"name": "x", "value": 2.0, "tags": ("t",),
+                                     "items": (1, 2), "span": "s"}
+
+
+def test_default_factory_called_each_time():
+    @record(frozen=True, eq=False)
+    class P:
+        items: list = field(default_factory=list)
+
+    assert P().items == [] and P().items is not P().items
+    assert P([1]).items == [1]
+
+
+def test_init_arguments_as_dataclass():
+    @record(frozen=True, slots=True)
+    class P:
+        x: int
+        y: int = 0
+
+    assert P(1) == P(x=1, y=0) == P(1, 0)
+    for args, kwargs in (((), {}), ((1, 2, 3), {}), ((1,), {"z": 2}), ((1,), {"x": 1})):
+        with pytest.raises(TypeError):
+            P(*args, **kwargs)
+
+
+def test_post_init_runs():
+    seen = []
+
+    @record(frozen=True)
+    class P:
+        x: int
+
+        def __post_init__(self):
+            seen.append(self.x)
+
+    P(3)
+    assert seen == [3]
+
+
+def test_own_repr_kept_and_doc():
+    @record(frozen=True, slots=True, eq=False)
+    class V:
+        name: str
+
+        def __repr__(self) -> str:
+            return f"V<{self.name}>"
+
+    assert repr(V("i")) == "V<i>" and V("i") != V("i")
+    assert V.__doc__ == "V(name)"
+
+
+def test_unsupported_fields_refused():
+    with pytest.raises(TypeError):
+        @record(frozen=True)
+        class K:
+            x: int = field(default=0, kw_only=True)
+    with pytest.raises(TypeError):
+        @record(frozen=True)
+        class H:
+            x: int = field(default=0, hash=False)
+    with pytest.raises(TypeError):
+        @record
+        class E:
+            x: int
+
+            def __eq__(self, other):
+                return True
+
+
+def test_repr_of_a_cycle():
+    @record
+    class Box:
+        inner: object = None
+
+    b = Box()
+    b.inner = b
+
+    @dataclass
+    class Box:  # noqa: F811 (the same, as a dataclass)
+        inner: object = None
+
+    d = Box()
+    d.inner = d
+    assert repr(b) == repr(d) == "test_repr_of_a_cycle.<locals>.Box(inner=...)"
