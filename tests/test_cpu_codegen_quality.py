@@ -89,22 +89,65 @@ def test_innermost_loop_is_aligned_after_the_checks():
     assert ".p2align" in before, before
 
 
+def tiled_matmul(rows: int) -> str:
+    """A matmul with ``rows`` accumulators per k step (an unrolled register tile)."""
+    return f"""
+@T.prim_func
+def mm(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32"), C: T.Buffer((64, 64), "float32")):
+    for i0 in range({64 // rows}):
+        for j in range(64):
+            acc = T.alloc_local(({rows},))
+            for ii in T.unroll({rows}):
+                acc[ii] = T.float32(0.0)
+            for k in range(64):
+                for ii in T.unroll({rows}):
+                    acc[ii] = acc[ii] + A[i0 * {rows} + ii, k] * B[k, j]
+            for ii in T.unroll({rows}):
+                C[i0 * {rows} + ii, j] = acc[ii]
+"""
+
+
 def test_float_multiply_add_may_contract_to_fma_on_a_named_cpu():
     """With -mcpu (or -mattr) a * b + c carries the `contract` flag, as TVM lowers it to
     llvm.fmuladd, so a CPU with FMA gets one vfmadd where tirc used to emit a multiply
     and an add (found by matmul_tiled with --mcpu native: TVM had FMAs, tirc none)."""
-    text, _ = lower_to_llvm(*lowered(MATMUL, "llvm -mcpu=haswell"))
+    text, _ = lower_to_llvm(*lowered(tiled_matmul(4), "llvm -mcpu=haswell"))
     assert re.search(r"fmul contract float", text)
+    assert re.search(r"fadd contract float", text)
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return
+    for target in ("llvm -mcpu=haswell", "llvm -mattr=+avx2,+fma"):
+        mod, t = lowered(tiled_matmul(4), target)
+        asm = target_machine(t).emit_assembly(llvm.parse_assembly(generate(mod, t).llvm_ir))
+        assert "vfmadd" in asm and "vmulss" not in asm, target
+
+
+def test_latency_bound_accumulator_chain_does_not_contract():
+    """A serial loop with fewer than THROUGHPUT_CHAINS accumulators (``acc = acc + a * b``
+    on one location) waits on each add: its adds stay uncontracted, so the chain runs
+    at an add's latency, the multiply off the chain (bench matmul_serial with --mcpu
+    native: 0.83x..0.99x TVM with FMAs). With 4 accumulators (a register tile) every
+    add contracts; an update of a location that moves with the loop is no chain."""
+    from tirc.backends.accumulator_chains import THROUGHPUT_CHAINS
+    assert THROUGHPUT_CHAINS == 4
+    text, _ = lower_to_llvm(*lowered(MATMUL, "llvm -mcpu=haswell"))
+    assert re.search(r"fmul contract float", text)  # still contracts elsewhere
+    assert re.search(r"= fadd float", text) and not re.search(r"fadd contract float", text)
+    text, _ = lower_to_llvm(*lowered(tiled_matmul(2), "llvm -mcpu=haswell"))
+    assert re.search(r"= fadd float", text) and not re.search(r"fadd contract float", text)
+    moving = """
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), B: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    for k in range(64):
+        C[k] = C[k] + A[k] * B[k]
+"""
+    text, _ = lower_to_llvm(*lowered(moving, "llvm -mcpu=haswell"))
     assert re.search(r"fadd contract float", text)
     if platform.machine().lower() not in ("x86_64", "amd64"):
         return
     mod, t = lowered(MATMUL, "llvm -mcpu=haswell")
     asm = target_machine(t).emit_assembly(llvm.parse_assembly(generate(mod, t).llvm_ir))
-    assert "vfmadd" in asm
-    assert "vmulss" not in asm
-    mod, t = lowered(MATMUL, "llvm -mattr=+avx2,+fma")
-    asm = target_machine(t).emit_assembly(llvm.parse_assembly(generate(mod, t).llvm_ir))
-    assert "vfmadd" in asm
+    assert "vfmadd" not in asm and "vmulss" in asm and "vaddss" in asm
 
 
 def test_generic_cpu_keeps_separate_multiply_and_add():

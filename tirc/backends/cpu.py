@@ -66,6 +66,7 @@ class CPUContext(LLVMTargetContext):
             # allows (it lowers a * b + c to llvm.fmuladd); the generic CPU, which has
             # no FMA on x86-64, keeps separate operations in the IR
             self.float_flags = ("contract",)
+            self.split_accumulator_chains = True
         self.fast_flags = fast_math_flags(target)
         if self.fast_flags:
             self.float_flags = tuple(sorted(set(self.float_flags) | set(self.fast_flags)))

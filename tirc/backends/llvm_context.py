@@ -41,6 +41,9 @@ class LLVMTargetContext:
     max_stack_alloca = 1024  # bytes: larger or non-constant allocations go elsewhere
     # fast-math flags of float add/sub/mul (("contract",): a * b + c may become an fma)
     float_flags: tuple[str, ...] = ()
+    # the adds of latency-bound accumulator chains stay uncontracted (accumulator_chains;
+    # CPUs: a GPU hides an FMA's latency with other warps)
+    split_accumulator_chains = False
     # fast-math flags the target asks for (-fast-math, -fast-math-<flag>), on every float
     # operation (float_flags include them)
     fast_flags: tuple[str, ...] = ()

@@ -160,7 +160,10 @@ class ExprLowering:
         b = self.b
         contract = {"add": b.fadd, "sub": b.fsub, "mul": b.fmul}
         if op in contract:
-            return contract[op](a, c, flags=self.ctx.float_flags)
+            flags = self.ctx.float_flags
+            if op == "add" and id(e) in self.module.uncontracted:
+                flags = tuple(f for f in flags if f != "contract")
+            return contract[op](a, c, flags=flags)
         simple = {"div": b.fdiv, "mod": b.frem}
         if op in simple:
             return simple[op](a, c, flags=self.ctx.fast_flags)

@@ -12,6 +12,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
+from tirc.backends.accumulator_chains import latency_bound_adds
 from tirc.backends.llvm_alias import AliasScopes, is_argument_data, is_noalias
 from tirc.backends.llvm_context import LLVMTargetContext
 from tirc.backends.llvm_debug import DebugInfo
@@ -63,11 +64,14 @@ class ModuleLowering:
         self.loop_functions: set[str] = set()  # LLVM names of functions with a loop
         self.may_fail: set[str] | None = None  # functions that may fail (cpu_errors), when asked
         self.declared_at: dict[str, Span | None] = {}  # external functions: first use
+        self.uncontracted: set[int] = set()  # id() of float adds not to contract
 
     def lower(self) -> ir.Module:
         for name, func in self.mod.functions.items():
             self.functions[name] = (self.declare_prim_func(name, func), func)
         for name, (llfunc, func) in self.functions.items():
+            if self.ctx.split_accumulator_chains and "contract" in self.ctx.float_flags:
+                self.uncontracted |= latency_bound_adds(func.body)
             FunctionLowering(self, name, func, llfunc).run()
         return self.ir
 
