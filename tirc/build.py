@@ -35,7 +35,7 @@ import re
 import tempfile
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from pathlib import Path
 
 from tirc.device_images import DeviceOutputs, arch_target
@@ -44,6 +44,7 @@ from tirc.ir.attrs import GLOBAL_SYMBOL, TARGET
 from tirc.ir.expr import Call, GlobalVar, StringImm
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.visitor import walk
+from tirc.records import record
 from tirc.target import Target, TargetError, host_triple, parse_target
 
 EMIT_KINDS = ("tir", "llvm", "ptx")
@@ -80,7 +81,7 @@ def bind_target_from(target: Target | str | None, host: Target | str | None) -> 
     return target
 
 
-@dataclass
+@record
 class BuildResult:
     files: list[Path]  # written, in order
     host: IRModule
@@ -238,7 +239,7 @@ def build(source: str | IRModule, target: Target | str | None = None,
                        b.data, b.warnings, b.stage_times, b.pass_times)
 
 
-@dataclass
+@record
 class _Build:
     """What the stages of one build share: the options, then what each stage made."""
 

@@ -23,8 +23,10 @@ import platform
 import re
 import subprocess
 import sys
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Any, Callable, NamedTuple
+
+from tirc.records import record
 
 DEFAULT_CUDA_ARCH = "sm_80"
 
@@ -33,7 +35,7 @@ class TargetError(ValueError):
     """A malformed target description; the message lists the valid choices."""
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class Option:
     type: str  # "str", "int", "bool" or "list" (of strings)
     default: Any
@@ -42,7 +44,7 @@ class Option:
     derived: bool = False  # the default comes from the kind's derive hook
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class TargetKind:
     name: str
     device_type: str  # "cpu" or "cuda"
@@ -345,15 +347,15 @@ UNSUPPORTED_KINDS = {
 }
 
 
-@dataclass(frozen=True)
+@record(frozen=True, eq=False)  # compared and hashed by canonical form
 class Target:
     """A resolved target. Build one with :func:`parse_target` or :func:`make_target`."""
 
     kind: str
     options: tuple[tuple[str, Any], ...]
     host: "Target | None" = None
-    explicit: frozenset[str] = field(default=frozenset(), compare=False, hash=False)
-    _canonical: str = field(default="", compare=False, repr=False, hash=False)
+    explicit: frozenset[str] = field(default=frozenset(), compare=False)
+    _canonical: str = field(default="", compare=False, repr=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "options", tuple(sorted(self.options)))

@@ -21,7 +21,6 @@ in one loop (:mod:`tirc.ir.trampoline`), so long chains use no Python stack.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from tirc.backends.c_source_expr import ExprWriter
 from tirc.backends.c_source_text import (
@@ -56,6 +55,7 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.trampoline import drive
 from tirc.ir.visitor import walk
+from tirc.records import record
 from tirc.target import Target, host_triple
 
 MAX_STACK_BYTES = 1024  # as the LLVM backend: larger or dynamic buffers are malloc'd
@@ -66,7 +66,7 @@ atan asinh acosh atanh erf floor ceil trunc nearbyint fabs pow atan2 hypot copys
 nextafter fmod fma isnan isinf isfinite""".split())
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HostSource:
     """What the ``c`` backend makes of a host module: the C source (``object``)."""
 

@@ -13,7 +13,6 @@ every other function is internal.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 
 from llvmlite import binding as llvm
 from llvmlite import ir
@@ -27,6 +26,7 @@ from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import C_API, DEVICE_ID, DEVICE_TYPE, SYMBOL_PREFIX
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import For
+from tirc.records import record
 from tirc.target import Target, fast_math_flags, host_triple
 
 
@@ -159,7 +159,7 @@ class CPUContext(LLVMTargetContext):
         lower_parallel(fl, loop, int(self.target.get("num-cores") or 0))
 
 
-@dataclass(frozen=True)
+@record(frozen=True)
 class HostObject:
     """What the CPU backend makes of a host module."""
 
