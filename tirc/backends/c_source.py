@@ -55,6 +55,7 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.trampoline import drive
 from tirc.ir.visitor import walk
+from tirc.names import unique_name
 from tirc.records import record
 from tirc.target import Target, host_triple
 
@@ -220,12 +221,7 @@ class FunctionWriter(ExprWriter):
         base = c_identifier(hint)
         if base.startswith(("tirc", "TVMFFI", "__")) or base.endswith("_t"):
             base = "v_" + base
-        name, n = base, 0
-        while name in self.taken:
-            n += 1
-            name = f"{base}_{n}"
-        self.taken.add(name)
-        return name
+        return unique_name(base, self.taken)
 
     def helper(self, name: str) -> str:
         return self.module.helper(name)

@@ -36,6 +36,7 @@ from tirc.ir.expr import Call, GlobalVar
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.renew import renew_defs
 from tirc.ir.visitor import Mutator, Visitor
+from tirc.names import unique_name
 from tirc.passes.analysis.context import DEVICE, HOST, body_context, scope_change
 from tirc.target import Target
 
@@ -93,14 +94,6 @@ class _RewriteHostCalls(Mutator):
 
 def _is_exposed(func: PrimFunc) -> bool:
     return not func.private
-
-
-def _fresh_name(base: str, taken: set[str]) -> str:
-    name, n = base, 0
-    while name in taken:
-        n += 1
-        name = f"{base}_{n}"
-    return name
 
 
 def bind_target(mod: IRModule, target: Target) -> IRModule:
@@ -167,8 +160,7 @@ def bind_target(mod: IRModule, target: Target) -> IRModule:
             new[name] = func.with_attr(TARGET, device)
         elif called == {HOST, DEVICE}:
             new[name] = func.with_attr(TARGET, device)
-            dup = _fresh_name(f"{name}_host", taken)
-            taken.add(dup)
+            dup = unique_name(f"{name}_host", taken)
             duplicates[name] = dup
             host_copies[dup] = renew_defs(func).with_attr(TARGET, host)
         elif called == {HOST}:

@@ -36,6 +36,7 @@ from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.renew import renew_defs, substitute
 from tirc.ir.stmt import AttrStmt, DeclBuffer, Evaluate, Return
 from tirc.ir.visitor import Mutator, walk
+from tirc.names import unique_name
 from tirc.passes.analysis.context import HOST, body_context
 from tirc.target import Target
 
@@ -50,13 +51,7 @@ class _Split(Mutator):
         self.kernels: dict[str, PrimFunc] = {}
 
     def fresh(self) -> str:
-        base = f"{self.func_name}_kernel"
-        name, n = base, 0
-        while name in self.taken:
-            n += 1
-            name = f"{base}_{n}"
-        self.taken.add(name)
-        return name
+        return unique_name(f"{self.func_name}_kernel", self.taken)
 
     def visit_AttrStmt(self, s: AttrStmt):
         if not (s.key == TARGET and isinstance(s.node, Target) and s.node.is_device):
