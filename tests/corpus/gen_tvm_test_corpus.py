@@ -95,7 +95,7 @@ TEST_FILES = [
 MAX_PER_FILE = 80  # modules kept per test file
 MAX_TEXT = 200_000  # characters; longer modules are dropped
 WORKER_TIMEOUT = 900  # seconds per test file
-KINDS = ("llvm", "cuda")
+KINDS = ("llvm", "cuda", "c")
 
 
 # --------------------------------------------------------------------------------------
@@ -205,6 +205,10 @@ def tirc_target(tvm_targets):
         return "target kind %s" % ",".join(bad)
     if "cuda" in kinds:
         return "cuda -arch=%s" % kinds["cuda"].get("arch", "sm_80"), "llvm"
+    if "c" in kinds:
+        if "llvm" in kinds:
+            return "target kinds c and llvm in one module"
+        return "c", None
     d = kinds["llvm"]
     s = "llvm"
     if d.get("mcpu"):
