@@ -488,5 +488,31 @@ class Module:
     f = after["f"]
     assert "n" in _lets(f)
     msgs = ["".join(s.message) for s in walk(f.body) if isinstance(s, AssertStmt)]
-    assert any(m.startswith("Invalid A.shape[0] on argument #0") and m.endswith("expected n * 2")
-               for m in msgs)
+    # the variable shown as the field it comes from, as TVM 0.27's message does
+    # ("expected B.shape[0] + 1" in its test_forward_reference_symbolic_shape)
+    assert any(m.startswith("Invalid A.shape[0] on argument #0")
+               and m.endswith("expected B.shape[0] * 2") for m in msgs)
+
+
+def test_shape_texts_in_messages_keep_precedence_and_tvmscript_constants():
+    """The signature shows shapes as TVMScript writes them (int64 constants as
+    ``T.int64(2)``, parentheses where precedence needs them), and what a check expects
+    shows each variable as the field it came from, with plain integers: the forms of
+    TVM 0.27's messages (``n * T.int64(2) + T.int64(1)``, ``expected B.shape[0] + 1``).
+    The old renderer printed ``(n + 1) * 2`` as ``n + 1 * 2``."""
+    before = """
+@I.ir_module
+class Module:
+    @T.prim_func
+    def f(a: T.handle, b: T.handle):
+        T.func_attr({"target": T.target({"kind": "llvm"})})
+        n = T.int64()
+        A = T.match_buffer(a, ((n + T.int64(1)) * T.int64(2),), "float32")
+        B = T.match_buffer(b, (n,), "float32")
+        A[0] = B[0]
+"""
+    _, after = run(before)
+    msgs = ["".join(s.message) for s in walk(after["f"].body) if isinstance(s, AssertStmt)]
+    assert ("Invalid A.shape[0] on argument #0 when calling:\n"
+            "  `f(A: Tensor([(n + T.int64(1)) * T.int64(2)], float32), B: Tensor([n], float32))`,"
+            "\n  expected (B.shape[0] + 1) * 2") in msgs

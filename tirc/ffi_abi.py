@@ -28,7 +28,7 @@ from tirc.diagnostics import Span
 from tirc.ir.buffer import Buffer
 from tirc.ir.const_fold import int_range, try_const_fold
 from tirc.ir.dtype import BOOL, INT32, INT64, DataType
-from tirc.ir.expr import BinOp, Call, Cast, FloatImm, IntImm, Not, PrimExpr, Var
+from tirc.ir.expr import BinOp, Call, Cast, FloatImm, IntImm, Not, PrimExpr
 from tirc.ir.stmt import Evaluate, Stmt
 from tirc.ir.index_arith import widen as wide  # noqa: F401  (used by both ABIs)
 
@@ -104,22 +104,6 @@ def mul(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     b = cast(a.dtype, b)
     folded = try_const_fold("mul", a, b, a.dtype)
     return folded if folded is not None else binop("mul", a, b)
-
-
-_SYM = {"add": "+", "sub": "-", "mul": "*", "floordiv": "//", "floormod": "%", "div": "/"}
-
-
-def text(e: PrimExpr) -> str:
-    """A shape entry as the signature in error messages shows it (TVM's style)."""
-    if isinstance(e, IntImm):
-        return str(e.value)
-    if isinstance(e, Var):
-        return e.name
-    if isinstance(e, BinOp) and e.op in _SYM:
-        return f"{text(e.a)} {_SYM[e.op]} {text(e.b)}"
-    if isinstance(e, Cast):
-        return text(e.value)
-    return "?"
 
 
 def any_value(value: PrimExpr) -> tuple[int, PrimExpr] | None:

@@ -37,15 +37,17 @@ def c_type(dtype: DataType) -> str:
 
 
 class _Text(ExprPrinter):
-    """Shape expressions as short text: names, plain integers, no casts."""
+    """Shape expressions as short text: names (or what ``names`` gives a variable by
+    ``id``), plain integers, no casts."""
 
     module_name = None
 
-    def __init__(self) -> None:
+    def __init__(self, names: dict[int, str] | None = None) -> None:
         self.scalars: set[int] = set()
+        self.names = names or {}
 
     def var(self, v: Var) -> str:
-        return v.name
+        return self.names.get(id(v), v.name)
 
     def buffer_name(self, b) -> str:
         return b.name
@@ -61,8 +63,22 @@ class _Text(ExprPrinter):
         return super()._expr(e)
 
 
-def expr_text(e: PrimExpr) -> str:
-    return _Text().expr(e)
+def expr_text(e: PrimExpr, names: dict[int, str] | None = None) -> str:
+    """``e`` as short text; ``names``: text for variables by ``id`` (TVM's packed-API
+    messages show a variable as the argument field it came from, ``B.shape[0] + 1``)."""
+    return _Text(names).expr(e)
+
+
+class _Script(_Text):
+    """Expressions in TVMScript's form (``n * T.int64(2) + T.int64(1)``)."""
+
+    def _expr(self, e):
+        return ExprPrinter._expr(self, e)
+
+
+def script_text(e: PrimExpr) -> str:
+    """``e`` as TVMScript writes it: how TVM's packed-API signatures show shapes."""
+    return _Script().expr(e)
 
 
 def value(e: PrimExpr) -> facts.Value:

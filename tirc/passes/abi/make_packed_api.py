@@ -58,7 +58,6 @@ from tirc.ffi_abi import (
     range_text,
     struct_get,
     struct_set,
-    text,
     wide,
 )
 from tirc.ir import describe
@@ -147,11 +146,22 @@ class _Packer:
     def param_text(self, p: Var) -> str:
         buf = self.func.buffer_of(p)
         if buf is not None:
-            return f"{buf.name}: Tensor([{', '.join(text(s) for s in buf.shape)}], {buf.dtype})"
+            shape = ", ".join(describe.script_text(s) for s in buf.shape)
+            return f"{buf.name}: Tensor([{shape}], {buf.dtype})"
         return f"{p.name}: {'T.handle' if p.dtype.is_handle else p.dtype}"
 
     def msg(self, head: str, expected: str | None = None) -> tuple[str, ...]:
         return (head, WHEN, self.signature, "`" if expected is None else EXPECTED + expected)
+
+    def expected_text(self, e: PrimExpr):
+        """What a late check's message says is expected: ``e`` with each variable shown
+        as the argument field it is bound from (``B.shape[0] + 1``, as TVM's message
+        says), made when every variable is bound."""
+        return lambda: describe.expr_text(e, self.bound)
+
+    def lazy_msg(self, head: str, expected, suffix: str = ""):
+        """:meth:`msg` made when the checks are written (``expected()`` then)."""
+        return lambda: self.msg(head, expected() + suffix)
 
     def let(self, var: Var, value: PrimExpr, origin: str | None = None) -> None:
         self.early.append(("let", var, value))
@@ -202,7 +212,8 @@ class _Packer:
                 check = AssertStmt(item[2], "ValueError", item[3], SeqStmt((), sp), sp)
                 body = seq([IfThenElse(not_null(item[1]), check, None, sp), body], sp)
             else:
-                body = AssertStmt(item[1], item[2], item[3], body, sp)
+                msg = item[3]() if callable(item[3]) else item[3]
+                body = AssertStmt(item[1], item[2], msg, body, sp)
         params = (Var("self_handle", HANDLE), self.args, num_args, result)
         attrs = {**f.attrs, CALLING_CONV: int(CallingConv.CPACKED_FUNC),
                  GLOBAL_SYMBOL: f"__tvm_ffi_{self.prefix}{self.name}"}
@@ -339,7 +350,8 @@ class _Packer:
         else:
             self.pending.append((eo, f"{name}.elem_offset"))
             self.check(binop("eq", binop("mul", cast(abi.UINT64, wide(eo)), usize), offset), "ValueError",
-                       self.msg(f"Invalid {name}.byte_offset{arg}", f"{text(eo)} * {size}"),
+                       self.lazy_msg(f"Invalid {name}.byte_offset{arg}",
+                                     self.expected_text(eo), f" * {size}"),
                        late=True)
 
     def bind_or_check(self, expected: PrimExpr, value: PrimExpr, where: str, arg: str,
@@ -362,7 +374,8 @@ class _Packer:
             if not isinstance(expected, IntImm):
                 self.pending.append((expected, where))
             self.check(binop("eq", value, wide(expected)), "ValueError",
-                       self.msg(f"Invalid {where}{arg}", text(expected)), late=True)
+                       self.lazy_msg(f"Invalid {where}{arg}", self.expected_text(expected)),
+                       late=True)
 
     def need_bound(self, e: PrimExpr, where: str) -> None:
         for node in walk(e):
