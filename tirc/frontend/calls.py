@@ -446,3 +446,5 @@ _BUILDERS = {
     "min_value": _limit, "infinity": _limit, "target": _target, "comm_reducer": _comm_reducer,
     "TileLayout": _tile_layout,
 }
+from tirc.frontend.masked import BUILDERS as _MASKED  # noqa: E402
+_BUILDERS.update(_MASKED)

@@ -81,7 +81,10 @@ MAX_LANES = 65535
 
 @lru_cache(maxsize=None)
 def parse_dtype(text: str) -> DataType:
-    """Parse a dtype name; raises ValueError naming the bad text."""
+    """Parse a dtype name; raises ValueError naming the bad text. ``uint1`` is TVM's
+    other name of ``bool`` (``T.get_active_lane_mask("uint1x4", ...)``)."""
+    if text == "uint1" or text.startswith("uint1x"):
+        text = "bool" + text[5:]
     if text in _BASES:
         return DataType(text)
     m = _LANES.match(text)

@@ -34,7 +34,8 @@ _NODE_FORM = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "mod": "Mo
               "bitwise_and": "BitwiseAnd", "bitwise_or": "BitwiseOr", "bitwise_xor": "BitwiseXor"}
 _FUNCTION_FORM = {"min": "T.min", "max": "T.max", "mod": "T.truncmod"}
 _DTYPE_FIRST = ("call_extern", "call_pure_extern", "call_intrin", "call_llvm_intrin",
-                "call_llvm_pure_intrin", "reinterpret", "type_annotation")
+                "call_llvm_pure_intrin", "reinterpret", "type_annotation",
+                "get_active_lane_mask", "masked_load")
 
 def quote(text: str) -> str:
     out = ['"']
@@ -191,6 +192,12 @@ class ExprPrinter:
 
     def _call(self, e: Call) -> str:
         args = [self.expr(a) for a in e.args]
+        if e.op in ("masked_load", "masked_store") and isinstance(e.args[0], BufferLoad):
+            # the access is written as its buffer and indices (tirc/frontend/masked.py):
+            # T.masked_load(dtype, A, index..., mask), T.masked_store(A, value, index..., mask)
+            access = e.args[0]
+            where = [self.expr(i) for i in access.indices]
+            args = [self.buffer_name(access.buffer), *args[1:-1], *where, args[-1]]
         if isinstance(e.op, GlobalVar):
             callee = f"{self.module_name}.{e.op.name}" if self.module_name else e.op.name
             return f"{callee}({', '.join(args)})"
