@@ -125,27 +125,32 @@ class BufferLoad(PrimExpr):
 
 @record(frozen=True, slots=True)
 class Ramp(PrimExpr):
-    """The vector ``base, base+stride, ..., base+(lanes-1)*stride``."""
+    """The vector ``base, base+stride, ..., base+(lanes-1)*stride``; with ``scalable``,
+    of ``T.vscale() * lanes`` lanes (printed so)."""
 
     base: PrimExpr
     stride: PrimExpr
     lanes: int
     span: Span | None = field(**_SPAN)
+    scalable: bool = False
 
     @property
     def dtype(self) -> DataType:  # type: ignore[override]
-        return self.base.dtype.with_lanes(self.lanes)
+        return DataType(self.base.dtype.base, self.lanes, self.scalable)
 
 
 @record(frozen=True, slots=True)
 class Broadcast(PrimExpr):
+    """``value`` in every lane; ``scalable``: of ``T.vscale() * lanes`` lanes."""
+
     value: PrimExpr
     lanes: int
     span: Span | None = field(**_SPAN)
+    scalable: bool = False
 
     @property
     def dtype(self) -> DataType:  # type: ignore[override]
-        return self.value.dtype.with_lanes(self.lanes)
+        return DataType(self.value.dtype.base, self.lanes, self.scalable)
 
 
 @record(frozen=True, slots=True)

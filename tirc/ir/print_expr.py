@@ -113,7 +113,10 @@ class ExprPrinter:
         parts = []
         for i in indices:
             if slices and isinstance(i, Ramp) and isinstance(i.stride, IntImm) and i.stride.value > 0:
-                stop = _plus(i.base, IntImm(i.base.dtype, i.lanes * i.stride.value))
+                count = IntImm(i.base.dtype, i.lanes * i.stride.value)
+                if i.scalable:  # A[b:b + T.vscale() * 4]
+                    count = scalable_count(i.lanes * i.stride.value, i.base.dtype)
+                stop = _plus(i.base, count)
                 step = f":{i.stride.value}" if i.stride.value != 1 else ""
                 parts.append(f"{self.expr(i.base)}:{self.expr(stop)}{step}")
             else:
@@ -148,13 +151,13 @@ class ExprPrinter:
                 return self.buffer_name(e.buffer), _ATOM
             return self.load_text(e.buffer, e.indices), _ATOM
         if isinstance(e, Ramp):
-            return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _ATOM
+            return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {_lanes_text(e)})", _ATOM
         if isinstance(e, Shuffle):
             vecs = ", ".join(self.expr(v) for v in e.vectors)
             idx = ", ".join(self.expr(i) for i in e.indices)
             return f"T.Shuffle([{vecs}], [{idx}])", _ATOM
         if isinstance(e, Broadcast):
-            return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _ATOM
+            return f"T.Broadcast({self.expr(e.value)}, {_lanes_text(e)})", _ATOM
         if isinstance(e, Call):
             return self._call(e), _ATOM
         if isinstance(e, Let):
@@ -215,6 +218,17 @@ class ExprPrinter:
             args.append(f"ret_ty={quote(str(e.dtype))}")
         return f"T.{e.op}({', '.join(args)})"
 
+
+
+def scalable_count(lanes: int, dtype) -> PrimExpr:
+    """``T.vscale() * lanes``, as TVM writes the lanes of a scalable vector."""
+    from tirc.ir.dtype import INT32
+    vscale = Call(INT32, "vscale", ())
+    return BinOp("mul", vscale if dtype == INT32 else Cast(dtype, vscale), IntImm(dtype, lanes), dtype)
+
+
+def _lanes_text(e) -> str:
+    return f"T.vscale() * {e.lanes}" if e.scalable else str(e.lanes)
 
 
 def _plus(a: PrimExpr, b: PrimExpr) -> PrimExpr:
