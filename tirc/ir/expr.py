@@ -207,3 +207,13 @@ def const(value: int | float | bool, dtype: DataType | None = None) -> PrimExpr:
     if isinstance(value, int):
         return IntImm(dtype or INT32, value)
     return FloatImm(dtype or DataType("float32"), float(value))
+
+
+def scalable_count(lanes: int, dtype: DataType = INT32) -> PrimExpr:
+    """``T.vscale() * lanes`` in ``dtype``: the lane count of a scalable vector, as TVM
+    writes it."""
+    vscale: PrimExpr = Call(INT32, "vscale", ())
+    if dtype != INT32:
+        vscale = Cast(dtype, vscale)
+    return BinOp("mul", vscale, IntImm(dtype, lanes), dtype)
+

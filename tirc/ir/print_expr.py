@@ -13,7 +13,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.const_fold import folds_away, try_const_fold
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar,
                           IntImm, Let, Not, PrimExpr, Ramp, Select, Shuffle, StringImm,
-                          Var)
+                          Var, scalable_count)
 from tirc.target import Target
 
 # Python operator precedence, higher binds tighter.
@@ -218,13 +218,6 @@ class ExprPrinter:
             args.append(f"ret_ty={quote(str(e.dtype))}")
         return f"T.{e.op}({', '.join(args)})"
 
-
-
-def scalable_count(lanes: int, dtype) -> PrimExpr:
-    """``T.vscale() * lanes``, as TVM writes the lanes of a scalable vector."""
-    from tirc.ir.dtype import INT32
-    vscale = Call(INT32, "vscale", ())
-    return BinOp("mul", vscale if dtype == INT32 else Cast(dtype, vscale), IntImm(dtype, lanes), dtype)
 
 
 def _lanes_text(e) -> str:
