@@ -186,6 +186,8 @@ class ExprLowering:
         raise Diagnostic(f"operator '{op}' does not apply to floating-point values", e.span)
 
     def int_arith(self, op: str, a: ir.Value, c: ir.Value, d: DataType, e: BinOp) -> ir.Value:
+        if op in _DIVISIONS and is_scalable(a.type):
+            raise LaneByLane(a.type)  # its guard tests every lane for a zero divisor
         if op in _DIVISIONS:
             zero, c = self.division_guard(a, c, d, e)
             q = self.int_division(op, a, c, d)

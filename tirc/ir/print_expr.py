@@ -208,7 +208,10 @@ class ExprPrinter:
             if isinstance(e.args[0], IntImm):
                 return f"T.BitwiseNot({args[0]})"
             return f"~{self._operand(e.args[0], _UNARY, False)}"
-        if e.op in _DTYPE_FIRST:
+        if e.op == "get_active_lane_mask":  # TVM spells its mask type uint1 (not bool,
+            # a type of its own there); tirc reads both as bool
+            args.insert(0, quote("uint1" + str(e.dtype)[len("bool"):]))
+        elif e.op in _DTYPE_FIRST:
             args.insert(0, self._call_dtype(e))
         elif e.op == "tvm_struct_get":
             args.append(self._call_dtype(e))
