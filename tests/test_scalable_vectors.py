@@ -238,3 +238,17 @@ def test_sve_corpus_module_builds(name, tmp_path):
     assert print_module(parse(print_module(mod), "again.tir")) == print_module(mod)
     build(text, entry["target"], entry["host"], tmp_path, "m", filename=str(path))
     assert (tmp_path / "m.o").is_file()
+
+
+def test_scalable_vectors_in_c_source_are_a_located_error(tmp_path):
+    text = func('A[T.Ramp(0, 1, T.vscale() * 4)] = T.float32xvscalex4(1.5)\n')
+    with pytest.raises(Diagnostic, match="scalable vectors .float32xvscalex4. are not supported "
+                                         "by the c target") as e:
+        build(text, "c", None, tmp_path, "m", filename="s.tir")
+    assert e.value.span.line == 5
+
+
+def test_a_scalable_dtype_literal_is_a_scalable_broadcast(tmp_path):
+    filecheck(llvm_ir(func('A[T.Ramp(0, 1, T.vscale() * 4)] = T.float32xvscalex4(1.5)\n'), SVE), """
+        CHECK: store <vscale x 4 x float> splat (float 0x3ff8000000000000)
+        """, tmp_path)

@@ -224,14 +224,14 @@ def dtype_call(b: "ExprBuilder", dtype: DataType, args: list[Arg], kwargs: dict[
         if dtype.is_integer:
             check_int_range(v, dtype, vspan)
         if dtype.lanes > 1:
-            return Broadcast(literal_expr(v, span, dtype.element()), dtype.lanes, span)
+            return Broadcast(literal_expr(v, span, dtype.element()), dtype.lanes, span, dtype.scalable)
         return literal_expr(v, span, dtype)
     if isinstance(v, float):
         if not dtype.is_float:
             raise Diagnostic(f"float literal {v!r} where {dtype} is expected", vspan)
         check_float_range(v, dtype, vspan)
         if dtype.lanes > 1:
-            return Broadcast(FloatImm(dtype.element(), v, span), dtype.lanes, span)
+            return Broadcast(FloatImm(dtype.element(), v, span), dtype.lanes, span, dtype.scalable)
         return FloatImm(dtype, v, span)
     e = b.as_expr(v, vspan)
     if e.dtype == dtype:
