@@ -350,7 +350,7 @@ class ExprLowering:
 
     def load(self, buf: Buffer, index: PrimExpr, dtype: DataType, span=None) -> ir.Value:
         store_t = lt.memory_type(dtype, self.ctx.pointer(), span)
-        if isinstance(index, Ramp) and _is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
+        if isinstance(index, Ramp) and is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
             ptr, _ = self.buffer_pointer(buf, index.base, span)
             v = self.b.load(ptr, typ=store_t, align=self.alignment(buf, index.base, lt.byte_size(dtype)))
             self.note_access(v, buf)
@@ -384,7 +384,7 @@ class ExprLowering:
         v, dtype = self.expr(value), value.dtype
         if dtype.is_bool:
             v = self.b.zext(v, lt.memory_type(dtype, self.ctx.pointer()))
-        if isinstance(index, Ramp) and _is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
+        if isinstance(index, Ramp) and is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
             ptr, _ = self.buffer_pointer(buf, index.base, span)
             self.note_access(self.b.store(v, ptr, align=self.alignment(buf, index.base, lt.byte_size(dtype))), buf)
         elif index.dtype.lanes > 1:  # a scatter, lane by lane
@@ -457,7 +457,7 @@ def _split(e: PrimExpr) -> tuple[PrimExpr | None, int]:
     return e, 0
 
 
-def _is_one(e: PrimExpr) -> bool:
+def is_one(e: PrimExpr) -> bool:
     return isinstance(e, IntImm) and e.value == 1
 
 

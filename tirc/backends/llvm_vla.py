@@ -17,7 +17,7 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
-from tirc.backends.llvm_expr import _is_one
+from tirc.backends.llvm_expr import is_one
 from tirc.diagnostics import Diagnostic
 from tirc.ir.expr import BufferLoad, Call, Ramp
 
@@ -49,7 +49,7 @@ def _contiguous(fl, call: Call, access) -> tuple[ir.Value, int]:
     if not isinstance(access, BufferLoad) or len(access.indices) != 1:
         raise Diagnostic(f"T.{call.op} needs an access of a flat buffer", call.span)
     index, buf = access.indices[0], access.buffer
-    if not (isinstance(index, Ramp) and _is_one(index.stride)
+    if not (isinstance(index, Ramp) and is_one(index.stride)
             and access.dtype.lanes == index.lanes * buf.dtype.lanes):
         raise Diagnostic(f"T.{call.op} of elements that are not consecutive (an index other "
                          "than T.Ramp(base, 1, lanes)) is not supported", call.span)
