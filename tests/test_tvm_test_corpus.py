@@ -25,10 +25,6 @@ _PTX_LEGACY_MMA = "'T.ptx_legacy' has no attribute 'mma'"
 
 # reason -> {file: text the diagnostic must contain}
 REFUSED = {
-    "T.vscale (scalable vectors, an AArch64 SVE / RISC-V V construct) is not parsed": {
-        "test_cpu_reduction__2.tir": "unknown name 'T.vscale'",
-        "test_cpu_reduction__4.tir": "unknown name 'T.vscale'",
-    },
     "two functions export one symbol (the TVM test checks that TVM rejects it too)": {
         "test_target_codegen_llvm__1.tir":
             "functions 'first_unique_key' and 'second_unique_key' both export the symbol 'dup_symbol'",

@@ -480,6 +480,30 @@ def fast_math_flags(target: "Target") -> tuple[str, ...]:
     return tuple(f for f in FAST_MATH_FLAGS if target.get(f"fast-math-{f}"))
 
 
+# Scalable vector extensions by architecture (the triple's first part): the -mattr
+# features that give one, and the range of ``vscale`` (the vector length over the
+# extension's minimum block: 128 bits for SVE, up to 2048; 64 bits for RISC-V V, whose
+# vectors are at least 128 and at most 65536 bits long, as LLVM counts them).
+_SCALABLE = {"aarch64": (("+sve", "+sve2", "+sme"), (1, 16)),
+             "riscv64": (("+v",), (2, 1024)), "riscv32": (("+v",), (2, 1024))}
+
+
+def vscale_range(target: "Target") -> tuple[int, int] | None:
+    """The (min, max) of ``T.vscale()`` on a CPU target with scalable vectors (AArch64
+    with +sve/+sve2/+sme, RISC-V with +v in -mattr); None on one without them."""
+    if target.kind != "llvm":
+        return None
+    arch = (target.get("mtriple") or host_triple()).split("-", 1)[0]
+    if arch not in _SCALABLE:
+        return None
+    features, bounds = _SCALABLE[arch]
+    on = {f: False for f in features}
+    for flag in target.get("mattr") or ():  # a later -sve undoes an earlier +sve
+        if "+" + flag[1:] in on:
+            on["+" + flag[1:]] = flag[0] == "+"
+    return bounds if any(on.values()) else None
+
+
 def make_target(kind_name: str, given: dict[str, Any], host: "Target | None" = None) -> Target:
     """Validate ``given`` options against the kind, fill defaults and derived options."""
     if kind_name in UNSUPPORTED_KINDS:

@@ -57,6 +57,9 @@ class ExprWriter:
     # -- entry --------------------------------------------------------------------------
     def ex(self, e: PrimExpr, k: int | None = None) -> str:
         """Lane ``k`` of ``e`` (a scalar ``e`` ignores ``k``) as C text."""
+        if e.dtype.scalable:  # lane by lane needs the lane count, known only at run time
+            raise Diagnostic(f"scalable vectors ({e.dtype}) are not supported by the c target; "
+                             "build for llvm with SVE or RISC-V V", getattr(e, "span", None))
         if e.dtype.lanes == 1:
             k = None
         elif k is None:

@@ -27,8 +27,7 @@ from tirc.ir.attrs import C_API, DEVICE_ID, DEVICE_TYPE, SYMBOL_PREFIX
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import For
 from tirc.records import record
-from tirc.target import Target, fast_math_flags, host_triple
-
+from tirc.target import Target, fast_math_flags, host_triple, vscale_range
 
 
 def target_machine(target: Target, opt: int | None = None) -> llvm.TargetMachine:
@@ -68,6 +67,7 @@ class CPUContext(LLVMTargetContext):
             self.float_flags = ("contract",)
             self.split_accumulator_chains = True
         self.fast_flags = fast_math_flags(target)
+        self.vscale_range = vscale_range(target)
         if self.fast_flags:
             self.float_flags = tuple(sorted(set(self.float_flags) | set(self.fast_flags)))
         self.alias_scopes = True  # buffers known distinct do not alias (llvm_alias)

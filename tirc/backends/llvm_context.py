@@ -57,6 +57,9 @@ class LLVMTargetContext:
     # fail with an error (host code); False: it gives set values instead (llvm_expr's
     # division_guard), as on the GPU, whose division does not trap
     division_fails = True
+    # (min, max) of T.vscale() where the target has scalable vectors (tirc.target's
+    # vscale_range); None: it has none, and T.vscale() is an error (llvm_vla)
+    vscale_range: tuple[int, int] | None = None
 
     def __init__(self, target: Target, triple: str, data_layout: str = ""):
         self.target, self.triple, self.data_layout = target, triple, data_layout

@@ -9,6 +9,8 @@ import math
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
+from tirc.backends.llvmlite_compat import (ScalableVectorType, is_scalable, scalable_mask,
+                                           scalable_splat)
 from tirc.diagnostics import Diagnostic
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
@@ -48,13 +50,17 @@ class ExprLowering:
     def const(self, d: DataType, v) -> ir.Constant:
         return lt.const(d, v, self.ctx.pointer())
 
-    def broadcast(self, v: ir.Value, lanes: int) -> ir.Value:
+    def broadcast(self, v: ir.Value, lanes: int, scalable: bool = False) -> ir.Value:
+        if scalable:
+            return scalable_splat(self.b, v, ScalableVectorType(v.type, lanes))
         vt = ir.VectorType(v.type, lanes)
         one = self.b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(lt.I32, 0))
         return self.b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
                                      ir.Constant(ir.VectorType(lt.I32, lanes), [0] * lanes))
 
     def lanes_of(self, v: ir.Value) -> list[ir.Value]:
+        if is_scalable(v.type):
+            raise LaneByLane(v.type)
         if not lt.is_vector(v.type):
             return [v]
         return [self.b.extract_element(v, ir.Constant(lt.I32, i)) for i in range(v.type.count)]
@@ -70,7 +76,7 @@ class ExprLowering:
     def int_cast(self, v: ir.Value, to: ir.IntType, signed: bool = True) -> ir.Value:
         """Resize an integer (or integer vector) value."""
         src = v.type.element if lt.is_vector(v.type) else v.type
-        dst = ir.VectorType(to, v.type.count) if lt.is_vector(v.type) else to
+        dst = lt.vector_like(to, v.type)
         if src.width == to.width:
             return v
         if src.width > to.width:
@@ -83,7 +89,10 @@ class ExprLowering:
         if method is None:
             raise Diagnostic(f"the LLVM backend cannot compile a {type(e).__name__} expression",
                              getattr(e, "span", None))
-        return method(e)
+        try:
+            return method(e)
+        except LaneByLane:  # the innermost expression that needed the lanes one by one
+            raise Diagnostic(scalable_refusal(e), getattr(e, "span", None)) from None
 
     def expr_IntImm(self, e: IntImm) -> ir.Value:
         return self.const(e.dtype, e.value)
@@ -113,10 +122,15 @@ class ExprLowering:
         return self.b.select(c, t, f)
 
     def expr_Broadcast(self, e: Broadcast) -> ir.Value:
-        return self.broadcast(self.expr(e.value), e.lanes)
+        return self.broadcast(self.expr(e.value), e.lanes, e.scalable)
 
     def expr_Ramp(self, e: Ramp) -> ir.Value:
         base, stride = self.expr(e.base), self.expr(e.stride)
+        if e.scalable:  # base + stride * <0, 1, 2, ...> (llvm.stepvector)
+            t = ScalableVectorType(base.type, e.lanes)
+            steps = self.call_intrinsic("llvm.stepvector", [], ret=t, suffix=lt.mangle(t))
+            offs = self.b.mul(self.broadcast(stride, e.lanes, True), steps)
+            return self.b.add(self.broadcast(base, e.lanes, True), offs)
         steps = ir.Constant(ir.VectorType(base.type, e.lanes), list(range(e.lanes)))
         offs = self.b.mul(self.broadcast(stride, e.lanes), steps)
         return self.b.add(self.broadcast(base, e.lanes), offs)
@@ -139,18 +153,20 @@ class ExprLowering:
         b, op = self.b, e.op
         if op in _ICMP_S:
             if d.is_float:
-                return b.fcmp_unordered("!=", a, c) if op == "ne" else b.fcmp_ordered(_ICMP_S[op], a, c)
+                return scalable_mask(b.fcmp_unordered("!=", a, c) if op == "ne"
+                                     else b.fcmp_ordered(_ICMP_S[op], a, c))
             if d.is_handle:
                 a, c = b.ptrtoint(a, lt.I64), b.ptrtoint(c, lt.I64)
             signed = d.is_int
-            return b.icmp_signed(_ICMP_S[op], a, c) if signed else b.icmp_unsigned(_ICMP_S[op], a, c)
+            return scalable_mask(b.icmp_signed(_ICMP_S[op], a, c) if signed
+                                 else b.icmp_unsigned(_ICMP_S[op], a, c))
         if op in ("and", "or"):
             return b.and_(a, c) if op == "and" else b.or_(a, c)
         if op in ("min", "max"):
             if d.is_float:
-                less = b.fcmp_ordered("<", a, c)
+                less = scalable_mask(b.fcmp_ordered("<", a, c))
             else:
-                less = b.icmp_signed("<", a, c) if d.is_int else b.icmp_unsigned("<", a, c)
+                less = scalable_mask(b.icmp_signed("<", a, c) if d.is_int else b.icmp_unsigned("<", a, c))
             return b.select(less, a, c) if op == "min" else b.select(less, c, a)
         if d.is_float:
             return self.float_arith(op, a, c, e)
@@ -173,6 +189,8 @@ class ExprLowering:
         raise Diagnostic(f"operator '{op}' does not apply to floating-point values", e.span)
 
     def int_arith(self, op: str, a: ir.Value, c: ir.Value, d: DataType, e: BinOp) -> ir.Value:
+        if op in _DIVISIONS and is_scalable(a.type):
+            raise LaneByLane(a.type)  # its guard tests every lane for a zero divisor
         if op in _DIVISIONS:
             zero, c = self.division_guard(a, c, d, e)
             q = self.int_division(op, a, c, d)
@@ -227,6 +245,8 @@ class ExprLowering:
 
     def no_lane(self, test: ir.Value) -> ir.Value:
         """An i1: whether no lane of the i1 (vector) ``test`` is set."""
+        if is_scalable(test.type):
+            raise LaneByLane(test.type)
         if not lt.is_vector(test.type):
             return self.b.not_(test)
         bits = self.b.bitcast(test, ir.IntType(test.type.count))
@@ -255,8 +275,8 @@ class ExprLowering:
     def convert(self, v: ir.Value, src: DataType, dst: DataType, span=None) -> ir.Value:
         """``v`` of ``src`` as ``dst`` (lanes agree or ``src`` is scalar)."""
         b = self.b
-        if dst.lanes > 1 and not lt.is_vector(v.type):
-            v, src = self.broadcast(v, dst.lanes), src.with_lanes(dst.lanes)
+        if (dst.lanes > 1 or dst.scalable) and not lt.is_vector(v.type):
+            v, src = self.broadcast(v, dst.lanes, dst.scalable), src.with_lanes_of(dst)
         to = self.ty(dst, span)
         if src.element() == dst.element():
             return v
@@ -333,7 +353,7 @@ class ExprLowering:
 
     def load(self, buf: Buffer, index: PrimExpr, dtype: DataType, span=None) -> ir.Value:
         store_t = lt.memory_type(dtype, self.ctx.pointer(), span)
-        if isinstance(index, Ramp) and _is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
+        if isinstance(index, Ramp) and is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
             ptr, _ = self.buffer_pointer(buf, index.base, span)
             v = self.b.load(ptr, typ=store_t, align=self.alignment(buf, index.base, lt.byte_size(dtype)))
             self.note_access(v, buf)
@@ -367,7 +387,7 @@ class ExprLowering:
         v, dtype = self.expr(value), value.dtype
         if dtype.is_bool:
             v = self.b.zext(v, lt.memory_type(dtype, self.ctx.pointer()))
-        if isinstance(index, Ramp) and _is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
+        if isinstance(index, Ramp) and is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
             ptr, _ = self.buffer_pointer(buf, index.base, span)
             self.note_access(self.b.store(v, ptr, align=self.alignment(buf, index.base, lt.byte_size(dtype))), buf)
         elif index.dtype.lanes > 1:  # a scatter, lane by lane
@@ -440,7 +460,7 @@ def _split(e: PrimExpr) -> tuple[PrimExpr | None, int]:
     return e, 0
 
 
-def _is_one(e: PrimExpr) -> bool:
+def is_one(e: PrimExpr) -> bool:
     return isinstance(e, IntImm) and e.value == 1
 
 
@@ -455,3 +475,16 @@ def _known_multiple(e: PrimExpr) -> int:
     if isinstance(e, Cast):
         return _known_multiple(e.value)
     return 1
+
+
+class LaneByLane(Exception):
+    """Raised where lowering would take a vector apart lane by lane, which a scalable
+    vector (a lane count known only at run time) cannot be; ``expr`` turns it into a
+    located error at the expression that needed it."""
+
+
+def scalable_refusal(e) -> str:
+    what = e.op if isinstance(e, (BinOp, Call)) and isinstance(e.op, str) else type(e).__name__
+    return (f"'{what}' of scalable vectors ({e.dtype}) is not supported: it would take the "
+            "vector apart lane by lane, and its lane count is known only when the code runs")
+

@@ -302,3 +302,5 @@ _HANDLERS: dict[str, Callable] = {
     "tvm_struct_set": _struct_set, "handle_add_byte_offset": _add_byte_offset,
     "tvm_access_ptr": _access_ptr,
 }
+from tirc.backends.llvm_vla import HANDLERS as _VLA  # noqa: E402
+_HANDLERS.update(_VLA)

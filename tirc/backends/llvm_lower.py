@@ -16,7 +16,7 @@ from tirc.backends.accumulator_chains import latency_bound_adds
 from tirc.backends.llvm_alias import AliasScopes, is_argument_data, is_noalias
 from tirc.backends.llvm_context import LLVMTargetContext
 from tirc.backends.llvm_debug import DebugInfo
-from tirc.backends.llvm_expr import ExprLowering
+from tirc.backends.llvm_expr import ExprLowering, LaneByLane
 from tirc.backends.llvmlite_compat import opaque
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.dtype import DataType
@@ -194,10 +194,13 @@ class FunctionLowering(ExprLowering):
         self.b.position_at_end(here)
         return slot
 
-    def call_intrinsic(self, name: str, args: list[ir.Value], ret: ir.Type | None = None) -> ir.Value:
+    def call_intrinsic(self, name: str, args: list[ir.Value], ret: ir.Type | None = None,
+                       suffix: str | None = None) -> ir.Value:
+        """Overloaded LLVM intrinsic ``name``, its suffix the first argument's type."""
         ret = ret or args[0].type
         fnty = ir.FunctionType(ret, [a.type for a in args])
-        return self.b.call(self.module.declare(f"{name}.{lt.mangle(args[0].type)}", fnty), args)
+        suffix = suffix or lt.mangle(args[0].type)
+        return self.b.call(self.module.declare(f"{name}.{suffix}", fnty), args)
 
     def math(self, name: str, base: str, args: list[ir.Value]) -> ir.Value:
         """A float math function, as the context provides it (lane by lane for C calls)."""
@@ -294,7 +297,11 @@ class FunctionLowering(ExprLowering):
     def stmt_BufferStore(self, s: BufferStore) -> None:
         if len(s.indices) != 1:
             raise Diagnostic(f"buffer '{s.buffer.name}' is not flattened", s.span)
-        self.store(s.buffer, s.indices[0], s.value, s.span)
+        try:
+            self.store(s.buffer, s.indices[0], s.value, s.span)
+        except LaneByLane:  # a scatter of a scalable vector
+            raise Diagnostic(f"a store of scalable vectors ({s.value.dtype}) to elements that "
+                             "are not consecutive is not supported", s.span) from None
 
     def stmt_LetStmt(self, s: LetStmt):
         v = self.expr(s.value)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from llvmlite import ir
 
+from tirc.backends.llvmlite_compat import ScalableVectorType, is_scalable
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.dtype import DataType
 
@@ -28,15 +29,27 @@ def scalar_type(d: DataType, ptr: ir.Type, span: Span | None = None) -> ir.Type:
                      f"been legalized to an integer storage type)", span)
 
 
-def value_type(d: DataType, ptr: ir.Type, span: Span | None = None) -> ir.Type:
-    t = scalar_type(d, ptr, span)
+def vector_of(t: ir.Type, d: DataType) -> ir.Type:
+    """``t`` with the lanes of ``d``: ``<4 x t>``, ``<vscale x 4 x t>`` or ``t`` itself."""
+    if d.scalable:
+        return ScalableVectorType(t, d.lanes)
     return ir.VectorType(t, d.lanes) if d.lanes > 1 else t
+
+
+def vector_like(t: ir.Type, like: ir.Type) -> ir.Type:
+    """``t`` with the lanes of LLVM type ``like`` (scalable or not; a scalar: ``t``)."""
+    if is_scalable(like):
+        return ScalableVectorType(t, like.count)
+    return ir.VectorType(t, like.count) if isinstance(like, ir.VectorType) else t
+
+
+def value_type(d: DataType, ptr: ir.Type, span: Span | None = None) -> ir.Type:
+    return vector_of(scalar_type(d, ptr, span), d)
 
 
 def memory_type(d: DataType, ptr: ir.Type, span: Span | None = None) -> ir.Type:
     """What a buffer element of ``d`` occupies in memory (bool: a byte)."""
-    t = I8 if d.is_bool else scalar_type(d, ptr, span)
-    return ir.VectorType(t, d.lanes) if d.lanes > 1 else t
+    return vector_of(I8 if d.is_bool else scalar_type(d, ptr, span), d)
 
 
 def stride_type(d: DataType, ptr: ir.Type, span: Span | None = None) -> ir.Type:
@@ -45,6 +58,8 @@ def stride_type(d: DataType, ptr: ir.Type, span: Span | None = None) -> ir.Type:
     size is not a power of two) takes more room than its elements (16 bytes for
     ``<3 x float>``), so such elements are stepped over as an array of their lanes."""
     t = memory_type(d, ptr, span)
+    if d.scalable:
+        raise Diagnostic(f"a buffer of scalable vectors ({d}) is not supported", span)
     if d.lanes > 1 and byte_size(d) & (byte_size(d) - 1):
         return ir.ArrayType(t.element, d.lanes)
     return t
@@ -56,6 +71,7 @@ def access_align(nbytes: int) -> int:
 
 
 def byte_size(d: DataType) -> int:
+    """Bytes of ``d``; of a scalable vector, its least size (``vscale`` 1)."""
     return (1 if d.is_bool else max(1, d.bits // 8)) * d.lanes
 
 
@@ -71,15 +87,15 @@ def const(d: DataType, value: float, ptr: ir.Type) -> ir.Constant:
         c = ir.Constant(t, None)
     else:
         raise Diagnostic(f"no constant of dtype {d}")
-    if d.lanes > 1:
-        return ir.Constant(ir.VectorType(t, d.lanes), [c] * d.lanes)
+    if d.lanes > 1 or d.scalable:
+        return ir.Constant(vector_of(t, d), [c] * d.lanes)
     return c
 
 
 def mangle(t: ir.Type) -> str:
     """The type suffix of an overloaded LLVM intrinsic: ``f32``, ``v4f32``, ``i64``."""
     if isinstance(t, ir.VectorType):
-        return f"v{t.count}{mangle(t.element)}"
+        return f"{'nxv' if is_scalable(t) else 'v'}{t.count}{mangle(t.element)}"
     if isinstance(t, ir.IntType):
         return f"i{t.width}"
     return {"half": "f16", "float": "f32", "double": "f64"}[str(t)]

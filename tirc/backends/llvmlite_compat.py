@@ -1,4 +1,4 @@
-"""The three places tirc goes past llvmlite's public API, kept here and nowhere else.
+"""The places tirc goes past llvmlite's public API, kept here and nowhere else.
 
 Written for llvmlite 0.50 (LLVM 22). tirc emits LLVM IR with opaque pointers (``ptr``),
 which is all LLVM parses now, but llvmlite's IR builder still reasons about typed
@@ -15,6 +15,9 @@ pointers in a few places:
 
 When llvmlite handles opaque pointers in these three places, each function becomes the
 public call it stands for.
+
+- :class:`ScalableVectorType` (``<vscale x N x T>``), :func:`scalable_mask` and
+  :func:`scalable_splat`: llvmlite has no scalable vector type (below).
 """
 from __future__ import annotations
 
@@ -49,3 +52,64 @@ def call_pointer(b: ir.IRBuilder, fn: ir.instructions.LoadInstr, fnty: ir.Functi
     fn.__class__ = _FnPointer
     fn._fnty = fnty
     return b.call(fn, args)
+
+
+# -- scalable vectors (AArch64 SVE, RISC-V V) -------------------------------------------
+# llvmlite 0.50's IR builder has no scalable vector type. LLVM IR is text, so a subclass
+# of VectorType that prints ``<vscale x N x T>`` is one: the builder's instructions take
+# it where they take a vector (their checks are isinstance checks), with two exceptions
+# handled here: a comparison's result type (llvmlite makes a fixed <N x i1>) and
+# shufflevector (its result type comes from a fixed mask), which a splat needs.
+class ScalableVectorType(ir.VectorType):
+    """``<vscale x count x element>``: ``vscale * count`` lanes."""
+
+    def _to_string(self):
+        return "<vscale x %d x %s>" % (self.count, self.element)
+
+    def __eq__(self, other):
+        return (isinstance(other, ScalableVectorType) and self.element == other.element
+                and self.count == other.count)
+
+    def __hash__(self):
+        return hash((ScalableVectorType, self.count))
+
+    def format_constant(self, value):
+        """A scalable constant is a splat: every lane the same value."""
+        refs = {v.get_reference() for v in value}
+        if len(refs) != 1:
+            raise ValueError(f"a {self} constant must have one value in every lane")
+        return "splat ({0} {1})".format(value[0].type, value[0].get_reference())
+
+
+def is_scalable(t: ir.Type) -> bool:
+    return isinstance(t, ScalableVectorType)
+
+
+def scalable_mask(instr: ir.Instruction) -> ir.Instruction:
+    """A comparison of scalable vectors, with its ``<vscale x N x i1>`` result type."""
+    lhs = instr.operands[0]
+    if is_scalable(lhs.type):
+        instr.type = ScalableVectorType(ir.IntType(1), lhs.type.count)
+    return instr
+
+
+class _Splat(ir.instructions.Instruction):
+    """``shufflevector`` of lane 0 of a scalable vector into every lane."""
+
+    def __init__(self, parent, vector: ir.Value, name: str = ""):
+        super().__init__(parent, vector.type, "shufflevector", [vector], name=name)
+
+    def descr(self, buf):
+        v = self.operands[0]
+        buf.append("shufflevector {0} {1}, {0} poison, <vscale x {2} x i32> zeroinitializer\n"
+                   .format(v.type, v.get_reference(), v.type.count))
+
+
+def scalable_splat(b: ir.IRBuilder, value: ir.Value, t: ScalableVectorType) -> ir.Value:
+    """``value`` in every lane of a scalable vector of type ``t``."""
+    if isinstance(value, ir.Constant) and not isinstance(value, ir.FormattedConstant):
+        return ir.Constant(t, [value] * t.count)  # printed as splat (T c)
+    one = b.insert_element(ir.Constant(t, ir.Undefined), value, ir.Constant(ir.IntType(32), 0))
+    instr = _Splat(b.block, one)
+    b._insert(instr)
+    return instr

@@ -31,8 +31,8 @@ def _is_py_number(v: object) -> bool:
 def cast_to(e: PrimExpr, dtype: DataType, span: Span | None) -> PrimExpr:
     if e.dtype == dtype:
         return e
-    if e.dtype.lanes == 1 and dtype.lanes > 1:
-        return Broadcast(cast_to(e, dtype.element(), span), dtype.lanes, span)
+    if e.dtype.lanes == 1 and not e.dtype.scalable and (dtype.lanes > 1 or dtype.scalable):
+        return Broadcast(cast_to(e, dtype.element(), span), dtype.lanes, span, dtype.scalable)
     if isinstance(e, IntImm) and dtype.is_integer and e.dtype.is_integer:
         return IntImm(dtype, e.value, e.span)
     if isinstance(e, (IntImm, FloatImm)) and dtype.is_float and not e.dtype.is_bool:
@@ -45,6 +45,10 @@ def _common(a: DataType, b: DataType, span: Span | None, op: str) -> DataType:
     if a == b:
         return a
     lanes = max(a.lanes, b.lanes)
+    scalable = a.scalable or b.scalable  # a scalar with a scalable vector: broadcast
+    if a.scalable != b.scalable and not (a.is_scalar or b.is_scalar):
+        raise Diagnostic(f"operands of '{SYMBOLS.get(op, op)}' mix a scalable and a fixed "
+                         f"vector: {a} and {b}", span)
     if a.lanes not in (1, lanes) or b.lanes not in (1, lanes):
         raise Diagnostic(f"operands of '{SYMBOLS.get(op, op)}' have different lane counts: "
                          f"{a} and {b}", span)
@@ -69,7 +73,7 @@ def _common(a: DataType, b: DataType, span: Span | None, op: str) -> DataType:
     else:
         raise Diagnostic(f"operands of '{SYMBOLS.get(op, op)}' have incompatible dtypes "
                          f"{a} and {b}", span)
-    return res.with_lanes(lanes)
+    return DataType(res.base, lanes, scalable) if scalable else res.with_lanes(lanes)
 
 
 def binary(op: str, a: object, b: object, span: Span | None, fold: bool = True) -> object:
@@ -116,7 +120,7 @@ def typed_binary(op: str, a: PrimExpr, b: PrimExpr, span: Span | None, fold: boo
         raise Diagnostic(f"'{SYMBOLS[op]}' needs integer operands, got {dtype}", span)
     a = cast_to(a, dtype, span)
     b = cast_to(b, dtype, span)
-    result = BOOL.with_lanes(dtype.lanes) if op in COMPARE_OPS else dtype
+    result = BOOL.with_lanes_of(dtype) if op in COMPARE_OPS else dtype
     if fold:
         # as TVM's operators: two immediates fold, and so do x + 0, x * 1, T.min(x, x)...
         # (its parser builds 'and'/'or' of a non-constant as nodes, unfolded)

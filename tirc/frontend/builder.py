@@ -483,8 +483,7 @@ class FunctionBuilder(ExprBuilder):
         if not isinstance(obj, Buffer):
             raise Diagnostic(f"cannot store into {describe(obj)}", self.span(lhs.children[0]))
         indices = tuple(self.index(i) for i in subscript_items(lhs.children[1]))
-        lanes = max((i.dtype.lanes for i in indices), default=1)
-        want = obj.dtype if lanes == 1 else obj.dtype.with_lanes(lanes * obj.dtype.lanes)
+        want = self.load(obj, indices, span).dtype
         value = self.as_expr(self.value(rhs), self.span(rhs), want.element())
         return BufferStore(obj, value, indices, span)
 

@@ -224,14 +224,14 @@ def dtype_call(b: "ExprBuilder", dtype: DataType, args: list[Arg], kwargs: dict[
         if dtype.is_integer:
             check_int_range(v, dtype, vspan)
         if dtype.lanes > 1:
-            return Broadcast(literal_expr(v, span, dtype.element()), dtype.lanes, span)
+            return Broadcast(literal_expr(v, span, dtype.element()), dtype.lanes, span, dtype.scalable)
         return literal_expr(v, span, dtype)
     if isinstance(v, float):
         if not dtype.is_float:
             raise Diagnostic(f"float literal {v!r} where {dtype} is expected", vspan)
         check_float_range(v, dtype, vspan)
         if dtype.lanes > 1:
-            return Broadcast(FloatImm(dtype.element(), v, span), dtype.lanes, span)
+            return Broadcast(FloatImm(dtype.element(), v, span), dtype.lanes, span, dtype.scalable)
         return FloatImm(dtype, v, span)
     e = b.as_expr(v, vspan)
     if e.dtype == dtype:
@@ -277,13 +277,34 @@ def _select(b, name, args, kwargs, span):
     return Select(cond, t, f, span)
 
 
-def _lanes(v: object, span: Span | None) -> int:
+def scalable_lanes(e: object) -> int | None:
+    """``k`` when ``e`` is ``T.vscale() * k`` (or ``k * T.vscale()``), the lanes of a
+    scalable vector as TVM writes them; else None."""
+    if not (isinstance(e, BinOp) and e.op == "mul"):
+        return None
+    for a, k in ((e.a, e.b), (e.b, e.a)):
+        if isinstance(a, Cast):
+            a = a.value
+        if isinstance(a, Call) and a.op == "vscale" and isinstance(k, IntImm):
+            return k.value
+    return None
+
+
+def _lanes(v: object, span: Span | None) -> tuple[int, bool]:
+    """A vector's lanes: a constant, or ``T.vscale() * k`` (scalable, at least 2)."""
+    k = scalable_lanes(v)
+    if k is not None:
+        if k < 2:
+            raise Diagnostic(f"a scalable vector of T.vscale() * {k} lanes is not supported "
+                             "(at least T.vscale() * 2)", span)
+        check_lanes(k, span)
+        return k, True
     if isinstance(v, IntImm):
         v = v.value
     if not isinstance(v, int) or isinstance(v, bool) or v < 1:
-        raise Diagnostic("lanes must be a positive integer constant", span)
+        raise Diagnostic("lanes must be a positive integer constant or T.vscale() * k", span)
     check_lanes(v, span)
-    return v
+    return v, False
 
 
 def check_lanes(lanes: int, span: Span | None, what: str = "a vector") -> None:
@@ -298,13 +319,15 @@ def _ramp(b, name, args, kwargs, span):
     _arity(name, args, 3, 3, span)
     base = b.as_expr(args[0][0], args[0][1])
     stride = b.as_expr(args[1][0], args[1][1], base.dtype)
-    return Ramp(base, cast_to(stride, base.dtype, span), _lanes(*args[2]), span)
+    lanes, scalable = _lanes(*args[2])
+    return Ramp(base, cast_to(stride, base.dtype, span), lanes, span, scalable)
 
 
 def _broadcast(b, name, args, kwargs, span):
     _no_kwargs(name, kwargs)
     _arity(name, args, 2, 2, span)
-    return Broadcast(b.as_expr(*args[0]), _lanes(*args[1]), span)
+    lanes, scalable = _lanes(*args[1])
+    return Broadcast(b.as_expr(*args[0]), lanes, span, scalable)
 
 
 def _shuffle(b, name, args, kwargs, span):
@@ -446,3 +469,5 @@ _BUILDERS = {
     "min_value": _limit, "infinity": _limit, "target": _target, "comm_reducer": _comm_reducer,
     "TileLayout": _tile_layout,
 }
+from tirc.frontend.masked import BUILDERS as _MASKED  # noqa: E402
+_BUILDERS.update(_MASKED)

@@ -16,6 +16,7 @@ from tirc.frontend.values import (HandleType, Lambda, LetType, ModuleRef, Namesp
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
 from tirc.nesting import MAX_EXPR_DEPTH
+from tirc.ir.buffer import access_dtype
 from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp, Var)
 
 _REGION_CONSTRUCTS = frozenset({"reads", "writes", "match_buffer"})
@@ -401,6 +402,12 @@ class ExprBuilder:
             a = self.expr(start)
             lanes_v = difference(self.expr(stop, a.dtype), a, span)
             step_v = self.value(step) if step is not None else 1
+            from tirc.frontend.calls import scalable_lanes
+            k = scalable_lanes(lanes_v)
+            if k is not None and step is None:  # A[b:b + T.vscale() * k]: scalable
+                if k < 2:
+                    raise Diagnostic("a scalable slice of T.vscale() * 1 elements is not supported", span)
+                return Ramp(a, literal_expr(1, span, a.dtype), k, span, True)
             if isinstance(lanes_v, IntImm):
                 lanes_v = lanes_v.value
             if not isinstance(lanes_v, int) or not isinstance(step_v, int) or step_v <= 0:
@@ -419,9 +426,13 @@ class ExprBuilder:
         return e
 
     def load(self, buf: Buffer, indices: tuple[PrimExpr, ...], span: Span | None) -> BufferLoad:
-        lanes = max((i.dtype.lanes for i in indices), default=1)
-        dtype = buf.dtype if lanes == 1 else buf.dtype.with_lanes(lanes * buf.dtype.lanes)
-        return BufferLoad(buf, indices, dtype, span)
+        scalable = [i for i in indices if i.dtype.scalable]
+        if scalable:  # A[T.Ramp(b, 1, T.vscale() * 4)]
+            if len(scalable) != 1 or buf.dtype.lanes != 1 or any(
+                    i.dtype.lanes != 1 for i in indices if not i.dtype.scalable):
+                raise Diagnostic("a scalable vector index must be the only vector index of a "
+                                 "buffer of scalars", span)
+        return BufferLoad(buf, indices, access_dtype(buf, indices), span)
 
     def _x_call(self, node, span):
         func = self.value(node.children[0])

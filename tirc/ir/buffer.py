@@ -92,3 +92,15 @@ def dtype_view_of(base: Buffer, dtype: DataType):
     if last is None or (base.elem_offset is not None and offset is None):
         return None
     return base.shape[:-1] + (last,), offset
+
+
+def access_dtype(buf: "Buffer", indices) -> DataType:
+    """The dtype of ``buf[indices]``: the element type with the lanes of the vector index
+    (times the buffer's own lanes); a scalable index (``T.Ramp(b, 1, T.vscale() * 4)``)
+    gives a scalable vector of the buffer's scalars."""
+    for i in indices:
+        if i.dtype.scalable:
+            return buf.dtype.with_lanes_of(i.dtype)
+    lanes = max((i.dtype.lanes for i in indices), default=1)
+    return buf.dtype if lanes == 1 else buf.dtype.with_lanes(lanes * buf.dtype.lanes)
+

@@ -18,17 +18,23 @@ _BASES: dict[str, int] = {
     "float6_e2m3fn": 6, "float6_e3m2fn": 6, "float4_e2m1fn": 4,
     "handle": 64, "void": 0,
 }
-_LANES = re.compile(r"^(?P<base>[a-z0-9_]+?)x(?P<lanes>[0-9]+)$")
+_LANES = re.compile(r"^(?P<base>[a-z0-9_]+?)x(?P<vscale>vscalex)?(?P<lanes>[0-9]+)$")
 
 
 @record(frozen=True, slots=True)
 class DataType:
-    """A scalar base type with a lane count (1 for scalars)."""
+    """A scalar base type with a lane count (1 for scalars). A scalable vector
+    (``float32xvscalex4``, AArch64 SVE / RISC-V V) has ``vscale * lanes`` lanes, a
+    multiple of ``lanes`` known only when the code runs (``T.vscale()``); it has
+    ``scalable`` set and at least 2 as ``lanes``, so no scalable type is a scalar."""
 
     base: str
     lanes: int = 1
+    scalable: bool = False
 
     def __str__(self) -> str:
+        if self.scalable:
+            return f"{self.base}xvscalex{self.lanes}"
         return self.base if self.lanes == 1 else f"{self.base}x{self.lanes}"
 
     @property
@@ -72,7 +78,12 @@ class DataType:
         return DataType(self.base) if self.lanes != 1 else self
 
     def with_lanes(self, lanes: int) -> "DataType":
+        """A fixed vector (or scalar) of this element type."""
         return DataType(self.base, lanes)
+
+    def with_lanes_of(self, other: "DataType") -> "DataType":
+        """This element type with the lanes of ``other``, scalable or not."""
+        return DataType(self.base, other.lanes, other.scalable)
 
 
 # The most lanes a vector has: TVM's dtype (DLPack's DLDataType) holds lanes in 16 bits.
@@ -81,12 +92,15 @@ MAX_LANES = 65535
 
 @lru_cache(maxsize=None)
 def parse_dtype(text: str) -> DataType:
-    """Parse a dtype name; raises ValueError naming the bad text."""
+    """Parse a dtype name; raises ValueError naming the bad text. ``uint1`` is TVM's
+    other name of ``bool`` (``T.get_active_lane_mask("uint1x4", ...)``)."""
+    if text == "uint1" or text.startswith("uint1x"):
+        text = "bool" + text[5:]
     if text in _BASES:
         return DataType(text)
     m = _LANES.match(text)
     if m and m.group("base") in _BASES and 1 < int(m.group("lanes")) <= MAX_LANES:
-        return DataType(m.group("base"), int(m.group("lanes")))
+        return DataType(m.group("base"), int(m.group("lanes")), bool(m.group("vscale")))
     raise ValueError(f"unknown dtype '{text}'")
 
 

@@ -125,27 +125,32 @@ class BufferLoad(PrimExpr):
 
 @record(frozen=True, slots=True)
 class Ramp(PrimExpr):
-    """The vector ``base, base+stride, ..., base+(lanes-1)*stride``."""
+    """The vector ``base, base+stride, ..., base+(lanes-1)*stride``; with ``scalable``,
+    of ``T.vscale() * lanes`` lanes (printed so)."""
 
     base: PrimExpr
     stride: PrimExpr
     lanes: int
     span: Span | None = field(**_SPAN)
+    scalable: bool = False
 
     @property
     def dtype(self) -> DataType:  # type: ignore[override]
-        return self.base.dtype.with_lanes(self.lanes)
+        return DataType(self.base.dtype.base, self.lanes, self.scalable)
 
 
 @record(frozen=True, slots=True)
 class Broadcast(PrimExpr):
+    """``value`` in every lane; ``scalable``: of ``T.vscale() * lanes`` lanes."""
+
     value: PrimExpr
     lanes: int
     span: Span | None = field(**_SPAN)
+    scalable: bool = False
 
     @property
     def dtype(self) -> DataType:  # type: ignore[override]
-        return self.value.dtype.with_lanes(self.lanes)
+        return DataType(self.value.dtype.base, self.lanes, self.scalable)
 
 
 @record(frozen=True, slots=True)
@@ -202,3 +207,13 @@ def const(value: int | float | bool, dtype: DataType | None = None) -> PrimExpr:
     if isinstance(value, int):
         return IntImm(dtype or INT32, value)
     return FloatImm(dtype or DataType("float32"), float(value))
+
+
+def scalable_count(lanes: int, dtype: DataType = INT32) -> PrimExpr:
+    """``T.vscale() * lanes`` in ``dtype``: the lane count of a scalable vector, as TVM
+    writes it."""
+    vscale: PrimExpr = Call(INT32, "vscale", ())
+    if dtype != INT32:
+        vscale = Cast(dtype, vscale)
+    return BinOp("mul", vscale, IntImm(dtype, lanes), dtype)
+

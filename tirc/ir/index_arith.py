@@ -30,10 +30,10 @@ def cast(e: PrimExpr, elem: DataType) -> PrimExpr:
     if isinstance(e, IntImm) and elem.is_integer and _fits(e.value, elem):
         return IntImm(elem, e.value, e.span)
     if isinstance(e, Ramp) and elem.is_integer and e.base.dtype.is_integer:
-        return Ramp(cast(e.base, elem), cast(e.stride, elem), e.lanes, e.span)
+        return Ramp(cast(e.base, elem), cast(e.stride, elem), e.lanes, e.span, e.scalable)
     if isinstance(e, Broadcast):
-        return Broadcast(cast(e.value, elem), e.lanes, e.span)
-    return Cast(elem.with_lanes(e.dtype.lanes), e, getattr(e, "span", None))
+        return Broadcast(cast(e.value, elem), e.lanes, e.span, e.scalable)
+    return Cast(elem.with_lanes_of(e.dtype), e, getattr(e, "span", None))
 
 
 def _unify(a: PrimExpr, b: PrimExpr) -> tuple[PrimExpr, PrimExpr]:
@@ -74,42 +74,50 @@ def arith(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
     if la != 1 and lb != 1 and la != lb:
         raise _lanes_error(a, b)
     lanes = max(la, lb)
+    sc = a.dtype.scalable or b.dtype.scalable  # T.vscale() * lanes
+    if sc and la != 1 and lb != 1 and a.dtype.scalable != b.dtype.scalable:
+        raise _lanes_error(a, b)
     a, b = _unify(a, b)
     if a.dtype.element().is_integer:
         sa = a.value if isinstance(a, Broadcast) else (a if la == 1 else None)
         sb = b.value if isinstance(b, Broadcast) else (b if lb == 1 else None)
         if sa is not None and sb is not None:
-            return Broadcast(_scalar(op, sa, sb), lanes)
+            return Broadcast(_scalar(op, sa, sb), lanes, None, sc)
         if op in ("add", "sub"):
             if isinstance(a, Ramp) and isinstance(b, Ramp):
-                return _ramp(_scalar(op, a.base, b.base), _scalar(op, a.stride, b.stride), lanes)
+                return _ramp(_scalar(op, a.base, b.base), _scalar(op, a.stride, b.stride), lanes, sc)
             if isinstance(a, Ramp) and sb is not None:
-                return _ramp(_scalar(op, a.base, sb), a.stride, lanes)
+                return _ramp(_scalar(op, a.base, sb), a.stride, lanes, sc)
             if sa is not None and isinstance(b, Ramp):
                 stride = b.stride if op == "add" else _scalar("sub", IntImm(b.stride.dtype, 0), b.stride)
-                return _ramp(_scalar(op, sa, b.base), stride, lanes)
+                return _ramp(_scalar(op, sa, b.base), stride, lanes, sc)
             if sb is not None and const_int(sb) == 0:
                 return a
             if op == "add" and sa is not None and const_int(sa) == 0:
                 return b
         if op == "mul":
             if isinstance(a, Ramp) and sb is not None:
-                return _ramp(_scalar("mul", a.base, sb), _scalar("mul", a.stride, sb), lanes)
+                return _ramp(_scalar("mul", a.base, sb), _scalar("mul", a.stride, sb), lanes, sc)
             if sa is not None and isinstance(b, Ramp):
-                return _ramp(_scalar("mul", sa, b.base), _scalar("mul", sa, b.stride), lanes)
+                return _ramp(_scalar("mul", sa, b.base), _scalar("mul", sa, b.stride), lanes, sc)
             if sb is not None and const_int(sb) == 1:
                 return a
             if sa is not None and const_int(sa) == 1:
                 return b
-    return BinOp(op, broadcast(a, lanes), broadcast(b, lanes), a.dtype.element().with_lanes(lanes))
+    return BinOp(op, broadcast(a, lanes, sc), broadcast(b, lanes, sc),
+                 DataType(a.dtype.base, lanes, sc))
 
 
-def _ramp(base: PrimExpr, stride: PrimExpr, lanes: int) -> PrimExpr:
-    return Broadcast(base, lanes) if const_int(stride) == 0 else Ramp(base, stride, lanes)
+def _ramp(base: PrimExpr, stride: PrimExpr, lanes: int, scalable: bool = False) -> PrimExpr:
+    if const_int(stride) == 0:
+        return Broadcast(base, lanes, None, scalable)
+    return Ramp(base, stride, lanes, None, scalable)
 
 
-def broadcast(e: PrimExpr, lanes: int) -> PrimExpr:
-    return e if e.dtype.lanes == lanes else Broadcast(e, lanes)
+def broadcast(e: PrimExpr, lanes: int, scalable: bool = False) -> PrimExpr:
+    if e.dtype.lanes == lanes and e.dtype.scalable == scalable:
+        return e
+    return Broadcast(e, lanes, None, scalable)
 
 
 _WIDE_OPS = ("floordiv", "floormod", "div", "mod", "min", "max")

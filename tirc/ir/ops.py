@@ -70,6 +70,12 @@ _add("tvm_throw_last_error", 0, 0, "int32", pure=False)
 _add("tvm_thread_invariant", 1, 1, "arg0")
 _add("assume", 1, 1, "bool")
 _add("undef", 0, 0, "int32")
+# scalable vectors (AArch64 SVE, RISC-V V): the target's vector length over its minimum
+_add("vscale", 0, 0, "int32")
+# predicated access (tirc/frontend/masked.py): the access is a BufferLoad argument
+_add("get_active_lane_mask", 3, 3, "dtype")
+_add("masked_load", 4, None, "dtype", pure=False)
+_add("masked_store", 4, None, "void", pure=False)
 _add("ret", 1, 1, "arg0", pure=False)
 # The packed calling convention (MakePackedAPI): fields of DLTensor / TVMFFIAny structs.
 _add("tvm_struct_get", 4, 4, "dtype_last")

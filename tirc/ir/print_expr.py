@@ -13,7 +13,7 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.const_fold import folds_away, try_const_fold
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar,
                           IntImm, Let, Not, PrimExpr, Ramp, Select, Shuffle, StringImm,
-                          Var)
+                          Var, scalable_count)
 from tirc.target import Target
 
 # Python operator precedence, higher binds tighter.
@@ -34,7 +34,8 @@ _NODE_FORM = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "mod": "Mo
               "bitwise_and": "BitwiseAnd", "bitwise_or": "BitwiseOr", "bitwise_xor": "BitwiseXor"}
 _FUNCTION_FORM = {"min": "T.min", "max": "T.max", "mod": "T.truncmod"}
 _DTYPE_FIRST = ("call_extern", "call_pure_extern", "call_intrin", "call_llvm_intrin",
-                "call_llvm_pure_intrin", "reinterpret", "type_annotation")
+                "call_llvm_pure_intrin", "reinterpret", "type_annotation",
+                "get_active_lane_mask", "masked_load")
 
 def quote(text: str) -> str:
     out = ['"']
@@ -112,7 +113,10 @@ class ExprPrinter:
         parts = []
         for i in indices:
             if slices and isinstance(i, Ramp) and isinstance(i.stride, IntImm) and i.stride.value > 0:
-                stop = _plus(i.base, IntImm(i.base.dtype, i.lanes * i.stride.value))
+                count = IntImm(i.base.dtype, i.lanes * i.stride.value)
+                if i.scalable:  # A[b:b + T.vscale() * 4]
+                    count = scalable_count(i.lanes * i.stride.value, i.base.dtype)
+                stop = _plus(i.base, count)
                 step = f":{i.stride.value}" if i.stride.value != 1 else ""
                 parts.append(f"{self.expr(i.base)}:{self.expr(stop)}{step}")
             else:
@@ -147,13 +151,13 @@ class ExprPrinter:
                 return self.buffer_name(e.buffer), _ATOM
             return self.load_text(e.buffer, e.indices), _ATOM
         if isinstance(e, Ramp):
-            return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {e.lanes})", _ATOM
+            return f"T.Ramp({self.expr(e.base)}, {self.expr(e.stride)}, {_lanes_text(e)})", _ATOM
         if isinstance(e, Shuffle):
             vecs = ", ".join(self.expr(v) for v in e.vectors)
             idx = ", ".join(self.expr(i) for i in e.indices)
             return f"T.Shuffle([{vecs}], [{idx}])", _ATOM
         if isinstance(e, Broadcast):
-            return f"T.Broadcast({self.expr(e.value)}, {e.lanes})", _ATOM
+            return f"T.Broadcast({self.expr(e.value)}, {_lanes_text(e)})", _ATOM
         if isinstance(e, Call):
             return self._call(e), _ATOM
         if isinstance(e, Let):
@@ -191,6 +195,12 @@ class ExprPrinter:
 
     def _call(self, e: Call) -> str:
         args = [self.expr(a) for a in e.args]
+        if e.op in ("masked_load", "masked_store") and isinstance(e.args[0], BufferLoad):
+            # the access is written as its buffer and indices (tirc/frontend/masked.py):
+            # T.masked_load(dtype, A, index..., mask), T.masked_store(A, value, index..., mask)
+            access = e.args[0]
+            where = [self.expr(i) for i in access.indices]
+            args = [self.buffer_name(access.buffer), *args[1:-1], *where, args[-1]]
         if isinstance(e.op, GlobalVar):
             callee = f"{self.module_name}.{e.op.name}" if self.module_name else e.op.name
             return f"{callee}({', '.join(args)})"
@@ -198,7 +208,10 @@ class ExprPrinter:
             if isinstance(e.args[0], IntImm):
                 return f"T.BitwiseNot({args[0]})"
             return f"~{self._operand(e.args[0], _UNARY, False)}"
-        if e.op in _DTYPE_FIRST:
+        if e.op == "get_active_lane_mask":  # TVM spells its mask type uint1 (not bool,
+            # a type of its own there); tirc reads both as bool
+            args.insert(0, quote("uint1" + str(e.dtype)[len("bool"):]))
+        elif e.op in _DTYPE_FIRST:
             args.insert(0, self._call_dtype(e))
         elif e.op == "tvm_struct_get":
             args.append(self._call_dtype(e))
@@ -208,6 +221,10 @@ class ExprPrinter:
             args.append(f"ret_ty={quote(str(e.dtype))}")
         return f"T.{e.op}({', '.join(args)})"
 
+
+
+def _lanes_text(e) -> str:
+    return f"T.vscale() * {e.lanes}" if e.scalable else str(e.lanes)
 
 
 def _plus(a: PrimExpr, b: PrimExpr) -> PrimExpr:

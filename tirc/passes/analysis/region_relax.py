@@ -214,7 +214,7 @@ class _Evaluator:
             if not e.dtype.is_integer or any(self._uses_dom(i) for i in e.indices):
                 return EVERYTHING
             return IntervalSet.point(e)
-        if isinstance(e, Ramp) and isinstance(e.stride, IntImm):
+        if isinstance(e, Ramp) and isinstance(e.stride, IntImm) and not e.scalable:
             base = self.interval_of(e.base)
             span = imm(e.base.dtype, e.stride.value * (e.lanes - 1))
             zero = imm(e.base.dtype, 0)

@@ -9,6 +9,7 @@ parameter. What counts as a write:
   ``T.tvm_access_ptr(..., A_data, ...)``);
 - a call of a module function (``Module.f(A, ...)``) or a kernel launch
   (``T.call_ffi_kernel("f_kernel", A, ...)``) passing it where the callee writes;
+- ``T.masked_store(A, ...)`` (its access is a ``BufferLoad`` argument);
 - ``T.tvm_access_ptr`` whose access mask is not a constant without the write bit (2);
 - any other call that has side effects (``T.call_extern``, ``T.call_packed``, ...) and is
   given it: what the callee does is not known, so it may write (conservative).
@@ -110,6 +111,8 @@ def _written_args(mod: IRModule, call: Call, done: dict, visiting: set) -> list[
     if call.op == "tvm_access_ptr":
         mask = call.args[4] if len(call.args) > 4 else None
         return [] if isinstance(mask, IntImm) and not mask.value & 2 else [call.args[1]]
+    if call.op in ("masked_load", "masked_store") and isinstance(call.args[0], BufferLoad):
+        return [call.args[0].buffer] if call.op == "masked_store" else []
     intrinsic = INTRINSICS.get(call.op)
     if intrinsic is not None and intrinsic.pure:
         return []

@@ -25,7 +25,8 @@ from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.block import BufferRegion, Range, SBlock, SBlockRealize
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL
-from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, Let, Not, PrimExpr, Ramp, Var
+from tirc.ir.expr import (BinOp, BufferLoad, Call, IntImm, Let, Not, PrimExpr, Ramp, Var,
+                          scalable_count)
 from tirc.ir.ops import INTRINSICS
 from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, For, IfThenElse, IterVar, LetStmt
 from tirc.ir.visitor import Visitor, walk
@@ -67,9 +68,16 @@ def _aliases(body) -> dict[int, list[Buffer]]:
 
 
 def _point(indices) -> Region:
-    """The region of one access; a vector index ``Ramp(b, s, n)`` covers ``[b, b + s * n)``."""
-    return tuple(Range(i.base, mul(i.stride, imm(i.stride.dtype, i.lanes))) if isinstance(i, Ramp)
+    """The region of one access; a vector index ``Ramp(b, s, n)`` covers ``[b, b + s * n)``
+    (``n`` is ``T.vscale() * lanes`` for a scalable one)."""
+    return tuple(Range(i.base, mul(i.stride, _count(i))) if isinstance(i, Ramp)
                  else Range(i, imm(i.dtype, 1)) for i in indices)
+
+
+def _count(ramp: Ramp) -> PrimExpr:
+    if ramp.scalable:
+        return scalable_count(ramp.lanes, ramp.stride.dtype)
+    return imm(ramp.stride.dtype, ramp.lanes)
 
 
 def _full(buf: Buffer) -> Region:

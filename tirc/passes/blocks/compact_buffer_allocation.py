@@ -92,7 +92,8 @@ def _minus(index: PrimExpr, start: PrimExpr) -> PrimExpr:
         return sub(index, start)
     if is_int(start, 0):
         return index
-    return BinOp("sub", index, Broadcast(start, index.dtype.lanes), index.dtype)
+    return BinOp("sub", index, Broadcast(start, index.dtype.lanes, None, index.dtype.scalable),
+                 index.dtype)
 
 
 class _Compactor(Mutator):

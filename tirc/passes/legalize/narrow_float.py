@@ -163,7 +163,7 @@ class _Promote(Mutator):
 
     def f32(self, e: PrimExpr) -> PrimExpr:
         """The float32 value of the narrow expression ``e``."""
-        f32 = FLOAT32.with_lanes(e.dtype.lanes)
+        f32 = FLOAT32.with_lanes_of(e.dtype)
         if isinstance(e, BinOp) and e.op in ARITH_OPS:
             return BinOp(e.op, self.f32(e.a), self.f32(e.b), f32, e.span)
         if isinstance(e, Select):
@@ -175,7 +175,7 @@ class _Promote(Mutator):
         if isinstance(e, Let):
             return Let(e.var, self.visit(e.value), self.f32(e.body), e.span)
         if isinstance(e, Broadcast):
-            return Broadcast(self.f32(e.value), e.lanes, e.span)
+            return Broadcast(self.f32(e.value), e.lanes, e.span, e.scalable)
         if isinstance(e, FloatImm):
             return FloatImm(f32, self.narrow(e.dtype).round_const(e.value), e.span)
         if isinstance(e, Cast) and e.value.dtype == e.dtype:
@@ -265,8 +265,8 @@ class _Store(Mutator):
             value = src.decode_ir(value)
         if dst is None:
             return value if value.dtype == e.dtype else Cast(e.dtype, value, e.span)
-        if value.dtype != FLOAT32.with_lanes(e.dtype.lanes):
-            value = Cast(FLOAT32.with_lanes(e.dtype.lanes), value, e.span)
+        if value.dtype != FLOAT32.with_lanes_of(e.dtype):
+            value = Cast(FLOAT32.with_lanes_of(e.dtype), value, e.span)
         return dst.encode_ir(value)
 
     def visit_Call(self, e: Call):

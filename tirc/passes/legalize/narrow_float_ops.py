@@ -40,15 +40,15 @@ class Ops:
 class IROps(Ops):
     """Builds the recipe as TIR with ``lanes`` lanes."""
 
-    def __init__(self, lanes: int):
-        self.lanes = lanes
-        self.u32 = DataType("uint32", lanes)
-        self.f32 = FLOAT32.with_lanes(lanes)
-        self.bool = DataType("bool", lanes)
+    def __init__(self, lanes: int, scalable: bool = False):
+        self.lanes, self.scalable = lanes, scalable  # scalable: T.vscale() * lanes
+        self.u32 = DataType("uint32", lanes, scalable)
+        self.f32 = DataType("float32", lanes, scalable)
+        self.bool = DataType("bool", lanes, scalable)
 
     def c(self, n):
         imm = IntImm(DataType("uint32"), n)
-        return imm if self.lanes == 1 else Broadcast(imm, self.lanes)
+        return imm if self.u32.is_scalar else Broadcast(imm, self.lanes, None, self.scalable)
 
     def _bin(self, op, a, b, dtype=None):
         return BinOp(op, a, b, dtype or self.u32)
@@ -73,7 +73,7 @@ class IROps(Ops):
     def bits_f32(self, u): return Call(self.f32, "reinterpret", (u,))
     def u_to_f32(self, u): return Cast(self.f32, u)
     def fmul(self, f, k): return BinOp("mul", f, FloatImm(FLOAT32, k) if self.lanes == 1
-                                       else Broadcast(FloatImm(FLOAT32, k), self.lanes), self.f32)
+                                       else Broadcast(FloatImm(FLOAT32, k), self.lanes, None, self.scalable), self.f32)
 
 
 class PyOps(Ops):
@@ -121,16 +121,17 @@ class Format:
     decode: Callable[[Ops, object], object]
 
     def storage_type(self, dtype: DataType) -> DataType:
-        return DataType(self.storage, dtype.lanes)
+        return DataType(self.storage, dtype.lanes, dtype.scalable)
 
     def encode_ir(self, value: PrimExpr) -> PrimExpr:
         """float32 expression -> storage-typed expression."""
-        lanes = value.dtype.lanes
-        return Cast(DataType(self.storage, lanes), self.encode(IROps(lanes), value))
+        d = value.dtype
+        return Cast(DataType(self.storage, d.lanes, d.scalable),
+                    self.encode(IROps(d.lanes, d.scalable), value))
 
     def decode_ir(self, code: PrimExpr) -> PrimExpr:
         """storage-typed expression -> float32 expression."""
-        ops = IROps(code.dtype.lanes)
+        ops = IROps(code.dtype.lanes, code.dtype.scalable)
         return self.decode(ops, Cast(ops.u32, code))
 
     def encode_const(self, value: float) -> int:

@@ -97,9 +97,10 @@ class _Accesses(Visitor):
             self.add(e.buffer.data, False, _flat(e.buffer, e.indices), _unit(e.buffer))
 
     def visit_Call(self, e: Call) -> None:
-        if e.op == "address_of" and isinstance(e.args[0], BufferLoad):
+        if e.op in ("address_of", "masked_store") and isinstance(e.args[0], BufferLoad):
+            # an address, or a masked store: counted as a read and a write of the buffer
             load = e.args[0]
-            for i in load.indices:
+            for i in (*load.indices, *e.args[1:]):
                 self.visit(i)
             if load.buffer.scope in SHARED_SCOPES:
                 self.add(load.buffer.data, True, None)

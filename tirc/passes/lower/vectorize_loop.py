@@ -227,6 +227,10 @@ def _carries_values(body: Stmt) -> bool:
     return False
 
 
+def _has_scalable(body: Stmt) -> bool:
+    return any(getattr(getattr(n, "dtype", None), "scalable", False) for n in walk(body))
+
+
 def vectorize(loop: For) -> Stmt | None:
     """The vector form of ``loop``, or None when it must stay a (serial) loop."""
     if not isinstance(loop.extent, IntImm) or loop.extent.value < 1:
@@ -234,6 +238,8 @@ def vectorize(loop: For) -> Stmt | None:
     if loop.step is not None and not (isinstance(loop.step, IntImm) and loop.step.value == 1):
         return None
     lanes = loop.extent.value
+    if _has_scalable(loop.body):  # vectors of vectors: it stays a loop
+        return None
     start = cast(loop.min, loop.loop_var.dtype)
     if lanes == 1:
         return substitute(loop.body, {id(loop.loop_var): start})

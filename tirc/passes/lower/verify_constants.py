@@ -22,7 +22,8 @@ Only code that can run is checked: the branches of an ``if`` (or ``while``) whos
 condition folds to a constant that rules them out are skipped, and so are the branches
 of ``T.if_then_else``, which runs only the one its condition picks (a guarded ``x // 0``
 or ``A[n]`` is how code avoids the fact; ``T.Select`` evaluates both and is checked).
-``T.address_of(A[i])`` forms an address and accesses nothing.
+``T.address_of(A[i])`` forms an address and accesses nothing; ``T.masked_load`` and
+``T.masked_store`` access only the lanes their mask has on, which is not checked.
 
 Run by Verify on the text as written and by VerifyConstants late in the pipeline, after
 unrolling, inlining and simplification have made more indices and divisors constant.
@@ -175,6 +176,11 @@ class _Checker(Visitor):
             for a in e.args:  # an address, not an access; its indices are still code
                 for i in (a.indices if isinstance(a, BufferLoad) else ()):
                     self.visit(i)
+            return
+        if e.op in ("masked_load", "masked_store") and isinstance(e.args[0], BufferLoad):
+            # the lanes the mask has off are not accessed: a tail past the end is not a fault
+            for a in (*e.args[0].indices, *e.args[1:]):
+                self.visit(a)
             return
         if isinstance(e.op, GlobalVar):
             for a in e.args:

@@ -10,7 +10,7 @@ from contextlib import contextmanager
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.attrs import GLOBAL_SYMBOL, THREAD_EXTENT, VIRTUAL_THREAD
-from tirc.ir.buffer import SCOPES, Buffer, is_storage_scope
+from tirc.ir.buffer import access_dtype, SCOPES, Buffer, is_storage_scope
 from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, Let, PrimExpr, StringImm, Var
 from tirc.ir.function import IRModule, PrimFunc
 import re
@@ -291,8 +291,7 @@ class _FunctionVerifier(Visitor):
         for i in s.indices:
             self.visit(i)
         self.visit(s.value)
-        lanes = max((i.dtype.lanes for i in s.indices), default=1)
-        want = s.buffer.dtype if lanes == 1 else s.buffer.dtype.with_lanes(lanes * s.buffer.dtype.lanes)
+        want = access_dtype(s.buffer, s.indices)
         if s.value.dtype != want:
             self.error(f"cannot store a {s.value.dtype} value into buffer '{s.buffer.name}' of "
                        f"{want}", s.span)
