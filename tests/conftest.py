@@ -30,6 +30,19 @@ def ptxas_check(ptx: str, arch: str, tmp_path: Path) -> bool:
     return True
 
 
+def check_expected_outputs(corpus: Path, entry: dict, library: Path) -> None:
+    """Call ``entry["func"]`` of the built ``library`` on the inputs TVM computed for a
+    corpus entry (``corpus / entry["npz"]``) and compare its outputs with TVM's."""
+    import numpy as np
+    import tvm_ffi
+    expected = np.load(corpus / entry["npz"])
+    args = [expected[f"arg{i}"].copy() for i in range(len(entry["params"]))]
+    tvm_ffi.load_module(str(library))[entry["func"]](*args)
+    for i in entry["outputs"]:
+        np.testing.assert_allclose(args[i].astype("float64"), expected[f"out{i}"].astype("float64"),
+                                   rtol=max(entry["rtol"], 1e-5), atol=max(entry["atol"], 1e-5))
+
+
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 
 

@@ -9,10 +9,9 @@ import json
 import shutil
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from conftest import ptxas_check
+from conftest import check_expected_outputs, ptxas_check
 from tirc.build import build
 from tirc.diagnostics import Diagnostic
 
@@ -46,12 +45,7 @@ def _build_and_check(entry, text: str, tmp_path: Path) -> None:
         assert ("shfl.sync" in ptx) == (entry["name"] in CROSS_THREAD)
         ptxas_check(ptx, entry["target_json"]["arch"], tmp_path)  # where ptxas is installed
         return
-    expected = np.load(ROOT / entry["npz"])
-    args = [expected[f"arg{i}"].copy() for i in range(len(entry["params"]))]
-    tvm_ffi.load_module(str(tmp_path / "m.so"))[entry["func"]](*args)
-    for i in entry["outputs"]:
-        np.testing.assert_allclose(args[i].astype("float64"), expected[f"out{i}"].astype("float64"),
-                                   rtol=max(entry["rtol"], 1e-5), atol=max(entry["atol"], 1e-5))
+    check_expected_outputs(ROOT, entry, tmp_path / "m.so")
 
 
 @pytest.mark.parametrize("entry", INDEX, ids=[e["name"] for e in INDEX])
