@@ -13,6 +13,7 @@ from tirc.frontend.scope import Scope
 from tirc.frontend.values import (HandleType, Lambda, LetType, ModuleRef, Namespace, Slot,
                                   ThreadDecl, TileLayout, TName, describe, is_scalar_buffer,
                                   literal_expr, scalar_element)
+from tirc.ir import ptx_ops
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
 from tirc.nesting import MAX_EXPR_DEPTH
@@ -326,6 +327,8 @@ class ExprBuilder:
             return TName(attr) if obj.name == "T" else TName("I." + attr)
         if isinstance(obj, TName) and obj.name == "axis":
             return TName("axis." + attr)
+        if isinstance(obj, TName) and obj.name in ptx_ops.NAMESPACES and ptx_ops.is_ptx(f"{obj.name}.{attr}"):
+            return TName(f"{obj.name}.{attr}")
         if isinstance(obj, ModuleRef):
             if attr not in self.signatures:
                 raise Diagnostic(f"module '{obj.name}' has no function '{attr}'", self.span(node.children[1]))

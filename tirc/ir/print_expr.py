@@ -34,7 +34,7 @@ _NODE_FORM = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "mod": "Mo
               "bitwise_and": "BitwiseAnd", "bitwise_or": "BitwiseOr", "bitwise_xor": "BitwiseXor"}
 _FUNCTION_FORM = {"min": "T.min", "max": "T.max", "mod": "T.truncmod"}
 _DTYPE_FIRST = ("call_extern", "call_pure_extern", "call_intrin", "call_llvm_intrin",
-                "call_llvm_pure_intrin", "reinterpret", "type_annotation")
+                "call_llvm_pure_intrin", "reinterpret", "type_annotation", "s_tir.cp_async_raw")
 
 def quote(text: str) -> str:
     out = ['"']
