@@ -517,8 +517,9 @@ class ExprBuilder:
             raise Diagnostic(f"expected a dtype, got {describe(v)}", span)
         if name == "bool" or is_dtype_name(name):
             return parse_dtype(name)
-        if name in not_built.DTYPES:
-            raise Diagnostic(not_built.DTYPES[name], span)
+        reason = not_built.dtype_reason(name)
+        if reason is not None:
+            raise Diagnostic(reason, span)
         raise Diagnostic(f"unknown dtype '{name}'", span)
 
 
