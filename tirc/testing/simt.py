@@ -45,6 +45,8 @@ are :mod:`tirc.testing.evaluate`'s, vectorised in :mod:`tirc.testing.lanes`.
   or a mask naming a live lane that does not execute the shuffle, is a
   :class:`ShuffleFault`. ``T.tvm_warp_activemask()`` is the set of executing lanes of
   the thread's warp.
+* ``T.ptx_legacy.mma`` is one ``mma.sync`` per warp (:mod:`tirc.testing.simt_mma`: the
+  f64, f16 and s8/u8 shapes TVM's tests use).
 * Out-of-bounds accesses (:class:`OutOfBounds`) and data races (:class:`DataRace`, see
   :mod:`tirc.testing.simt_memory`) are errors naming the kernel, the buffer, the element
   and the threads. Memory never written reads as all bits set. A ``global``-scope
@@ -592,6 +594,8 @@ class _Kernel:
             elem = elem[..., None] * view.vec + np.arange(view.vec)
             bad = np.broadcast_to(np.asarray(bad)[..., None], elem.shape)
         pos = view.base + elem
+        if view.vec > 1 and np.ndim(pos) == 1:
+            pos = pos[None, :]  # one vector element, the same in every thread: (1, lanes)
         limit = view.mem.count if isinstance(view.mem, SparseMemory) else view.mem.row_len(view.itemsize)
         bad = bad | (pos < 0) | (pos >= limit)
         if np.any(bad):
@@ -632,7 +636,9 @@ class _Kernel:
                 byte = np.broadcast_to(flat, shape)[self.mask].reshape(-1) * view.itemsize
                 self._ctx(view, e)
                 check_load(mem, self.sync, byte, self.threads[act], self)
-            return typed[flat][()] if pos.ndim == 0 else typed[flat]
+            if pos.ndim == 0:
+                return typed[flat][()]
+            return typed[flat][0] if view.vec > 1 and pos.ndim == 2 and pos.shape[0] == 1 else typed[flat]
         flat = (base[:, None] if np.ndim(base) and pos.ndim == 2 else base) + pos
         if flat.shape[0] != self.n:
             flat = np.broadcast_to(flat, (self.n,) + flat.shape[1:])
@@ -853,6 +859,10 @@ class _Kernel:
             return self.activemask()
         if name in _SHUFFLES:
             return self.shuffle(e, *_SHUFFLES[name])
+        if name == "ptx_legacy.mma":
+            from tirc.testing.simt_mma import mma
+            mma(self, e)
+            return np.int32(0)
         args = [self.expr(a) for a in e.args]
         t = lanes.np_type(d)
         if name == "reinterpret":

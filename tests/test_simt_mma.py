@@ -1,0 +1,94 @@
+"""The SIMT interpreter's warp-wide ``T.ptx_legacy.mma`` (tirc/testing/simt_mma.py): the mma
+modules of TVM's own tests, run on the CPU, compute what TVM's tests check on a GPU,
+C = A B^T (A row-major M x K, B given as N x K: the "col" layout)."""
+from __future__ import annotations
+
+import json
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from tirc.parser import parse
+from tirc.testing import simt
+from tirc.testing.evaluate import Unsupported
+
+CORPUS = Path(__file__).parent / "corpus" / "tvm_tests"
+INDEX = json.loads((CORPUS / "index.json").read_text())
+
+# the modules' m, n, k and types: test_tir_ptx_mma__N.tir
+MODULES = {1: "f64 m8n8k4", 4: "s8 m8n8k16", 5: "s8u8 m8n8k16", 9: "f16 m16n8k16 -> f16",
+           10: "f16 m16n8k16 -> f32", 11: "s8 m16n8k16", 12: "s8u8 m16n8k16",
+           13: "s8 m16n8k32", 14: "s8u8 m16n8k32"}
+
+
+def _arrays(fn, rng):
+    out = []
+    for p in fn.params:
+        b = fn.buffer_of(p)
+        shape, dt = tuple(int(s.value) for s in b.shape), str(b.dtype)
+        if dt.startswith("float"):
+            out.append(rng.uniform(-1, 1, shape).astype(dt))
+        else:
+            lo = -128 if dt == "int8" else 0
+            out.append(rng.integers(lo, 128 if dt == "int8" else 256, shape).astype(dt))
+    out[-1][:] = 0
+    return out
+
+
+@pytest.mark.parametrize("number", sorted(MODULES), ids=[MODULES[n] for n in sorted(MODULES)])
+def test_tvm_mma_module_computes_a_matmul(number):
+    name = f"test_tir_ptx_mma__{number}.tir"
+    text = (CORPUS / name).read_text()
+    a, b, c = _arrays(parse(text, name).functions["main"], np.random.default_rng(number))
+    simt.run(text, "main", [a, b, c], INDEX[name]["target"], INDEX[name]["host"], filename=name)
+    want = a.astype(np.float64) @ b.astype(np.float64).T
+    if c.dtype == np.int32:
+        np.testing.assert_array_equal(c, want.astype(np.int64))
+    elif c.dtype == np.float16:
+        np.testing.assert_allclose(c, want, rtol=2e-3, atol=2e-3)
+    else:
+        np.testing.assert_allclose(c, want, rtol=1e-6, atol=1e-6)
+
+
+_HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
+
+
+def test_mma_by_part_of_a_warp_is_not_interpreted():
+    text = _HEAD + textwrap.dedent("""
+    @T.prim_func
+    def main(A: T.Buffer((32,), "float64"), C: T.Buffer((64,), "float64")):
+        with T.launch_thread("blockIdx.x", 1) as bx:
+            Accum = T.alloc_local((2,), "float64")
+            M = T.alloc_local((1,), "float64")
+            tx = T.launch_thread("threadIdx.x", 32)
+            M[0] = A[tx]
+            Accum[0] = T.float64(0.0)
+            Accum[1] = T.float64(0.0)
+            if tx < 16:
+                T.ptx_legacy.mma("m8n8k4", "row", "col", "float64", "float64", "float64", M.data, 0, M.data, 0, Accum.data, 0, T.bool(False))
+            C[tx * 2] = Accum[0]
+            C[tx * 2 + 1] = Accum[1]
+    """)
+    with pytest.raises(Unsupported, match="run by part of a warp"):
+        simt.run(text, "main", [np.ones(32), np.zeros(64)])
+
+
+def test_vector_element_of_a_local_buffer_at_a_constant_index():
+    """A store and a load of element 0 of a local int8x4 buffer, the same index in every
+    thread (TVM's mma tests fill their fragments so): the interpreter took the vector's
+    lanes for threads and failed to broadcast them."""
+    text = _HEAD + textwrap.dedent("""
+    @T.prim_func
+    def main(A: T.Buffer((128,), "int8"), B: T.Buffer((128,), "int8")):
+        with T.launch_thread("blockIdx.x", 1) as bx:
+            V = T.alloc_local((1,), "int8x4")
+            tx = T.launch_thread("threadIdx.x", 32)
+            V[0] = A[T.Ramp(tx * 4, 1, 4)]
+            B[T.Ramp(tx * 4, 1, 4)] = V[0] + T.Broadcast(T.int8(1), 4)
+    """)
+    a = np.arange(128).astype(np.int8)
+    b = np.zeros(128, np.int8)
+    simt.run(text, "main", [a, b])
+    np.testing.assert_array_equal(b, a + np.int8(1))
