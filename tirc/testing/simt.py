@@ -46,7 +46,9 @@ are :mod:`tirc.testing.evaluate`'s, vectorised in :mod:`tirc.testing.lanes`.
   :class:`ShuffleFault`. ``T.tvm_warp_activemask()`` is the set of executing lanes of
   the thread's warp.
 * ``T.ptx_legacy.mma`` is one ``mma.sync`` per warp (:mod:`tirc.testing.simt_mma`: the
-  f64, f16 and s8/u8 shapes TVM's tests use).
+  f64, f16 and s8/u8 shapes TVM's tests use); ``T.ptx.add/sub/mul/max/min`` (.f32/.f64,
+  round to nearest) store into their destination element. ``ldmatrix`` and ``cp.async``
+  are not interpreted.
 * Out-of-bounds accesses (:class:`OutOfBounds`) and data races (:class:`DataRace`, see
   :mod:`tirc.testing.simt_memory`) are errors naming the kernel, the buffer, the element
   and the threads. Memory never written reads as all bits set. A ``global``-scope
@@ -64,6 +66,7 @@ import numpy as np
 
 from tirc.ir.attrs import (CallingConv, CALLING_CONV, TARGET, THREAD_EXTENT,
     USE_DYN_SHARED_MEMORY, VIRTUAL_THREAD, sized_launch_params)
+from tirc.ir import ptx_ops
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar, IntImm,
                           Let, Not, PrimExpr, Ramp, Select, Shuffle, StringImm, Var)
@@ -653,11 +656,16 @@ class _Kernel:
         return typed[flat]
 
     def s_store(self, s: BufferStore) -> None:
-        view = self.views.get(id(s.buffer))
+        self.store(s.buffer, s.indices, s, lambda: self.expr(s.value))
+
+    def store(self, buffer: Buffer, indices, s, value_of) -> None:
+        """Store ``value_of()`` (computed after the address is checked) at ``indices``
+        of ``buffer``; ``s`` is the node that stores (for messages)."""
+        view = self.views.get(id(buffer))
         if view is None:
-            raise Unsupported(f"store to unknown buffer {s.buffer.name}")
-        pos = self.address(view, s.indices, s, "store")
-        value = self.expr(s.value)
+            raise Unsupported(f"store to unknown buffer {buffer.name}")
+        pos = self.address(view, indices, s, "store")
+        value = value_of()
         mem = view.mem
         shape = (self.n,) + np.shape(pos)[1:] if np.ndim(pos) else (self.n,)
         pos = np.broadcast_to(pos, shape)
@@ -863,6 +871,9 @@ class _Kernel:
             from tirc.testing.simt_mma import mma
             mma(self, e)
             return np.int32(0)
+        if name in ptx_ops.FLOAT_OPS:
+            self.ptx_float_op(e)
+            return np.int32(0)
         args = [self.expr(a) for a in e.args]
         t = lanes.np_type(d)
         if name == "reinterpret":
@@ -886,6 +897,19 @@ class _Kernel:
         if d.is_float:
             return lanes.math(name, args, d)
         raise Unsupported(f"T.{name}")
+
+    def ptx_float_op(self, e: Call) -> None:
+        """``T.ptx.add/sub/mul/max/min`` of .f32/.f64, rounded to nearest (the default and
+        ``.rn``): NumPy's IEEE operations; ``max``/``min`` return the other operand of a
+        NaN as PTX's do without ``.NaN``."""
+        d = ptx_ops.decode(e)
+        name, *mods = d.opcode.split(".")
+        if any(m not in ("rn", d.dtype) for m in mods):
+            raise Unsupported(f"{d.opcode} in the SIMT interpreter")
+        fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.fmax, "min": np.fmin}[name]
+        t = lanes.np_type(d.dest.dtype)
+        self.store(d.dest.buffer, d.dest.indices, e,
+                   lambda: fn(np.asarray(self.expr(d.a), t), np.asarray(self.expr(d.b), t)))
 
     def call_device(self, e: Call):
         callee = self.mod[e.op.name]

@@ -1,4 +1,4 @@
-"""The SIMT interpreter's warp-wide ``T.ptx_legacy.mma`` (tirc/testing/simt_mma.py): the mma
+"""The SIMT interpreter's PTX instructions: the warp-wide ``T.ptx_legacy.mma`` (tirc/testing/simt_mma.py): the mma
 modules of TVM's own tests, run on the CPU, compute what TVM's tests check on a GPU,
 C = A B^T (A row-major M x K, B given as N x K: the "col" layout)."""
 from __future__ import annotations
@@ -92,3 +92,19 @@ def test_vector_element_of_a_local_buffer_at_a_constant_index():
     b = np.zeros(128, np.int8)
     simt.run(text, "main", [a, b])
     np.testing.assert_array_equal(b, a + np.int8(1))
+
+
+def test_tvm_scalar_f32_math_module():
+    """T.ptx.add.rn/mul.rn/max of .f32 (TVM's test_tir_ptx_scalar_f32_math, which checks
+    the results bit for bit); max returns the number of a NaN and a number."""
+    name = "test_tir_ptx_scalar_f32_math__1.tir"
+    rng = np.random.default_rng(0)
+    a, b = rng.standard_normal(32).astype("float32"), rng.standard_normal(32).astype("float32")
+    a[3], b[5] = np.nan, np.nan
+    c_add, c_mul, c_max = (np.zeros(32, "float32") for _ in range(3))
+    simt.run((CORPUS / name).read_text(), "default_function", [a, b, c_add, c_mul, c_max],
+             INDEX[name]["target"], INDEX[name]["host"], filename=name)
+    np.testing.assert_array_equal(c_add, a + b)
+    np.testing.assert_array_equal(c_mul, a * b)
+    np.testing.assert_array_equal(c_max, np.fmax(a, b))
+    assert c_max[3] == b[3] and c_max[5] == a[5]
