@@ -1,6 +1,7 @@
-"""The SIMT interpreter's PTX instructions: the warp-wide ``T.ptx_legacy.mma`` (tirc/testing/simt_mma.py): the mma
-modules of TVM's own tests, run on the CPU, compute what TVM's tests check on a GPU,
-C = A B^T (A row-major M x K, B given as N x K: the "col" layout)."""
+"""The SIMT interpreter's PTX instructions. The warp-wide ``T.ptx_legacy.mma``
+(tirc/testing/simt_mma.py): the mma modules of TVM's own tests, run on the CPU, compute
+what TVM's tests check on a GPU, C = A B^T (A row-major M x K, B given as N x K: the "col"
+layout). The scalar ``T.ptx.add/mul/max``: TVM's scalar f32 math module, bit for bit."""
 from __future__ import annotations
 
 import json
