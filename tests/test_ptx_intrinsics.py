@@ -299,6 +299,9 @@ def test_ptx_call_in_the_host_code_of_a_cuda_function(tmp_path):
      "for multiplicands .f16 the accumulator is f16/f32, not .s32"),
     ('T.ptx_legacy.mma("m16n8k16", "row", "col", "float16", "float16", "float32", MultiA.data, 0, MultiB.data, 0, Accum[0], 0, T.bool(False))',
      "argument 11 of T.ptx_legacy.mma (C's pointer) must be a pointer (a buffer's .data), not float32"),
+    # was an internal error (the string lowered as a global of the wrong address space)
+    ('T.ptx_legacy.mma("m16n8k16", "row", "col", "float16", "float16", "float32", "float32", 0, MultiB.data, 0, Accum.data, 0, T.bool(False))',
+     "argument 7 of T.ptx_legacy.mma (A's pointer) must be a pointer (a buffer's .data), not a string"),
     ('T.ptx_legacy.mma("m16n8k16", "row", "col", "float16", "float16", "float32", MultiA.data, 0, MultiB.data, 0, Accum.data, 0, T.bool(False), "xor")',
      "a 1-bit operation (xor/and) goes with .b1 multiplicands and only with them"),
     ('T.ptx_legacy.ldmatrix(T.bool(False), 3, ".b16", MultiA.data, 0, MultiB.data, 0)',

@@ -163,9 +163,10 @@ def _const(call: Call, i: int, what: str) -> int:
 
 def _pointer(call: Call, i: int, what: str) -> PrimExpr:
     a = call.args[i]
-    if not a.dtype.is_handle:
+    if not a.dtype.is_handle or isinstance(a, StringImm):
+        got = "a string" if isinstance(a, StringImm) else a.dtype
         raise Diagnostic(f"argument {i + 1} of T.{call.op} ({what}) must be a pointer (a "
-                         f"buffer's .data), not {a.dtype}", call.span)
+                         f"buffer's .data), not {got}", call.span)
     return a
 
 
