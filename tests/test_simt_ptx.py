@@ -1,7 +1,9 @@
 """The SIMT interpreter's PTX instructions. The warp-wide ``T.ptx_legacy.mma``
 (tirc/testing/simt_mma.py): the mma modules of TVM's own tests, run on the CPU, compute
 what TVM's tests check on a GPU, C = A B^T (A row-major M x K, B given as N x K: the "col"
-layout). The scalar ``T.ptx.add/mul/max``: TVM's scalar f32 math module, bit for bit."""
+layout). The scalar ``T.ptx.add/mul/max``: TVM's scalar f32 math module, bit for bit.
+``ldmatrix`` and ``cp.async`` (tirc/testing/simt_copy.py): TVM's modules of both give what
+TVM's tests expect."""
 from __future__ import annotations
 
 import json
@@ -109,3 +111,66 @@ def test_tvm_scalar_f32_math_module():
     np.testing.assert_array_equal(c_mul, a * b)
     np.testing.assert_array_equal(c_max, np.fmax(a, b))
     assert c_max[3] == b[3] and c_max[5] == a[5]
+
+
+@pytest.mark.parametrize("num", [1, 2, 4])
+@pytest.mark.parametrize("trans", [False, True])
+def test_tvm_ldmatrix_module(num, trans):
+    """TVM's ldmatrix test (its module with the other num/trans it specializes): the 8x8
+    matrices it loads land in B as TVM's test expects (transposed each with .trans); the
+    rest of B comes from registers ldmatrix did not write."""
+    name = "test_tir_ptx_ldmatrix__1.tir"
+    text = (CORPUS / name).read_text().replace("ldmatrix(T.bool(False), 1,", f"ldmatrix(T.bool({trans}), {num},")
+    a = np.random.default_rng(num).random((16, 16)).astype("float16")
+    b = np.zeros((16, 16), "float16")
+    simt.run(text, "default_function", [a, b], INDEX[name]["target"], INDEX[name]["host"], filename=name)
+    # matrix i holds rows 8 (i % 2).., columns 8 (i // 2)..
+    for i in range(num):
+        rows, cols = slice(8 * (i % 2), 8 * (i % 2) + 8), slice(8 * (i // 2), 8 * (i // 2) + 8)
+        want = a[rows, cols].T if trans else a[rows, cols]
+        np.testing.assert_array_equal(b[rows, cols], want)
+
+
+def test_tvm_cp_async_module():
+    name = "test_tir_ptx_cp_async__1.tir"
+    a = np.random.default_rng(0).standard_normal((32, 128)).astype("float16")
+    b = np.zeros((32, 128), "float16")
+    simt.run((CORPUS / name).read_text(), "default_function", [a, b], INDEX[name]["target"],
+             INDEX[name]["host"], filename=name)
+    np.testing.assert_array_equal(b, a)
+
+
+def test_cp_async_zero_fills_under_a_false_predicate():
+    text = _HEAD + textwrap.dedent("""
+    @T.prim_func
+    def main(A: T.Buffer((256,), "float32"), B: T.Buffer((256,), "float32")):
+        with T.launch_thread("blockIdx.x", 1) as bx:
+            S = T.alloc_shared((256,), "float32")
+            tx = T.launch_thread("threadIdx.x", 32)
+            for i in range(2):
+                T.s_tir.cp_async_raw("float32", S.data, tx * 8 + i * 4, A.data, tx * 8 + i * 4, 16, tx % 2 == 0)
+            T.ptx.cp("async", "commit_group", "")
+            T.ptx.cp(0, "async", "wait_group", "")
+            for i in range(8):
+                B[tx * 8 + i] = S[tx * 8 + i]
+    """)
+    a = np.arange(256, dtype="float32") + 1
+    b = np.full(256, -1, "float32")
+    simt.run(text, "main", [a, b])
+    want = np.where((np.arange(256) // 8) % 2 == 0, a, 0)
+    np.testing.assert_array_equal(b, want)
+
+
+def test_cp_async_past_the_source_is_out_of_bounds():
+    text = _HEAD + textwrap.dedent("""
+    @T.prim_func
+    def main(A: T.Buffer((128,), "float32"), B: T.Buffer((128,), "float32")):
+        with T.launch_thread("blockIdx.x", 1) as bx:
+            S = T.alloc_shared((128,), "float32")
+            tx = T.launch_thread("threadIdx.x", 32)
+            T.s_tir.cp_async_raw("float32", S.data, tx * 4, A.data, tx * 4 + 2, 16)
+            T.ptx.cp("async", "wait_all", "")
+            B[tx] = S[tx]
+    """)
+    with pytest.raises(simt.OutOfBounds, match="out-of-bounds read of global buffer 'A'"):
+        simt.run(text, "main", [np.ones(128, "float32"), np.zeros(128, "float32")])

@@ -47,8 +47,8 @@ are :mod:`tirc.testing.evaluate`'s, vectorised in :mod:`tirc.testing.lanes`.
   the thread's warp.
 * ``T.ptx_legacy.mma`` is one ``mma.sync`` per warp (:mod:`tirc.testing.simt_mma`: the
   f64, f16 and s8/u8 shapes TVM's tests use); ``T.ptx.add/sub/mul/max/min`` (.f32/.f64,
-  round to nearest) store into their destination element. ``ldmatrix`` and ``cp.async``
-  are not interpreted.
+  round to nearest) store into their destination element; ``ldmatrix`` and ``cp.async``
+  copy (:mod:`tirc.testing.simt_copy`).
 * Out-of-bounds accesses (:class:`OutOfBounds`) and data races (:class:`DataRace`, see
   :mod:`tirc.testing.simt_memory`) are errors naming the kernel, the buffer, the element
   and the threads. Memory never written reads as all bits set. A ``global``-scope
@@ -870,6 +870,10 @@ class _Kernel:
         if name == "ptx_legacy.mma":
             from tirc.testing.simt_mma import mma
             mma(self, e)
+            return np.int32(0)
+        if name in (ptx_ops.LDMATRIX, ptx_ops.CP_ASYNC, ptx_ops.CP):
+            from tirc.testing import simt_copy
+            simt_copy.run(self, e)
             return np.int32(0)
         if name in ptx_ops.FLOAT_OPS:
             self.ptx_float_op(e)
