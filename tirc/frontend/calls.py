@@ -122,7 +122,8 @@ def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg]
     if builder is not None:
         return builder(b, name, args, kwargs, span)
     if name == "tvm_access_ptr" and len(args) > 1 and isinstance(args[1][0], Buffer):
-        # TVM prints the data of a buffer its allocation named by the buffer's name
+        # TVM prints an allocation's data variable by its buffer's name:
+        # T.tvm_access_ptr(..., A_shared, ...) means A_shared.data
         args = [args[0], (args[1][0].data, args[1][1]), *args[2:]]
     if name in INTRINSICS:
         raw = INTRINSICS[name].result in ("dtype", "dtype_last") or name == "call_ffi_kernel"
