@@ -380,3 +380,22 @@ def test_bfloat16_kernel_builds_for_every_arch(arch, tmp_path):
         CHECK: fma.rn.f32
         CHECK: st.global.b16
     """, tmp_path)
+
+
+def test_string_in_device_code_is_a_global_constant(tmp_path):
+    """A string an expression of a kernel uses is a constant in the global address space,
+    where the kernel's pointers are; it was created in the generic one, and LLVM refused
+    the module (an internal error)."""
+    text = HEAD + textwrap.dedent("""
+    @T.prim_func
+    def main(A: T.Buffer((32,), "int32")):
+        with T.launch_thread("blockIdx.x", 1) as bx:
+            tx = T.launch_thread("threadIdx.x", 32)
+            A[tx] = T.Select(T.isnullptr("abc"), 1, 0)
+    """)
+    ptx = images(text, "cuda -arch=sm_80")["sm_80"].ptx
+    filecheck(ptx, r"""
+        CHECK: .global .align 1 .b8 [[S:.*str.*]][4] = {97, 98, 99};
+        CHECK: mov.b64 %rd{{[0-9]+}}, [[S]];
+        """, tmp_path)
+    ptxas_check(ptx, "sm_80", tmp_path)

@@ -96,6 +96,40 @@ CUDA_ARCHS: dict[str, ArchFacts] = {
 }
 
 
+# What each PTX instruction tirc writes as inline assembly needs (``tirc.ir.ptx_ops.feature``
+# names a call's row): the oldest arch by number (sm_80: 80) and the PTX ISA version x10
+# that brought it, from the PTX ISA's target notes of ``mma``, ``ldmatrix``, ``cp.async``
+# and ``max``/``min``. An image for an older arch is a located error; a target whose PTX
+# version is older gets the row's version for that module (its ``.version`` line).
+PTX_FEATURES: dict[str, tuple[int, int]] = {
+    "base": (50, 0),  # add/sub/mul/max/min .f32/.f64
+    "minmax.NaN": (80, 70), "minmax.xorsign": (86, 72),
+    "ldmatrix": (75, 65), "cp.async": (80, 70),
+    "mma.m8n8k4.f16": (70, 64), "mma.m16n8k8.f16": (75, 65), "mma.m16n8k16.f16": (80, 70),
+    "mma.m8n8k4.f64": (80, 70),
+    "mma.m16n8k8.bf16": (80, 70), "mma.m16n8k16.bf16": (80, 70),
+    "mma.m16n8k4.tf32": (80, 70), "mma.m16n8k8.tf32": (80, 70),
+    "mma.m8n8k16.s8": (75, 65), "mma.m16n8k16.s8": (80, 70), "mma.m16n8k32.s8": (80, 70),
+    "mma.m8n8k32.s4": (75, 65), "mma.m16n8k32.s4": (80, 70), "mma.m16n8k64.s4": (80, 70),
+    "mma.m8n8k128.b1": (75, 65), "mma.m16n8k128.b1": (80, 70), "mma.m16n8k256.b1": (80, 70),
+    "mma.m8n8k128.b1.and": (80, 71), "mma.m16n8k128.b1.and": (80, 71),
+    "mma.m16n8k256.b1.and": (80, 71), "mma.m16n8k32.e4m3": (89, 84),
+}
+
+
+def arch_number(arch: str) -> int:
+    """``sm_90a`` -> 90."""
+    return _arch_key(arch)[0]
+
+
+def ptx_feature_arch_error(feature: str, arch: str) -> str | None:
+    """Why an image for ``arch`` cannot hold an instruction needing ``feature``, or None."""
+    oldest, _ = PTX_FEATURES[feature]
+    if arch_number(arch) >= oldest:
+        return None
+    return f"needs sm_{oldest} or newer, and the target's arch is {arch}"
+
+
 # The largest extent of each thread axis of one launch, on every arch here (the CUDA
 # programming guide's "Technical Specifications per Compute Capability": grid x 2^31-1,
 # y and z 65535; block x and y 1024, z 64; the block's product is max_num_threads).

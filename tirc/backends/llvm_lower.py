@@ -105,7 +105,10 @@ class ModuleLowering:
         if text not in self.strings:
             data = bytearray(text.encode("utf-8") + b"\0")
             ty = ir.ArrayType(lt.I8, len(data))
-            g = ir.GlobalVariable(self.ir, ty, f".str.{len(self.strings)}")
+            # in the address space of the target's pointers (NVPTX: global), which the
+            # string's uses take it to be
+            g = ir.GlobalVariable(self.ir, ty, f".str.{len(self.strings)}",
+                                  addrspace=self.ctx.pointer().addrspace)
             g.linkage, g.global_constant, g.unnamed_addr = "private", True, True
             g.initializer = ir.Constant(ty, data)
             opaque(g, self.ctx.pointer())

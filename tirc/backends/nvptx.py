@@ -35,8 +35,10 @@ from tirc.backends import llvm_types as lt
 from tirc.backends.llvm_context import LIBM, LLVM_MATH, LLVMTargetContext, init_llvm
 from tirc.backends.llvm_lower import ModuleLowering
 from tirc.backends.llvmlite_compat import opaque
+from tirc.backends.nvptx_ptx_asm import lower_ptx_call, required_ptx_version
 from tirc.backends.nvptx_warp import lower_warp_call, sync_warp
 from tirc.diagnostics import Diagnostic
+from tirc.ir import ptx_ops
 from tirc.ir.attrs import NOALIAS_KEYS, THREAD_EXTENT, is_kernel
 from tirc.ir.dtype import FLOAT32, DataType
 from tirc.ir.expr import Call, IntImm, StringImm
@@ -84,9 +86,11 @@ def locate_libdevice() -> str | None:
         return None
 
 
-def target_machine(target: Target) -> llvm.TargetMachine:
+def target_machine(target: Target, ptx_version: int | None = None) -> llvm.TargetMachine:
+    """``ptx_version``: a newer PTX ISA version than the target's, which the module's
+    instructions need (``nvptx_ptx_asm.required_ptx_version``)."""
     init_llvm()
-    arch, ptx = str(target.get("arch")), int(target.get("ptx_version"))
+    arch, ptx = str(target.get("arch")), max(int(target.get("ptx_version")), ptx_version or 0)
     return llvm.Target.from_triple(TRIPLE).create_target_machine(
         cpu=arch, features=f"+ptx{ptx}", opt=3)
 
@@ -112,8 +116,8 @@ class NVPTXContext(LLVMTargetContext):
     # is -1 and x % 0 is x, INT_MIN / -1 wraps to INT_MIN (llvm_expr.division_guard)
     division_fails = False
 
-    def __init__(self, target: Target, libdevice: str | None = None):
-        self.machine = target_machine(target)
+    def __init__(self, target: Target, libdevice: str | None = None, ptx_version: int | None = None):
+        self.machine = target_machine(target, ptx_version)
         super().__init__(target, TRIPLE, str(self.machine.target_data))
         self.libdevice = libdevice  # path; None: look it up when first needed
         self.uses_libdevice = False
@@ -230,6 +234,8 @@ class NVPTXContext(LLVMTargetContext):
         return True
 
     def lower_call(self, fl, call: Call) -> ir.Value | None:
+        if ptx_ops.is_ptx(call.op):
+            return lower_ptx_call(fl, call)
         if call.op == "tvm_storage_sync":
             scope = call.args[0].value if call.args and isinstance(call.args[0], StringImm) else ""
             if scope in ("shared", "shared.dyn"):
@@ -295,7 +301,7 @@ def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
                   line_info: bool = False) -> tuple[str, NVPTXContext]:
     """The device module as LLVM IR text, before optimisation and libdevice;
     ``line_info``: with ``.file``/``.loc`` directives for the ``.tir`` lines."""
-    ctx = NVPTXContext(target)
+    ctx = NVPTXContext(target, ptx_version=required_ptx_version(mod))
     lowering = ModuleLowering(mod, ctx, name, "directives" if line_info else None)
     return str(lowering.lower()), ctx
 

@@ -14,6 +14,7 @@ from tirc.frontend import not_built
 from tirc.frontend.arith import binary, cast_to
 from tirc.frontend.values import (TileLayout, TName, check_float_range, check_int_range, describe,
                                   literal_expr)
+from tirc.ir import ptx_ops
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, HANDLE, VOID, DataType, is_dtype_name, parse_dtype
 from tirc.ir.expr import (BinOp, Broadcast, Call, Cast, FloatImm, GlobalVar, IntImm, Let,
@@ -120,10 +121,17 @@ def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg]
     builder = _BUILDERS.get(name)
     if builder is not None:
         return builder(b, name, args, kwargs, span)
+    if name == "tvm_access_ptr" and len(args) > 1 and isinstance(args[1][0], Buffer):
+        # TVM prints an allocation's data variable by its buffer's name:
+        # T.tvm_access_ptr(..., A_shared, ...) means A_shared.data
+        args = [args[0], (args[1][0].data, args[1][1]), *args[2:]]
     if name in INTRINSICS:
         raw = INTRINSICS[name].result in ("dtype", "dtype_last") or name == "call_ffi_kernel"
         exprs = args if raw else [b.as_expr(v, s) for v, s in args]
-        return make_call(b, name, exprs, kwargs, span)
+        result = make_call(b, name, exprs, kwargs, span)
+        if ptx_ops.is_ptx(name):
+            ptx_ops.decode(result)  # its arguments checked here, at the call
+        return result
     if name in not_built.NAMES:
         raise Diagnostic(not_built.NAMES[name], span)
     raise Diagnostic(f"unknown name 'T.{name}'", span)

@@ -13,6 +13,7 @@ from tirc.frontend.scope import Scope
 from tirc.frontend.values import (HandleType, Lambda, LetType, ModuleRef, Namespace, Slot,
                                   ThreadDecl, TileLayout, TName, describe, is_scalar_buffer,
                                   literal_expr, scalar_element)
+from tirc.ir import ptx_ops
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
 from tirc.nesting import MAX_EXPR_DEPTH
@@ -327,6 +328,8 @@ class ExprBuilder:
             return TName(attr) if obj.name == "T" else TName("I." + attr)
         if isinstance(obj, TName) and obj.name == "axis":
             return TName("axis." + attr)
+        if isinstance(obj, TName) and obj.name in ptx_ops.NAMESPACES and ptx_ops.is_ptx(f"{obj.name}.{attr}"):
+            return TName(f"{obj.name}.{attr}")
         if isinstance(obj, ModuleRef):
             if attr not in self.signatures:
                 raise Diagnostic(f"module '{obj.name}' has no function '{attr}'", self.span(node.children[1]))
@@ -525,8 +528,9 @@ class ExprBuilder:
             raise Diagnostic(f"expected a dtype, got {describe(v)}", span)
         if name == "bool" or is_dtype_name(name):
             return parse_dtype(name)
-        if name in not_built.DTYPES:
-            raise Diagnostic(not_built.DTYPES[name], span)
+        reason = not_built.dtype_reason(name)
+        if reason is not None:
+            raise Diagnostic(reason, span)
         raise Diagnostic(f"unknown dtype '{name}'", span)
 
 

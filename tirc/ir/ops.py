@@ -87,6 +87,17 @@ _add("handle_add_byte_offset", 2, 2, "handle")
 _add("tvm_stack_make_shape", 0, None, "handle", pure=False)
 _add("tvm_stack_make_array", 6, 6, "handle", pure=False)
 
+
+def _add_ptx() -> None:
+    """The PTX instructions of TVM's CUDA namespaces (``T.ptx_legacy.mma``, ...):
+    ``tirc.ir.ptx_ops``."""
+    from tirc.ir.ptx_ops import SIGNATURES
+    for name, (lo, hi, result) in SIGNATURES.items():
+        _add(name, lo, hi, result, pure=False)
+
+
+_add_ptx()
+
 # Names the front end builds into dedicated nodes rather than calls.
 NODE_BUILDERS = ("Select", "Cast", "cast", "Ramp", "ramp", "Broadcast", "broadcast", "min",
                  "max", "Min", "Max", "floordiv", "floormod", "truncdiv", "truncmod", "Div",

@@ -35,7 +35,7 @@ _NODE_FORM = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "mod": "Mo
 _FUNCTION_FORM = {"min": "T.min", "max": "T.max", "mod": "T.truncmod"}
 _DTYPE_FIRST = ("call_extern", "call_pure_extern", "call_intrin", "call_llvm_intrin",
                 "call_llvm_pure_intrin", "reinterpret", "type_annotation",
-                "get_active_lane_mask", "masked_load")
+                "get_active_lane_mask", "masked_load", "s_tir.cp_async_raw")
 
 def quote(text: str) -> str:
     out = ['"']

@@ -45,6 +45,10 @@ are :mod:`tirc.testing.evaluate`'s, vectorised in :mod:`tirc.testing.lanes`.
   or a mask naming a live lane that does not execute the shuffle, is a
   :class:`ShuffleFault`. ``T.tvm_warp_activemask()`` is the set of executing lanes of
   the thread's warp.
+* ``T.ptx_legacy.mma`` is one ``mma.sync`` per warp (:mod:`tirc.testing.simt_mma`: the
+  f64, f16 and s8/u8 shapes TVM's tests use); ``T.ptx.add/sub/mul/max/min`` (.f32/.f64,
+  round to nearest) store into their destination element; ``ldmatrix`` and ``cp.async``
+  copy (:mod:`tirc.testing.simt_copy`).
 * Out-of-bounds accesses (:class:`OutOfBounds`) and data races (:class:`DataRace`, see
   :mod:`tirc.testing.simt_memory`) are errors naming the kernel, the buffer, the element
   and the threads. Memory never written reads as all bits set. A ``global``-scope
@@ -62,6 +66,7 @@ import numpy as np
 
 from tirc.ir.attrs import (CallingConv, CALLING_CONV, TARGET, THREAD_EXTENT,
     USE_DYN_SHARED_MEMORY, VIRTUAL_THREAD, sized_launch_params)
+from tirc.ir import ptx_ops
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar, IntImm,
                           Let, Not, PrimExpr, Ramp, Select, Shuffle, StringImm, Var)
@@ -592,6 +597,8 @@ class _Kernel:
             elem = elem[..., None] * view.vec + np.arange(view.vec)
             bad = np.broadcast_to(np.asarray(bad)[..., None], elem.shape)
         pos = view.base + elem
+        if view.vec > 1 and np.ndim(pos) == 1:
+            pos = pos[None, :]  # one vector element, the same in every thread: (1, lanes)
         limit = view.mem.count if isinstance(view.mem, SparseMemory) else view.mem.row_len(view.itemsize)
         bad = bad | (pos < 0) | (pos >= limit)
         if np.any(bad):
@@ -632,7 +639,9 @@ class _Kernel:
                 byte = np.broadcast_to(flat, shape)[self.mask].reshape(-1) * view.itemsize
                 self._ctx(view, e)
                 check_load(mem, self.sync, byte, self.threads[act], self)
-            return typed[flat][()] if pos.ndim == 0 else typed[flat]
+            if pos.ndim == 0:
+                return typed[flat][()]
+            return typed[flat][0] if view.vec > 1 and pos.ndim == 2 and pos.shape[0] == 1 else typed[flat]
         flat = (base[:, None] if np.ndim(base) and pos.ndim == 2 else base) + pos
         if flat.shape[0] != self.n:
             flat = np.broadcast_to(flat, (self.n,) + flat.shape[1:])
@@ -647,11 +656,16 @@ class _Kernel:
         return typed[flat]
 
     def s_store(self, s: BufferStore) -> None:
-        view = self.views.get(id(s.buffer))
+        self.store(s.buffer, s.indices, s, lambda: self.expr(s.value))
+
+    def store(self, buffer: Buffer, indices, s, value_of) -> None:
+        """Store ``value_of()`` (computed after the address is checked) at ``indices``
+        of ``buffer``; ``s`` is the node that stores (for messages)."""
+        view = self.views.get(id(buffer))
         if view is None:
-            raise Unsupported(f"store to unknown buffer {s.buffer.name}")
-        pos = self.address(view, s.indices, s, "store")
-        value = self.expr(s.value)
+            raise Unsupported(f"store to unknown buffer {buffer.name}")
+        pos = self.address(view, indices, s, "store")
+        value = value_of()
         mem = view.mem
         shape = (self.n,) + np.shape(pos)[1:] if np.ndim(pos) else (self.n,)
         pos = np.broadcast_to(pos, shape)
@@ -853,6 +867,17 @@ class _Kernel:
             return self.activemask()
         if name in _SHUFFLES:
             return self.shuffle(e, *_SHUFFLES[name])
+        if name == "ptx_legacy.mma":
+            from tirc.testing.simt_mma import mma
+            mma(self, e)
+            return np.int32(0)
+        if name in (ptx_ops.LDMATRIX, ptx_ops.CP_ASYNC, ptx_ops.CP):
+            from tirc.testing import simt_copy
+            simt_copy.run(self, e)
+            return np.int32(0)
+        if name in ptx_ops.FLOAT_OPS:
+            self.ptx_float_op(e)
+            return np.int32(0)
         args = [self.expr(a) for a in e.args]
         t = lanes.np_type(d)
         if name == "reinterpret":
@@ -876,6 +901,19 @@ class _Kernel:
         if d.is_float:
             return lanes.math(name, args, d)
         raise Unsupported(f"T.{name}")
+
+    def ptx_float_op(self, e: Call) -> None:
+        """``T.ptx.add/sub/mul/max/min`` of .f32/.f64, rounded to nearest (the default and
+        ``.rn``): NumPy's IEEE operations; ``max``/``min`` return the other operand of a
+        NaN as PTX's do without ``.NaN``."""
+        d = ptx_ops.decode(e)
+        name, *mods = d.opcode.split(".")
+        if any(m not in ("rn", d.dtype) for m in mods):
+            raise Unsupported(f"{d.opcode} in the SIMT interpreter")
+        fn = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "max": np.fmax, "min": np.fmin}[name]
+        t = lanes.np_type(d.dest.dtype)
+        self.store(d.dest.buffer, d.dest.indices, e,
+                   lambda: fn(np.asarray(self.expr(d.a), t), np.asarray(self.expr(d.b), t)))
 
     def call_device(self, e: Call):
         callee = self.mod[e.op.name]

@@ -13,6 +13,9 @@ thread would get a private copy of what the program means to share, so results w
 by one thread never reach the others. It is a diagnostic at the allocation (TVM's CUDA
 code generator refuses it: "Cannot allocate global memory when targeting CUDA").
 
+PTX instructions (``T.ptx_legacy.mma``, ...) must be in device code, for an arch that
+has them (``verify_ptx_calls.py``).
+
 Precondition: LowerDeviceKernelLaunch (device regions are kernels of their own).
 """
 from __future__ import annotations
@@ -24,6 +27,7 @@ from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AllocBuffer, BufferStore
 from tirc.ir.visitor import walk
 from tirc.passes.analysis.context import HOST, body_context
+from tirc.passes.split.verify_ptx_calls import check_ptx_calls
 from tirc.target import Target
 
 
@@ -62,6 +66,7 @@ def _check_kernel(func: PrimFunc) -> None:
 
 def verify_memory(mod: IRModule, ctx) -> IRModule:
     for name, func in mod.functions.items():
+        check_ptx_calls(name, func)
         target = func.attrs.get(TARGET)
         kernel = func.attrs.get(CALLING_CONV) == CallingConv.DEVICE_KERNEL_LAUNCH
         if isinstance(target, Target) and target.is_device and kernel:
