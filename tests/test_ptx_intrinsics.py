@@ -327,10 +327,11 @@ def test_misuse_is_a_located_error(call, message, tmp_path):
     assert err.span.line == _line_of(text, call)
 
 
-@pytest.mark.parametrize("dtype", ["int4", "uint4x8", "int1"])
-def test_sub_byte_dtypes_are_refused_at_their_use(dtype, tmp_path):
-    """TVM's int4/uint4/int1 buffers pack elements into bytes; tirc does not model that and
-    says so where the dtype is written (the mma modules of TVM's tests that use them)."""
+@pytest.mark.parametrize("dtype", ["int3", "uint5x8", "int7"])
+def test_sub_byte_dtypes_tirc_does_not_pack_are_refused_at_their_use(dtype, tmp_path):
+    """int1/int2/int4 (and uint2/uint4) are packed as DLPack packs them
+    (tests/test_subbyte.py); widths that do not divide a byte are refused where the dtype
+    is written."""
     text = f"""
     @T.prim_func
     def main(A: T.Buffer((32,), "int32")):

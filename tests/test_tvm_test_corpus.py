@@ -30,13 +30,6 @@ REFUSED = {
     "the TVM test stores 4 lanes into a local buffer of 2 elements (MultiB), past its end": {
         "test_tir_ptx_mma__8.tir": "store to buffer 'MultiB' (2,) at index 0..3: outside the buffer",
     },
-    "sub-byte integer dtypes (int4, int1) are not supported": {
-        "test_tir_ptx_mma__6.tir": "sub-byte integer dtype 'int4' is not supported",
-        "test_tir_ptx_mma__7.tir": "sub-byte integer dtype 'int4' is not supported",
-        "test_tir_ptx_mma__15.tir": "sub-byte integer dtype 'int4' is not supported",
-        "test_tir_ptx_mma__16.tir": "sub-byte integer dtype 'int4' is not supported",
-        "test_tir_ptx_mma__17.tir": "sub-byte integer dtype 'int1' is not supported",
-    },
 }
 
 EXPECTED_ERROR = {f: text for files in REFUSED.values() for f, text in files.items()}

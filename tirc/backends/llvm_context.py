@@ -60,6 +60,8 @@ class LLVMTargetContext:
     # (min, max) of T.vscale() where the target has scalable vectors (tirc.target's
     # vscale_range); None: it has none, and T.vscale() is an error (llvm_vla)
     vscale_range: tuple[int, int] | None = None
+    # atomic read-modify-write of one byte (llvm_subbyte stores part of a shared byte so)
+    byte_atomics = True
 
     def __init__(self, target: Target, triple: str, data_layout: str = ""):
         self.target, self.triple, self.data_layout = target, triple, data_layout

@@ -301,6 +301,10 @@ class ExprLowering:
     # -- memory -----------------------------------------------------------------------
     def buffer_pointer(self, buf: Buffer, index: PrimExpr | None, span=None) -> tuple[ir.Value, ir.Type]:
         """The address of element ``index`` (scalar; None: 0) of ``buf``, and its type."""
+        if buf.dtype.is_subbyte and (index is not None or self.elem_offset(buf) is not None):
+            raise Diagnostic(f"the address of an element of sub-byte buffer '{buf.name}' "
+                             f"({buf.dtype}) is not supported: its elements are packed "
+                             f"{buf.dtype.packs} to a byte", span)
         elem = lt.memory_type(buf.dtype, self.ctx.pointer(), span)
         step = lt.stride_type(buf.dtype, self.ctx.pointer(), span)
         base = self.expr(buf.data)
@@ -352,6 +356,9 @@ class ExprLowering:
         return self.load(e.buffer, e.indices[0], e.dtype, e.span)
 
     def load(self, buf: Buffer, index: PrimExpr, dtype: DataType, span=None) -> ir.Value:
+        if buf.dtype.is_subbyte:
+            from tirc.backends.llvm_subbyte import SubByteAccess
+            return SubByteAccess(self, buf, index, dtype, span).load()
         store_t = lt.memory_type(dtype, self.ctx.pointer(), span)
         if isinstance(index, Ramp) and is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:
             ptr, _ = self.buffer_pointer(buf, index.base, span)
@@ -385,6 +392,9 @@ class ExprLowering:
 
     def store(self, buf: Buffer, index: PrimExpr, value: PrimExpr, span=None) -> None:
         v, dtype = self.expr(value), value.dtype
+        if buf.dtype.is_subbyte:
+            from tirc.backends.llvm_subbyte import SubByteAccess
+            return SubByteAccess(self, buf, index, dtype, span).store(v)
         if dtype.is_bool:
             v = self.b.zext(v, lt.memory_type(dtype, self.ctx.pointer()))
         if isinstance(index, Ramp) and is_one(index.stride) and dtype.lanes == index.lanes * buf.dtype.lanes:

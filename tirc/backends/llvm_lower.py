@@ -132,6 +132,7 @@ class FunctionLowering(ExprLowering):
         self.entry = llfunc.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)
         self.vars: dict[int, ir.Value] = {}
+        self.let_exprs: dict[int, PrimExpr] = {}  # let-bound var -> its value (llvm_subbyte)
         self.data_align: dict[int, int] = {}  # data pointer var -> known alignment
         self.offset_applied: set[int] = set()  # buffers whose pointer includes elem_offset
         self.loops: list[_Loop] = []
@@ -311,6 +312,7 @@ class FunctionLowering(ExprLowering):
         if isinstance(v, ir.NamedValue) and not v.name:
             v.name = s.var.name
         self.vars[id(s.var)] = v
+        self.let_exprs[id(s.var)] = s.value
         if self.alias is not None and self.noalias and is_argument_data(s.value):
             self.alias.add(s.var)
         yield s.body
@@ -459,6 +461,12 @@ class FunctionLowering(ExprLowering):
         count_expr = _product(buf.shape)
         count = count_expr.value if isinstance(count_expr, IntImm) else None
         size = lt.byte_size(buf.dtype)
+        if buf.dtype.is_subbyte:  # packed: bytes, not elements
+            from tirc.backends.llvm_subbyte import allocation_bytes
+            if count is None:
+                raise Diagnostic(f"sub-byte buffer '{buf.name}' ({buf.dtype}) needs a constant "
+                                 "size", s.span)
+            elem, count, size = lt.I8, allocation_bytes(buf.dtype, count), 1
         if count is not None:
             nbytes: ir.Value = ir.Constant(lt.I64, count * size)
         else:

@@ -115,6 +115,7 @@ class NVPTXContext(LLVMTargetContext):
     # integer division does not trap on the GPU (PTX leaves x / 0 machine-specific): x / 0
     # is -1 and x % 0 is x, INT_MIN / -1 wraps to INT_MIN (llvm_expr.division_guard)
     division_fails = False
+    byte_atomics = False  # PTX's atom has no 8-bit forms
 
     def __init__(self, target: Target, libdevice: str | None = None, ptx_version: int | None = None):
         self.machine = target_machine(target, ptx_version)

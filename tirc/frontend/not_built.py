@@ -24,7 +24,7 @@ def dtype_reason(name: str) -> str | None:
     """Why tirc does not build dtype ``name``, if it is one TVM has."""
     if name in DTYPES:
         return DTYPES[name]
-    m = re.fullmatch(r"(u?int)([1-7])(x\d+)?", name)
+    m = re.fullmatch(r"(u?int)([3567])(x\d+)?", name)
     if m is not None:
         per_byte = 8 // int(m.group(2)) if 8 % int(m.group(2)) == 0 else None
         packing = f"{per_byte} elements to a byte" if per_byte else "elements across bytes"

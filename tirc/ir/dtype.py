@@ -11,6 +11,8 @@ _FLOAT8 = ("float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn",
            "float8_e4m3fnuz", "float8_e5m2", "float8_e5m2fnuz", "float8_e8m0fnu")
 _BASES: dict[str, int] = {
     "bool": 1,
+    # sub-byte integers, packed as DLPack lays them out (``packs``); uint1 is bool
+    "int1": 1, "int2": 2, "int4": 4, "uint2": 2, "uint4": 4,
     "int8": 8, "int16": 16, "int32": 32, "int64": 64,
     "uint8": 8, "uint16": 16, "uint32": 32, "uint64": 64,
     "float16": 16, "float32": 32, "float64": 64, "bfloat16": 16,
@@ -57,6 +59,18 @@ class DataType:
     def is_integer(self) -> bool:
         """Signed or unsigned integer (not bool)."""
         return self.is_int or self.is_uint
+
+    @property
+    def is_subbyte(self) -> bool:
+        """A packed sub-byte integer (int1, int2, int4, uint2, uint4): DLPack stores
+        ``packs`` elements in a byte, element ``i`` of a byte in its bits
+        ``[i * bits, (i + 1) * bits)`` (little bit-endian), with no padding."""
+        return self.bits < 8 and self.is_integer
+
+    @property
+    def packs(self) -> int:
+        """How many elements share a byte: 8 // bits for a sub-byte integer, else 1."""
+        return 8 // self.bits if self.is_subbyte else 1
 
     @property
     def is_float(self) -> bool:

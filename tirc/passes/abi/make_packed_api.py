@@ -321,6 +321,8 @@ class _Packer:
     def offset_check(self, buf: Buffer, h: Var, arg: str) -> None:
         """The byte offset is the element offset times the element size."""
         d, name, eo = buf.dtype, buf.name, buf.elem_offset
+        if d.is_subbyte and d.bits * d.lanes < 8:
+            return self.packed_offset_check(buf, h, arg)
         size = d.lanes if d.is_bool else max(1, d.bits * d.lanes // 8)
         offset, usize = struct_get(h, 0, abi.ARR_BYTE_OFFSET, abi.UINT64), IntImm(abi.UINT64, size)
         if isinstance(eo, Var) and id(eo) not in self.bound:
@@ -352,6 +354,37 @@ class _Packer:
             self.check(binop("eq", binop("mul", cast(abi.UINT64, wide(eo)), usize), offset), "ValueError",
                        self.lazy_msg(f"Invalid {name}.byte_offset{arg}",
                                      self.expected_text(eo), f" * {size}"),
+                       late=True)
+
+    def packed_offset_check(self, buf: Buffer, h: Var, arg: str) -> None:
+        """A sub-byte buffer (``per`` elements to a byte, DLPack's packing): the byte
+        offset is the element offset divided by ``per``, so the element offset is a
+        multiple of ``per`` (a part of a byte has no byte offset)."""
+        d, name, eo = buf.dtype, buf.name, buf.elem_offset
+        per = 8 // (d.bits * d.lanes)
+        offset, uper = struct_get(h, 0, abi.ARR_BYTE_OFFSET, abi.UINT64), IntImm(abi.UINT64, per)
+        if isinstance(eo, Var) and id(eo) not in self.bound:
+            value = BinOp("mul", offset, uper, abi.UINT64)
+            ok = fits(value, eo.dtype)
+            if ok is not None:
+                self.check(ok, "ValueError", self.msg(
+                    f"Out-of-range {name}.byte_offset{arg}",
+                    f"{name}.elem_offset ({eo.name}: {eo.dtype}) from {range_text(eo.dtype, True)}"))
+            self.let(eo, cast(eo.dtype, value), origin=f"{name}.elem_offset")
+        elif eo is None or isinstance(eo, IntImm):
+            elems = eo.value if eo is not None else 0
+            if elems % per:
+                raise Diagnostic(f"sub-byte buffer '{name}' ({d}) has elem_offset {elems}, "
+                                 f"not a multiple of the {per} elements a byte holds: DLPack's "
+                                 "byte_offset cannot express it", buf.span)
+            want = elems // per
+            self.check(binop("eq", IntImm(abi.UINT64, want), offset), "ValueError",
+                       self.msg(f"Invalid {name}.byte_offset{arg}", str(want)), late=True)
+        else:
+            self.pending.append((eo, f"{name}.elem_offset"))
+            self.check(binop("eq", binop("mul", offset, uper), cast(abi.UINT64, wide(eo))),
+                       "ValueError", self.lazy_msg(f"Invalid {name}.byte_offset{arg}",
+                                                   self.expected_text(eo), f" / {per}"),
                        late=True)
 
     def bind_or_check(self, expected: PrimExpr, value: PrimExpr, where: str, arg: str,
