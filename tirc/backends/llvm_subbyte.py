@@ -104,16 +104,20 @@ class SubByteAccess:
         known = math.gcd(self.fl.data_align.get(id(self.buf.data), 1), nbytes)
         return lt.access_align(math.gcd(known, step) if step else known)
 
+    def byte_pointer(self, pos: ir.Value) -> ir.Value:
+        """The address of the byte holding element ``pos``."""
+        b = self.fl.b
+        log = self.packs.bit_length() - 1
+        byte = b.lshr(pos, ir.Constant(lt.I64, log)) if log else pos
+        return b.gep(self.fl.expr(self.buf.data), [byte], source_etype=lt.I8)
+
     def byte_address(self, pos: ir.Value) -> tuple[ir.Value, ir.Value]:
         """The address of the byte holding element ``pos`` and the element's bit shift."""
         b = self.fl.b
         pos = self.fl.int_cast(pos, lt.I64)
-        log = self.packs.bit_length() - 1
-        byte = b.lshr(pos, ir.Constant(lt.I64, log)) if log else pos
-        ptr = b.gep(self.fl.expr(self.buf.data), [byte], source_etype=lt.I8)
         lane = b.and_(pos, ir.Constant(lt.I64, self.packs - 1))
         shift = b.trunc(b.mul(lane, ir.Constant(lt.I64, self.bits)), lt.I8)
-        return ptr, shift
+        return self.byte_pointer(pos), shift
 
     def lane_positions(self) -> list[ir.Value]:
         """The element numbers of every lane of the access."""
@@ -140,7 +144,7 @@ class SubByteAccess:
         fl, b = self.fl, self.fl.b
         start = self.whole_bytes()
         if start is not None:
-            ptr, _ = self.byte_address(fl.expr(start))
+            ptr = self.byte_pointer(fl.int_cast(fl.expr(start), lt.I64))
             word = ir.IntType(self.dtype.lanes * self.bits)
             align = self.align(start, word.width // 8)
             v = fl.note_access(b.load(ptr, typ=word, align=align), self.buf)
@@ -157,7 +161,7 @@ class SubByteAccess:
         fl, b = self.fl, self.fl.b
         start = self.whole_bytes()
         if start is not None and self.dtype.lanes > 1:
-            ptr, _ = self.byte_address(fl.expr(start))
+            ptr = self.byte_pointer(fl.int_cast(fl.expr(start), lt.I64))
             word = ir.IntType(self.dtype.lanes * self.bits)
             align = self.align(start, word.width // 8)
             fl.note_access(b.store(b.bitcast(v, word), ptr, align=align), self.buf)

@@ -23,6 +23,8 @@ def c_type(dtype: DataType) -> str:
         return "void*"
     if dtype.is_bool:
         return "bool"
+    if dtype.is_subbyte:  # packed, DLPack's layout: the bytes that hold the elements
+        return "uint8_t"
     if dtype.is_int:
         return f"int{dtype.bits}_t"
     if dtype.is_uint:

@@ -178,6 +178,19 @@ def _index(call: Call, i: int, what: str) -> PrimExpr:
     return a
 
 
+def _packed_offset(call: Call, i: int, name: str) -> None:
+    """An offset from a pointer to packed sub-byte elements smaller than a byte (an
+    ``int4`` buffer's data) has no byte address in general, and TVM's CUDA code counts it
+    in 32-bit words (it prints such pointers as ``int*``): only 0 is taken."""
+    dtype = getattr(getattr(call.args[i], "ptr", None), "dtype", None)
+    off = call.args[i + 1]
+    if dtype is not None and dtype.is_subbyte and dtype.bits * dtype.lanes < 8 and not (
+            isinstance(off, IntImm) and off.value == 0):
+        raise Diagnostic(f"argument {i + 2} of T.{call.op} ({name}'s offset) must be 0 with a "
+                         f"pointer to packed {dtype} elements ({dtype.packs} to a byte): offset "
+                         "the buffer's index instead, by a whole number of bytes", call.span)
+
+
 def _mma(call: Call) -> MmaCall:
     shape = _string(call, 0, "the shape")
     m = re.fullmatch(r"m(\d+)n(\d+)k(\d+)", shape)
@@ -223,6 +236,7 @@ def _mma(call: Call) -> MmaCall:
 
     def operand(i: int, name: str, ptx: str, bits: int, elements: int) -> Operand:
         constraint, reg_bits = _FRAGMENT.get(ptx, ("r", 32))
+        _packed_offset(call, i, name)
         return Operand(_pointer(call, i, f"{name}'s pointer"), _index(call, i + 1, f"{name}'s offset"),
                        elements * bits // reg_bits // threads, constraint)
 
