@@ -55,6 +55,54 @@ def test_tvm_mma_module_computes_a_matmul(number):
         np.testing.assert_allclose(c, want, rtol=1e-6, atol=1e-6)
 
 
+# int4/uint4 modules: their A and B are passed packed, two elements to a byte (element
+# 0 in the low nibble, DLPack's layout, which the interpreter reads as the code does).
+# TVM's m16n8k64 tests (15, 16) fill 16 x 64 fragments but call the m8n8k32 mma, which
+# reads the first 8 elements of each and writes two of the four accumulators: C's first
+# 8 rows are A[:8, :32] B[:, :32]^T and the rest stays 0.
+INT4_MODULES = {6: "s4 m8n8k32", 7: "s4u4 m8n8k32", 15: "s4 m16n8k64 (calls m8n8k32)",
+                16: "s4u4 m16n8k64 (calls m8n8k32)"}
+
+
+def _pack4(v: np.ndarray) -> np.ndarray:
+    flat = v.reshape(-1).astype(np.int64) & 15
+    return (flat[0::2] | (flat[1::2] << 4)).astype(np.uint8)
+
+
+@pytest.mark.parametrize("number", sorted(INT4_MODULES), ids=[INT4_MODULES[n] for n in sorted(INT4_MODULES)])
+def test_tvm_int4_mma_module_computes_a_matmul(number):
+    name = f"test_tir_ptx_mma__{number}.tir"
+    text = (CORPUS / name).read_text()
+    fn = parse(text, name).functions["main"]
+    rng = np.random.default_rng(number)
+    values = []
+    for p in fn.params[:2]:
+        b = fn.buffer_of(p)
+        shape = tuple(int(s.value) for s in b.shape)
+        values.append(rng.integers(-8, 8, shape) if str(b.dtype) == "int4" else rng.integers(0, 16, shape))
+    a, b = values
+    c = np.zeros(tuple(int(s.value) for s in fn.buffer_of(fn.params[2]).shape), np.int32)
+    simt.run(text, "main", [_pack4(a), _pack4(b), c], INDEX[name]["target"], INDEX[name]["host"],
+             filename=name)
+    want = np.zeros_like(c)
+    want[:8] = a[:8, :32] @ b[:, :32].T
+    np.testing.assert_array_equal(c, want)
+
+
+@pytest.mark.parametrize("number", [15, 16])
+def test_int4_m16n8k64_mma_computes_a_matmul(number):
+    """TVM's m16n8k64 modules with the m16n8k64 mma their fragments are laid out for."""
+    name = f"test_tir_ptx_mma__{number}.tir"
+    text = (CORPUS / name).read_text().replace('T.ptx_legacy.mma("m8n8k32"', 'T.ptx_legacy.mma("m16n8k64"')
+    rng = np.random.default_rng(number)
+    a = rng.integers(-8, 8, (16, 64))
+    b = rng.integers(-8, 8, (8, 64)) if number == 15 else rng.integers(0, 16, (8, 64))
+    c = np.zeros((16, 8), np.int32)
+    simt.run(text, "main", [_pack4(a), _pack4(b), c], INDEX[name]["target"], INDEX[name]["host"],
+             filename=name)
+    np.testing.assert_array_equal(c, a @ b.T)
+
+
 _HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 
 

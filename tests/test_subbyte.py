@@ -350,3 +350,18 @@ def test_constant_elem_offset_inside_a_byte_is_refused(tmp_path):
         """)
     err = _error(text, tmp_path)
     assert "has elem_offset 3, not a multiple of the 2 elements a byte holds" in err.message
+
+
+def test_int4_m16n8k64_mma_of_a_tvm_module_assembles(tmp_path):
+    """TVM's m16n8k64 int4 module with the m16n8k64 mma (tests/test_simt_ptx.py runs it):
+    four A, two B registers of packed nibbles, copied to them as bytes."""
+    from pathlib import Path
+    path = Path(__file__).parent / "corpus" / "tvm_tests" / "test_tir_ptx_mma__15.tir"
+    text = path.read_text().replace('T.ptx_legacy.mma("m8n8k32"', 'T.ptx_legacy.mma("m16n8k64"')
+    result = build(text, "cuda -arch=sm_80", "llvm", tmp_path, "m", device_format="ptx")
+    (image,) = result.images.values()
+    ptx = open(image).read()
+    filecheck(ptx, r"""
+        CHECK: mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}, {{{.*}}};
+        """, tmp_path)
+    ptxas_check(ptx, "sm_80", tmp_path)

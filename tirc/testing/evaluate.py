@@ -45,7 +45,9 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, Continue, De
 NP = {"bool": np.bool_, "int8": np.int8, "int16": np.int16, "int32": np.int32,
       "int64": np.int64, "uint8": np.uint8, "uint16": np.uint16, "uint32": np.uint32,
       "uint64": np.uint64, "float16": np.float16, "float32": np.float32,
-      "float64": np.float64}
+      "float64": np.float64,
+      # packed sub-byte integers: held in a byte, wrapped to their bits (lanes.binop)
+      "int1": np.int8, "int2": np.int8, "int4": np.int8, "uint2": np.uint8, "uint4": np.uint8}
 MAX_STEPS = 2_000_000
 
 
@@ -218,6 +220,9 @@ class Evaluator:
         return None
 
     def _bind_buffer(self, buf: Buffer, storage, env, views, base: int, shape) -> None:
+        if buf.dtype.is_subbyte:  # a packed array's bytes, passed on (no view: _view)
+            env[id(buf.data)] = storage
+            return
         if len(buf.shape) != len(shape) and len(buf.shape) != 1:
             raise Undefined(f"{buf.name}: {len(shape)}-d argument for a {len(buf.shape)}-d buffer")
         if len(buf.shape) == len(shape):
@@ -229,7 +234,11 @@ class Evaluator:
         env[id(buf.data)] = storage
         views[id(buf)] = self._view(buf, storage, env, views, base)
 
-    def _view(self, buf: Buffer, storage, env, views, base: int = 0) -> View:
+    def _view(self, buf: Buffer, storage, env, views, base: int = 0) -> View | None:
+        """None for packed sub-byte elements: this evaluator indexes NumPy arrays by
+        element, so their loads and stores are Unsupported (the SIMT interpreter runs them)."""
+        if buf.dtype.is_subbyte:
+            return None
         shape = [int(self.expr(e, env, views)) for e in buf.shape]
         if buf.strides:
             strides = [int(self.expr(e, env, views)) for e in buf.strides]
@@ -247,6 +256,8 @@ class Evaluator:
         for a, p in zip(e.args, callee.params):
             if isinstance(a, Buffer):
                 v = views[id(a)]
+                if v is None:
+                    raise Unsupported(f"a call with packed sub-byte buffer {a.name}")
                 args.append(v)
             else:
                 args.append(self.expr(a, env, views))

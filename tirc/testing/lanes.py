@@ -88,14 +88,35 @@ def _fast(op: str, d: DataType):
     return _FAST[key]
 
 
+def narrow(v, d: DataType):
+    """Integers ``v`` as sub-byte dtype ``d``: two's complement of ``d.bits`` bits."""
+    x = np.asarray(v).astype(np.int64) & ((1 << d.bits) - 1)
+    if d.is_int:
+        x = np.where(x >= 1 << (d.bits - 1), x - (1 << d.bits), x)
+    return as_value(x, np_type(d))
+
+
+def _sub_byte(op: str, a, b, d: DataType, out: DataType):
+    """``a op b`` on sub-byte integers: computed in int64, wrapped to the dtype's bits."""
+    if op in _CMP:
+        return as_value(_CMP[op](a, b), np.bool_)
+    if op not in _INT_ARITH:
+        raise Unsupported(f"{op} of sub-byte {d}")
+    return narrow(_INT_ARITH[op](np.asarray(a, np.int64), np.asarray(b, np.int64)), out)
+
+
 def binop_fn(op: str, d: DataType, out: DataType):
     """:func:`binop` for one operation and dtype, as a function of the two operands."""
+    if d.is_subbyte:
+        return lambda a, b: _sub_byte(op, a, b, d, out)
     f = _fast(op, d)
     return f if f is not None else (lambda a, b: binop(op, a, b, d, out))
 
 
 def binop(op: str, a, b, d: DataType, out: DataType):
     """``a op b`` over threads: operands of dtype ``d``, result of dtype ``out``."""
+    if d.is_subbyte:
+        return _sub_byte(op, a, b, d, out)
     f = _FAST.get((op, d), _fast)
     if f is _fast:
         f = _fast(op, d)
@@ -156,6 +177,10 @@ def convert(v, src: DataType, dst: DataType):
     """C/LLVM conversion of ``v`` from ``src`` to ``dst`` over threads."""
     if src.element() == dst.element():
         return v
+    if dst.is_subbyte:
+        if src.is_float:
+            raise Unsupported(f"conversion of {src} to sub-byte {dst}")
+        return narrow(v, dst)
     t = np_type(dst)
     with np.errstate(all="ignore"):
         if dst.is_bool:

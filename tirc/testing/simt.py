@@ -76,7 +76,7 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore,
                           Stmt, While)
 from tirc.ir.visitor import walk
 from tirc.records import record
-from tirc.testing import lanes
+from tirc.testing import lanes, simt_subbyte
 from tirc.testing.evaluate import Evaluator, Undefined, Unsupported, _scalar, wrap
 from tirc.testing.simt_memory import (DataRace, KernelFault, Memory, OutOfBounds, SparseMemory,
                                       Sync, Threads, View, check_load, check_store)
@@ -526,6 +526,8 @@ class _Kernel:
         t = lanes.np_type(b.dtype)
         elems = count * b.dtype.lanes
         nbytes = elems * np.dtype(t).itemsize
+        if b.dtype.is_subbyte:  # packed, and never sparse (simt_subbyte reads bytes)
+            nbytes = (elems * b.dtype.bits + 7) // 8
         if b.scope in ("shared", "shared.dyn"):
             if b.scope == "shared.dyn" and self.cfg.dyn_shared is not None:
                 if nbytes > self.cfg.dyn_shared:
@@ -535,7 +537,7 @@ class _Kernel:
                 nbytes = self.cfg.dyn_shared
             mem = Memory.fresh(b.name, "shared", self.nblk, nbytes, self.block_local)
         elif b.scope in ("local", "global"):  # a global allocation in a kernel is per thread too
-            if self.n * elems > self.opts.dense_local_limit:
+            if self.n * elems > self.opts.dense_local_limit and not b.dtype.is_subbyte:
                 mem = SparseMemory(b.name, t, elems)
             else:
                 mem = Memory.fresh(b.name, "local", self.n, nbytes, self.lin)
@@ -558,6 +560,10 @@ class _Kernel:
                 n *= x
         vec = buf.dtype.lanes
         offset = self.uniform(buf.elem_offset, "a buffer offset") if buf.elem_offset is not None else 0
+        if buf.dtype.is_subbyte:  # packed: base counts elements, the memory is bytes
+            sub = buf.dtype.element()
+            return View(buf.name, ptr.mem, t, ptr.byte * sub.packs + offset * vec, shape, strides,
+                        vec, sub)
         itemsize = np.dtype(t).itemsize
         if isinstance(ptr.mem, SparseMemory) and (ptr.mem.t != t or ptr.byte):
             raise Unsupported(f"{buf.name}: another view of the large local buffer {ptr.mem.name}")
@@ -600,6 +606,8 @@ class _Kernel:
         if view.vec > 1 and np.ndim(pos) == 1:
             pos = pos[None, :]  # one vector element, the same in every thread: (1, lanes)
         limit = view.mem.count if isinstance(view.mem, SparseMemory) else view.mem.row_len(view.itemsize)
+        if view.sub is not None:
+            limit = view.mem.row_len(1) * view.sub.packs
         bad = bad | (pos < 0) | (pos >= limit)
         if np.any(bad):
             per_lane = np.ndim(bad) > 0 and np.shape(bad)[0] == self.n
@@ -625,6 +633,8 @@ class _Kernel:
         if view is None:
             raise Unsupported(f"load of unknown buffer {e.buffer.name}")
         pos = self.address(view, e.indices, e, "load")
+        if view.sub is not None:
+            return simt_subbyte.load(self, view, pos, e, view.t)
         mem = view.mem
         if isinstance(mem, SparseMemory):
             keys = (self.lin if pos.ndim == 1 or pos.ndim == 0 else self.lin[:, None]) * mem.count + pos
@@ -666,6 +676,8 @@ class _Kernel:
             raise Unsupported(f"store to unknown buffer {buffer.name}")
         pos = self.address(view, indices, s, "store")
         value = value_of()
+        if view.sub is not None:
+            return simt_subbyte.store(self, view, pos, value, s)
         mem = view.mem
         shape = (self.n,) + np.shape(pos)[1:] if np.ndim(pos) else (self.n,)
         pos = np.broadcast_to(pos, shape)

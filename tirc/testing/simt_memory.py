@@ -129,10 +129,12 @@ class View:
     """A buffer over memory: dtype ``t`` (``vec`` lanes per buffer element), its first
     element at ``base`` (elements of ``t`` from the start of a copy), shape and strides."""
 
-    __slots__ = ("name", "mem", "t", "itemsize", "base", "shape", "strides", "size", "vec")
+    __slots__ = ("name", "mem", "t", "itemsize", "base", "shape", "strides", "size", "vec", "sub")
 
-    def __init__(self, name, mem, t, base: int, shape: list[int], strides: list[int], vec: int):
+    def __init__(self, name, mem, t, base: int, shape: list[int], strides: list[int], vec: int,
+                 sub=None):
         self.name, self.mem, self.t = name, mem, t
+        self.sub = sub  # the element dtype of packed sub-byte elements (base counts them)
         self.itemsize = np.dtype(t).itemsize
         self.base, self.shape, self.strides, self.vec = base, shape, strides, vec
         n = 1

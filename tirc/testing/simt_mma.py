@@ -9,7 +9,8 @@ products summed exactly (float64 or int64) and rounded once to the accumulator t
 and each thread's D fragment is written where its C fragment was read.
 
 Shapes: f64 m8n8k4; f16 m16n8k8 and m16n8k16 (f16 or f32 accumulator); s8/u8 m8n8k16,
-m16n8k16 and m16n8k32; layouts row.col. Others are :class:`Unsupported`, as is an mma
+m16n8k16 and m16n8k32; s4/u4 (two to a byte, element 0 in the low nibble) m8n8k32,
+m16n8k32 and m16n8k64; layouts row.col. Others are :class:`Unsupported`, as is an mma
 that not every thread of a full warp executes (``mma.sync.aligned`` needs all 32).
 """
 from __future__ import annotations
@@ -46,7 +47,24 @@ _LAYOUTS = {
                          lambda i, g, t: (4 * t + i, g), _c16),
     ("m16n8k32", "s8"): ((16, 8, 32), lambda i, g, t: (g + 8 * ((i >> 2) & 1), 4 * t + (i & 3) + 16 * (i >> 3)),
                          lambda i, g, t: (4 * t + (i & 3) + 16 * (i >> 2), g), _c16),
+    ("m8n8k32", "s4"): ((8, 8, 32), lambda i, g, t: (g, 8 * t + i), lambda i, g, t: (8 * t + i, g),
+                        lambda i, g, t: (g, 2 * t + i)),
+    ("m16n8k32", "s4"): ((16, 8, 32), lambda i, g, t: (g + 8 * (i >> 3), 8 * t + (i & 7)),
+                         lambda i, g, t: (8 * t + i, g), _c16),
+    ("m16n8k64", "s4"): ((16, 8, 64), lambda i, g, t: (g + 8 * ((i >> 3) & 1), 8 * t + (i & 7) + 32 * (i >> 4)),
+                         lambda i, g, t: (8 * t + (i & 7) + 32 * (i >> 3), g), _c16),
 }
+_NIBBLES = {"s4": True, "u4": False}  # packed 4-bit multiplicands: signed?
+
+
+def _nibbles_at(k, operand: "ptx_ops.Operand", ptx: str, count: int) -> np.ndarray:
+    """The ``count`` packed 4-bit elements of each thread's fragment (threads x count),
+    element ``i`` in bits ``4 * (i % 2)`` of byte ``i // 2`` (little-endian registers)."""
+    pos, raw = _fragment_at(k, operand, "u8", count // 2)
+    b = raw[pos].astype(np.int64)
+    v = np.empty((k.n, count), np.int64)
+    v[:, 0::2], v[:, 1::2] = b & 15, b >> 4
+    return np.where(v >= 8, v - 16, v) if _NIBBLES[ptx] else v
 
 
 def _fragment_at(k, operand: "ptx_ops.Operand", ptx: str, count: int):
@@ -70,7 +88,7 @@ def _fragment_at(k, operand: "ptx_ops.Operand", ptx: str, count: int):
 def mma(k, call: Call) -> None:
     d = ptx_ops.decode(call)
     ta, tb, tc = d.types
-    key = (d.shape, "s8" if ta in ("s8", "u8") else ta)
+    key = (d.shape, {"u8": "s8", "u4": "s4"}.get(ta, ta))
     if key not in _LAYOUTS or d.layouts != ("row", "col") or d.saturate:
         raise Unsupported(f"mma {d.instruction()} in the SIMT interpreter")
     if k.T % 32 or not k.mask.all():
@@ -82,9 +100,13 @@ def mma(k, call: Call) -> None:
 
     def gather(operand, ptx, rows, cols, where):
         count = rows * cols // 32
-        pos, mem = _fragment_at(k, operand, ptx, count)
+        if ptx in _NIBBLES:
+            pos, mem = None, None
+            vals = _nibbles_at(k, operand, ptx, count).reshape(warps, 32, count)
+        else:
+            pos, mem = _fragment_at(k, operand, ptx, count)
+            vals = mem[pos].astype(exact).reshape(warps, 32, count)
         out = np.zeros((warps, rows, cols), exact)
-        vals = mem[pos].astype(exact).reshape(warps, 32, count)
         for i in range(count):
             r, c = where(i, g, t)
             out[:, r, c] = vals[:, :, i]
