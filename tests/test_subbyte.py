@@ -365,3 +365,34 @@ def test_int4_m16n8k64_mma_of_a_tvm_module_assembles(tmp_path):
         CHECK: mma.sync.aligned.m16n8k64.row.col.s32.s4.s4.s32 {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}, %r{{[0-9]+}}}, {%r{{[0-9]+}}, %r{{[0-9]+}}}, {{{.*}}};
         """, tmp_path)
     ptxas_check(ptx, "sm_80", tmp_path)
+
+
+def test_shared_int4_tile_runs_on_the_simt_interpreter(tmp_path):
+    """Whole-byte stores into a shared int4 tile (128 bytes for 256 elements), a barrier,
+    then nibble loads in reverse: the PTX stores 32-bit words and assembles, and the SIMT
+    interpreter (tirc/testing/simt_subbyte.py) gives the reversed input."""
+    np = pytest.importorskip("numpy")
+    from tirc.testing import simt
+    text = func("""
+        with T.launch_thread("blockIdx.x", 1) as bx:
+            S = T.alloc_buffer((256,), "int4", scope="shared")
+            tx = T.launch_thread("threadIdx.x", 32)
+            S[T.Ramp(tx * 8, 1, 8)] = A[T.Ramp(tx * 8, 1, 8)]
+            T.tvm_storage_sync("shared")
+            for i in range(8):
+                C[tx * 8 + i] = T.Cast("int32", S[255 - tx * 8 - i])
+        """, 'A: T.Buffer((256,), "int4"), C: T.Buffer((256,), "int32")')
+    a = np.random.default_rng(1).integers(-8, 8, 256)
+    c = np.zeros(256, np.int32)
+    simt.run(text, "f", [((a[0::2] & 15) | ((a[1::2] & 15) << 4)).astype(np.uint8), c])
+    np.testing.assert_array_equal(c, a[::-1])
+    result = build(text, "cuda -arch=sm_80", "llvm", tmp_path, "m", device_format="ptx")
+    (image,) = result.images.values()
+    ptx = open(image).read()
+    filecheck(ptx, r"""
+        CHECK: .shared .align 16 .b8 f_kernel_S[128];
+        CHECK: st.shared.b32
+        CHECK: bar.sync
+        CHECK: ld.shared.b8
+        """, tmp_path)
+    ptxas_check(ptx, "sm_80", tmp_path)
