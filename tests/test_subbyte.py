@@ -154,7 +154,7 @@ def test_a_partial_byte_store_in_local_memory_is_a_plain_read_modify_write(tmp_p
 
 
 # -- run on the CPU through tvm-ffi, with DLPack's packed layout --------------------------
-RUN = r'''
+PRODUCER = r'''
 import ctypes, sys
 import numpy as np, tvm_ffi
 from ctypes import POINTER, c_int64
@@ -210,8 +210,9 @@ def attempt(name, call):
         print(name, "OK")
     except (TypeError, ValueError) as e:
         print(name, type(e).__name__, " ".join(str(e).split()))
+'''
 
-
+RUN = PRODUCER + r'''
 lib = tvm_ffi.load_module(sys.argv[1])
 rng = np.random.default_rng(0)
 a = rng.integers(-8, 8, 64)
@@ -396,3 +397,29 @@ def test_shared_int4_tile_runs_on_the_simt_interpreter(tmp_path):
         CHECK: ld.shared.b8
         """, tmp_path)
     ptxas_check(ptx, "sm_80", tmp_path)
+
+
+def test_a_packed_call_gets_a_sub_byte_tensor_at_its_byte_offset(tmp_path):
+    """``T.tvm_stack_make_array`` over an int4 buffer from element 4: the callee's tensor
+    is int4 and starts 2 bytes in (DLPack's byte_offset of packed elements)."""
+    np = pytest.importorskip("numpy")
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    scope: dict = {}
+    exec(PRODUCER, scope)  # noqa: S102 (the test's own DLPack producer)
+    seen = []
+
+    @tvm_ffi.register_global_func("tirc_test.subbyte_seen", override=True)
+    def _seen(t):
+        seen.append((str(t.dtype), tuple(t.shape), t.data_ptr()))
+
+    text = HEAD + textwrap.dedent("""
+        @T.prim_func
+        def f(A: T.Buffer((16,), "int4")):
+            T.call_packed("tirc_test.subbyte_seen", T.tvm_stack_make_array(A.data, T.tvm_stack_make_shape(8), 0, 1, T.int4(0), 4))
+        """)
+    build(text, "llvm", None, tmp_path, "m", shared=True)
+    base = np.arange(8, dtype=np.uint8)
+    tvm_ffi.load_module(str(tmp_path / "m.so"))["f"](scope["packed"](base, 16, (0, 4, 1)))
+    assert seen == [("int4", (8,), base.ctypes.data + 2)]
+    err = _error(text.replace("T.int4(0), 4)", "T.int4(0), 3)"), tmp_path)
+    assert "packed 4-bit elements at an element offset not provably a multiple of 2" in err.message

@@ -120,9 +120,24 @@ def _stack_array(fl, call: Call) -> ir.Value:
         put(abi.ARR_STRIDES, ir.Constant(pointer, None))
     else:
         put(abi.ARR_STRIDES, fl.expr(strides))
-    elem_bytes = ir.Constant(lt.I64, (bits * lanes + 7) // 8)
-    put(abi.ARR_BYTE_OFFSET, fl.b.mul(fl.int_cast(fl.expr(offset), lt.I64, signed=True), elem_bytes))
+    put(abi.ARR_BYTE_OFFSET, _byte_offset(fl, call, offset, bits * lanes, like.dtype.is_subbyte))
     return tensor
+
+
+def _byte_offset(fl, call: Call, offset, bits: int, packed: bool) -> ir.Value:
+    """The byte offset of element ``offset`` (of ``bits`` bits each). Packed sub-byte
+    elements (DLPack's layout) have one only at the start of a byte: an offset not
+    provably a multiple of the elements a byte holds is a located error."""
+    elems = fl.int_cast(fl.expr(offset), lt.I64, signed=True)
+    if not packed or bits >= 8:
+        return fl.b.mul(elems, ir.Constant(lt.I64, (bits + 7) // 8))
+    from tirc.backends.llvm_subbyte import multiple_of
+    per = 8 // bits
+    if not multiple_of(offset, per, fl.let_exprs):
+        raise Diagnostic(f"a tensor of packed {bits}-bit elements at an element offset not "
+                         f"provably a multiple of {per}: DLPack's byte_offset cannot start "
+                         "inside a byte", call.span)
+    return fl.b.sdiv(elems, ir.Constant(lt.I64, per))
 
 
 def _check_place(fl, call: Call) -> None:
