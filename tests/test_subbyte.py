@@ -11,8 +11,8 @@ computed from DLPack's layout with NumPy.
 What builds: whole-byte accesses (a contiguous vector of ``lanes * bits`` a multiple of
 8 at an element index provably a multiple of ``8 // bits``) are one load or store; a
 scalar or other vector load reads its byte(s) and shifts; a store of part of a byte is
-a read-modify-write: plain in ``local`` memory, two atomic byte operations (``and``,
-``or``) in memory other threads share on the CPU, and refused on the GPU (no 8-bit
+a read-modify-write: plain in a GPU thread's ``local`` memory, two atomic byte
+operations (``and``, ``or``) on the CPU, and refused elsewhere on the GPU (no 8-bit
 ``atom`` in PTX). Scalable vectors of sub-byte elements are refused.
 """
 from __future__ import annotations

@@ -62,6 +62,9 @@ class LLVMTargetContext:
     vscale_range: tuple[int, int] | None = None
     # atomic read-modify-write of one byte (llvm_subbyte stores part of a shared byte so)
     byte_atomics = True
+    # 'local' buffers are each thread's own (a GPU's); on a CPU the iterations of a
+    # T.parallel loop may share one
+    private_local = False
 
     def __init__(self, target: Target, triple: str, data_layout: str = ""):
         self.target, self.triple, self.data_layout = target, triple, data_layout

@@ -9,10 +9,12 @@ as DLPack lays them out: ``packs`` elements to a byte, element ``i`` of a byte i
 - A scalar load reads its byte and shifts; any other vector load goes lane by lane.
 - A store of part of a byte (a scalar, or a vector not on byte boundaries) is a
   read-modify-write of the byte. Another thread may write the other elements of the
-  same byte, so outside thread-private (``local``) memory it is done with two atomic
-  byte operations (``and`` to clear the element's bits, ``or`` to set them), which keep
-  the neighbours' writes; a target without byte atomics (NVPTX: PTX has no 8-bit
-  ``atom``) refuses it with a located error instead of racing.
+  same byte, so it is two atomic byte operations (``and`` to clear the element's bits,
+  ``or`` to set them), which keep the neighbours' writes; only a GPU thread's ``local``
+  memory, which no other thread sees, takes a plain load and store. On the CPU even
+  ``local`` buffers may be shared by the iterations of a ``T.parallel`` loop. A GPU
+  target has no byte atomics (PTX's ``atom`` has no 8-bit forms): there a partial-byte
+  store outside ``local`` memory is a located error instead of a race.
 """
 from __future__ import annotations
 
@@ -166,7 +168,7 @@ class SubByteAccess:
             align = self.align(start, word.width // 8)
             fl.note_access(b.store(b.bitcast(v, word), ptr, align=align), self.buf)
             return
-        private = _scope(self.buf).startswith("local")
+        private = _scope(self.buf).startswith("local") and fl.ctx.private_local
         if not private and not fl.ctx.byte_atomics:
             raise Diagnostic(
                 f"a store of part of a byte of sub-byte buffer '{self.buf.name}' "

@@ -116,6 +116,7 @@ class NVPTXContext(LLVMTargetContext):
     # is -1 and x % 0 is x, INT_MIN / -1 wraps to INT_MIN (llvm_expr.division_guard)
     division_fails = False
     byte_atomics = False  # PTX's atom has no 8-bit forms
+    private_local = True
 
     def __init__(self, target: Target, libdevice: str | None = None, ptx_version: int | None = None):
         self.machine = target_machine(target, ptx_version)
