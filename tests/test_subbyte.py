@@ -423,3 +423,15 @@ def test_a_packed_call_gets_a_sub_byte_tensor_at_its_byte_offset(tmp_path):
     assert seen == [("int4", (8,), base.ctypes.data + 2)]
     err = _error(text.replace("T.int4(0), 4)", "T.int4(0), 3)"), tmp_path)
     assert "packed 4-bit elements at an element offset not provably a multiple of 2" in err.message
+
+
+def test_reinterpret_of_eight_packed_nibbles_is_their_word(tmp_path):
+    filecheck(llvm_ir(func("""
+        for i in range(8):
+            C[i] = T.reinterpret("int32", A[T.Ramp(i * 8, 1, 8)])
+        """, 'A: T.Buffer((64,), "int4"), C: T.Buffer((8,), "int32")')), r"""
+        CHECK: for_body
+        CHECK: [[W:%.+]] = load i32, ptr
+        CHECK: [[V:%.+]] = bitcast i32 [[W]] to <8 x i4>
+        CHECK: bitcast <8 x i4> [[V]] to i32
+        """, tmp_path)

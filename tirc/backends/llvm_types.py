@@ -71,7 +71,10 @@ def access_align(nbytes: int) -> int:
 
 
 def byte_size(d: DataType) -> int:
-    """Bytes of ``d``; of a scalable vector, its least size (``vscale`` 1)."""
+    """Bytes of ``d``; of a scalable vector, its least size (``vscale`` 1); of packed
+    sub-byte integers, the bytes they fill (``int4x8``: 4; a part of a byte counts 1)."""
+    if d.is_subbyte:
+        return (d.bits * d.lanes + 7) // 8
     return (1 if d.is_bool else max(1, d.bits // 8)) * d.lanes
 
 
