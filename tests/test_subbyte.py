@@ -435,3 +435,13 @@ def test_reinterpret_of_eight_packed_nibbles_is_their_word(tmp_path):
         CHECK: [[V:%.+]] = bitcast i32 [[W]] to <8 x i4>
         CHECK: bitcast <8 x i4> [[V]] to i32
         """, tmp_path)
+
+
+def test_masked_access_of_packed_elements_is_refused(tmp_path):
+    text = func("""
+        for i in range(4):
+            B[T.Ramp(i * 8, 1, 8)] = T.masked_load("int4x8", A, T.Ramp(i * 8, 1, 8), T.get_active_lane_mask("uint1x8", i * 8, 30))
+        """, 'A: T.Buffer((32,), "int4"), B: T.Buffer((32,), "int4")')
+    err = _error(text, tmp_path)
+    assert err.span.line == _line_of(text, "T.masked_load")
+    assert "of packed sub-byte elements (buffer 'A', int4) is not supported" in err.message

@@ -174,9 +174,9 @@ class SubByteAccess:
                 f"a store of part of a byte of sub-byte buffer '{self.buf.name}' "
                 f"({self.buf.dtype}, scope '{_scope(self.buf)}') is not supported on this "
                 f"target: other threads may write the other {self.packs - 1} elements of the "
-                f"byte and it has no byte atomics; store whole bytes (a vector of "
-                f"{self.packs} or more lanes at an index that is a multiple of {self.packs}) "
-                f"or go through a 'local' buffer", self.span)
+                f"byte and it has no byte atomics; store whole bytes (a vector of a multiple of "
+                f"{self.packs} lanes from an index provably a multiple of {self.packs}) or go "
+                "through a 'local' buffer", self.span)
         positions = self.lane_positions()
         values = fl.lanes_of(v) if lt.is_vector(v.type) else [v] * len(positions)
         for pos, x in zip(positions, values):

@@ -55,6 +55,9 @@ def _contiguous(fl, call: Call, access) -> tuple[ir.Value, int]:
                          "than T.Ramp(base, 1, lanes)) is not supported", call.span)
     if access.dtype.element().is_bool:
         raise Diagnostic(f"T.{call.op} of bool vectors is not supported", call.span)
+    if buf.dtype.is_subbyte:  # a lane that is off may share its byte with one that is on
+        raise Diagnostic(f"T.{call.op} of packed sub-byte elements (buffer '{buf.name}', "
+                         f"{buf.dtype}) is not supported", call.span)
     ptr, _ = fl.buffer_pointer(buf, index.base, call.span)
     return ptr, fl.alignment(buf, index.base, lt.byte_size(access.dtype))
 
