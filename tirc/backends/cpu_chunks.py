@@ -138,6 +138,7 @@ def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, devic
     module-wide state ``whole`` needs."""
     from tirc.backends.cpu import CPUContext, optimize
     from tirc.backends.llvm_lower import ModuleLowering
+    from tirc.backends.llvm_text import module_text
     ctx = CPUContext(target, device_code, "define" if owner else "declare")
     lowering = ModuleLowering(sub, ctx, name)
     if owner:
@@ -148,7 +149,7 @@ def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, devic
         if c_api:
             from tirc.backends.c_errors import error_buffer
             error_buffer(lowering.ir, ctx, str(c_api[0].attrs.get(SYMBOL_PREFIX, "")))
-    text = str(lowering.lower())
+    text = module_text(lowering.lower())
     ctx.loop_functions = lowering.loop_functions
     parsed = llvm.parse_assembly(text)
     parsed.verify()
