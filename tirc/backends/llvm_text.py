@@ -12,12 +12,24 @@ the two on modules using every fast path.
 """
 from __future__ import annotations
 
+import string
+
 from llvmlite import ir
 from llvmlite.ir import instructions as ins
 
 from tirc.backends.llvmlite_compat import _FnPointer
 
 _VOID = ir.VoidType
+# llvmlite's _escape_string: these bytes stand for themselves in c"...", others as \XX
+_PLAIN = frozenset(map(ord, string.ascii_letters + string.digits + " !#$%&'()*+,-./:;<=>?@[]^_`{|}~"))
+_ESCAPES = {ch: "\\%02x" % ch for ch in range(256) if ch not in _PLAIN}
+
+
+def bytes_constant(ty: ir.ArrayType, data: bytes) -> ir.Constant:
+    """``ir.Constant(ty, bytearray(data))``, its text made at once with ``str.translate``
+    (llvmlite escapes byte by byte in a list comprehension: the embedded device images
+    are megabytes)."""
+    return ir.FormattedConstant(ty, 'c"%s"' % data.decode("latin-1").translate(_ESCAPES))
 
 
 def _meta(instr) -> str:

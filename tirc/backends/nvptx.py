@@ -126,7 +126,7 @@ class NVPTXContext(LLVMTargetContext):
     def pointer(self, scope: str = "global") -> ir.PointerType:
         space = {"shared": SHARED, "shared.dyn": SHARED, "local": GENERIC,
                  "generic": GENERIC}.get(scope, GLOBAL)
-        return ir.PointerType(addrspace=space)
+        return lt.pointer_type(space)
 
     def param_pointer(self, func: PrimFunc) -> ir.PointerType:
         return self.pointer("global" if is_kernel(func) else "generic")
