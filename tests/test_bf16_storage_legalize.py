@@ -322,9 +322,28 @@ class Module:
     func = parse(HEADER + one).functions["f"]
     mod = IRModule({f"f{i}": dataclasses.replace(func) for i in range(5000)})
     scans = []
-    real = narrow_float._dtypes
-    monkeypatch.setattr(narrow_float, "_dtypes", lambda f: (scans.append(f), real(f))[1])
+    real = narrow_float._scan_bases
+    monkeypatch.setattr(narrow_float, "_scan_bases", lambda f: (scans.append(f), real(f))[1])
     mod = bf16_storage_legalize(mod, CTX)
     assert len(scans) == 5000
     fp8_storage_legalize(mod, CTX)
     assert len(scans) == 5000
+
+
+def test_dtype_scan_finds_what_dtypes_yields():
+    """The legalization passes' quick scan of a function's dtype bases agrees with
+    ``_dtypes``, on every sample and every module of the TVM corpus."""
+    from conftest import ROOT
+    from tirc.passes.legalize import narrow_float
+    paths = sorted((ROOT / "samples").glob("*.tir")) + sorted((ROOT / "tests/corpus/tvm").glob("*.tir"))
+    checked = 0
+    for path in paths:
+        try:
+            mod = parse(path.read_text(), str(path))
+        except Diagnostic:
+            continue
+        for func in mod.functions.values():
+            want = frozenset(dt.base for dt, _ in narrow_float._dtypes(func) if dt is not None)
+            assert narrow_float._scan_bases(func) == want, path.name
+            checked += 1
+    assert checked > 50

@@ -1925,11 +1925,61 @@ class ExpandSingleChild:
 
 
 class PropagatePositions:
+    """Lark's, with the unfiltered case (tirc's) written out: tools/gen_parser.py."""
+
     def __init__(self, node_builder, node_filter=None):
         self.node_builder = node_builder
         self.node_filter = node_filter
 
     def __call__(self, children):
+        if self.node_filter is not None:
+            return self._filtered(children)
+        res = self.node_builder(children)
+        if not isinstance(res, Tree) or (len(children) == 1 and res is children[0]):
+            return res  # a tree passed up alone keeps the positions it has
+        res_meta = res.meta
+        for c in children:
+            if isinstance(c, Tree):
+                m = c.meta
+                if not m.empty:
+                    line, column, start = m.container_line, m.container_column, m.container_start_pos
+                    break
+            elif isinstance(c, Token):
+                line, column, start = c.line, c.column, c.start_pos
+                break
+            elif hasattr(c, '__lark_meta__'):
+                m = c.__lark_meta__()
+                line = getattr(m, 'container_line', m.line)
+                column = getattr(m, 'container_column', m.column)
+                start = getattr(m, 'container_start_pos', m.start_pos)
+                break
+        else:
+            return res  # no child has a position
+        d = res_meta.__dict__
+        if 'line' not in d:
+            d['line'], d['column'], d['start_pos'], d['empty'] = line, column, start, False
+        d['container_line'], d['container_column'], d['container_start_pos'] = line, column, start
+        for c in reversed(children):
+            if isinstance(c, Tree):
+                m = c.meta
+                if not m.empty:
+                    line, column, end = m.container_end_line, m.container_end_column, m.container_end_pos
+                    break
+            elif isinstance(c, Token):
+                line, column, end = c.end_line, c.end_column, c.end_pos
+                break
+            elif hasattr(c, '__lark_meta__'):
+                m = c.__lark_meta__()
+                line = getattr(m, 'container_end_line', m.end_line)
+                column = getattr(m, 'container_end_column', m.end_column)
+                end = getattr(m, 'container_end_pos', m.end_pos)
+                break
+        if 'end_line' not in d:
+            d['end_line'], d['end_column'], d['end_pos'], d['empty'] = line, column, end, False
+        d['container_end_line'], d['container_end_column'], d['container_end_pos'] = line, column, end
+        return res
+
+    def _filtered(self, children):
         res = self.node_builder(children)
 
         if isinstance(res, Tree):

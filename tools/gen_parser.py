@@ -17,6 +17,15 @@ Lark's module imports two things the parser never uses at run time, and they are
 out (``trim``; 3 ms of every build): ``logging``, for a logger it sets to CRITICAL, so
 that nothing it logs is ever printed (a logger that drops everything stands in), and
 ``pickle``, ``zlib`` and ``base64``, for the grammar cache and compressed tables.
+
+Lark's ``PropagatePositions`` runs at every reduction (264,000 for the 500-kernel module
+of ``bench/compile.py``), looking each child's position up through ``getattr`` with
+defaults, even where a rule passes one child up unchanged (most reductions: the
+expression precedence levels), which leaves its positions as they are. The case tirc
+uses (no node filter) is written out here with the same results, and Lark's code stays
+for a filter (``_POSITIONS``; the trees and positions of every ``.tir`` file in the
+repository compared equal): Lark's parse of the 500-kernel module 0.79 -> 0.61 s of CPU
+time.
 """
 from __future__ import annotations
 
@@ -47,6 +56,72 @@ _QUIET_LOGGER = '''class _QuietLogger:
 logger = _QuietLogger()
 '''
 
+_POSITIONS_KEY = '''class PropagatePositions:
+    def __init__(self, node_builder, node_filter=None):
+        self.node_builder = node_builder
+        self.node_filter = node_filter
+
+    def __call__(self, children):
+'''
+
+_POSITIONS = r'''class PropagatePositions:
+    """Lark's, with the unfiltered case (tirc's) written out: tools/gen_parser.py."""
+
+    def __init__(self, node_builder, node_filter=None):
+        self.node_builder = node_builder
+        self.node_filter = node_filter
+
+    def __call__(self, children):
+        if self.node_filter is not None:
+            return self._filtered(children)
+        res = self.node_builder(children)
+        if not isinstance(res, Tree) or (len(children) == 1 and res is children[0]):
+            return res  # a tree passed up alone keeps the positions it has
+        res_meta = res.meta
+        for c in children:
+            if isinstance(c, Tree):
+                m = c.meta
+                if not m.empty:
+                    line, column, start = m.container_line, m.container_column, m.container_start_pos
+                    break
+            elif isinstance(c, Token):
+                line, column, start = c.line, c.column, c.start_pos
+                break
+            elif hasattr(c, '__lark_meta__'):
+                m = c.__lark_meta__()
+                line = getattr(m, 'container_line', m.line)
+                column = getattr(m, 'container_column', m.column)
+                start = getattr(m, 'container_start_pos', m.start_pos)
+                break
+        else:
+            return res  # no child has a position
+        d = res_meta.__dict__
+        if 'line' not in d:
+            d['line'], d['column'], d['start_pos'], d['empty'] = line, column, start, False
+        d['container_line'], d['container_column'], d['container_start_pos'] = line, column, start
+        for c in reversed(children):
+            if isinstance(c, Tree):
+                m = c.meta
+                if not m.empty:
+                    line, column, end = m.container_end_line, m.container_end_column, m.container_end_pos
+                    break
+            elif isinstance(c, Token):
+                line, column, end = c.end_line, c.end_column, c.end_pos
+                break
+            elif hasattr(c, '__lark_meta__'):
+                m = c.__lark_meta__()
+                line = getattr(m, 'container_end_line', m.end_line)
+                column = getattr(m, 'container_end_column', m.end_column)
+                end = getattr(m, 'container_end_pos', m.end_pos)
+                break
+        if 'end_line' not in d:
+            d['end_line'], d['end_column'], d['end_pos'], d['empty'] = line, column, end, False
+        d['container_end_line'], d['container_end_column'], d['container_end_pos'] = line, column, end
+        return res
+
+    def _filtered(self, children):
+'''
+
 # (text of Lark's module, what replaces it)
 _TRIMS = (
     ("import logging\n", ""),
@@ -54,6 +129,7 @@ _TRIMS = (
      "logger.addHandler(logging.StreamHandler())\n", _QUIET_LOGGER),
     ("logger.setLevel(logging.CRITICAL)\n", ""),
     ("import pickle, zlib, base64\n", ""),
+    (_POSITIONS_KEY, _POSITIONS),
 )
 
 

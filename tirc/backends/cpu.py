@@ -22,6 +22,7 @@ from tirc.backends.llvm_context import LLVMTargetContext, init_llvm
 from tirc.backends import cpu_chunks
 from tirc.backends.cpu_packed_call import PACKED_CALLS, STACK_VALUES, lower_packed_call, lower_stack_value
 from tirc.backends.llvm_lower import ModuleLowering, likely
+from tirc.backends.llvm_text import module_text
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import C_API, DEVICE_ID, DEVICE_TYPE, SYMBOL_PREFIX
 from tirc.ir.function import IRModule
@@ -178,7 +179,7 @@ def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
     ``debug``: DWARF line tables mapping the code to the ``.tir`` lines (``-g``)."""
     ctx = CPUContext(target, device_code)
     lowering = ModuleLowering(mod, ctx, name, "lines" if debug else None)
-    text = str(lowering.lower())
+    text = module_text(lowering.lower())
     ctx.loop_functions = lowering.loop_functions
     return text, ctx
 

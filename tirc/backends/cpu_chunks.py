@@ -138,6 +138,8 @@ def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, devic
     module-wide state ``whole`` needs."""
     from tirc.backends.cpu import CPUContext, optimize
     from tirc.backends.llvm_lower import ModuleLowering
+    from tirc.backends.llvm_text import module_text
+    from tirc.backends.llvmlite_compat import dismantle
     ctx = CPUContext(target, device_code, "define" if owner else "declare")
     lowering = ModuleLowering(sub, ctx, name)
     if owner:
@@ -148,13 +150,15 @@ def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, devic
         if c_api:
             from tirc.backends.c_errors import error_buffer
             error_buffer(lowering.ir, ctx, str(c_api[0].attrs.get(SYMBOL_PREFIX, "")))
-    text = str(lowering.lower())
+    text = module_text(lowering.lower())
     ctx.loop_functions = lowering.loop_functions
-    parsed = llvm.parse_assembly(text)
-    parsed.verify()
-    full = optimize(parsed, ctx, int(target.get("opt-level", 3))) is ctx.machine
     signatures = tuple((f.name, str(f.function_type), lowering.declared_at.get(f.name))
                        for f in lowering.ir.functions if f.linkage not in ("internal", "private"))
+    dismantle(lowering.ir)  # freed now, not by a collection (lower_chunks)
+    parsed = llvm.parse_assembly(text)
+    del text
+    parsed.verify()
+    full = optimize(parsed, ctx, int(target.get("opt-level", 3))) is ctx.machine
     return ChunkObject(parsed.as_bitcode(), full, tuple(ctx.shared), signatures,
                        ctx.uses_openmp, ctx.launcher is not None)
 

@@ -44,6 +44,7 @@ from dataclasses import field
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
+from tirc.backends.llvm_text import bytes_constant
 from tirc.backends.llvmlite_compat import call_pointer, opaque, store_atomic
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import (C_API, LAUNCH_FLAGS, USE_COOPERATIVE_LAUNCH, USE_DYN_SHARED_MEMORY, USE_PDL,
@@ -176,7 +177,7 @@ class CudaLauncher:
             ty = ir.ArrayType(lt.I8, len(data))
             g = ir.GlobalVariable(m, ty, f"__tirc_cuda_image{i}")
             g.linkage, g.global_constant, g.align = "private", True, 64
-            g.initializer = ir.Constant(ty, bytearray(data))
+            g.initializer = bytes_constant(ty, bytes(data))
             opaque(g, PTR)
             self.images.append(g)
         self.ready = [self._global(f"__tirc_cuda_ready{i}", ir.ArrayType(I32, MAX_DEVICES), 4)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from llvmlite import ir
 
+from tirc.backends import llvm_types as lt
 from tirc.backends.host_faults import exported
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import GLOBAL_SYMBOL
@@ -70,7 +71,7 @@ class LLVMTargetContext:
         self.target, self.triple, self.data_layout = target, triple, data_layout
 
     def pointer(self, scope: str = "global") -> ir.PointerType:
-        return ir.PointerType(addrspace=self.global_addrspace)
+        return lt.pointer_type(self.global_addrspace)
 
     def param_pointer(self, func: PrimFunc) -> ir.PointerType:
         """The type of ``func``'s handle parameters."""

@@ -42,12 +42,19 @@ class ExprLowering:
     b: ir.IRBuilder
     vars: dict[int, ir.Value]
     alias = None  # llvm_alias.AliasScopes: records the buffer accesses to tag
+    constants: dict  # (dtype, int) -> ir.Constant, shared by the module's functions
 
     # -- helpers ----------------------------------------------------------------------
     def ty(self, d: DataType, span=None) -> ir.Type:
         return lt.value_type(d, self.ctx.pointer(), span)
 
     def const(self, d: DataType, v) -> ir.Constant:
+        if type(v) is int:  # IntImm's: one Constant per dtype and value in a module
+            key = (d, v)
+            c = self.constants.get(key)
+            if c is None:
+                c = self.constants[key] = lt.const(d, v, self.ctx.pointer())
+            return c
         return lt.const(d, v, self.ctx.pointer())
 
     def broadcast(self, v: ir.Value, lanes: int, scalable: bool = False) -> ir.Value:

@@ -17,6 +17,7 @@ from tirc.backends.llvm_alias import AliasScopes, is_argument_data, is_noalias
 from tirc.backends.llvm_context import LLVMTargetContext
 from tirc.backends.llvm_debug import DebugInfo
 from tirc.backends.llvm_expr import ExprLowering, LaneByLane
+from tirc.backends.llvm_text import bytes_constant
 from tirc.backends.llvmlite_compat import opaque
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.dtype import DataType
@@ -65,6 +66,7 @@ class ModuleLowering:
         self.may_fail: set[str] | None = None  # functions that may fail (cpu_errors), when asked
         self.declared_at: dict[str, Span | None] = {}  # external functions: first use
         self.uncontracted: set[int] = set()  # id() of float adds not to contract
+        self.constants: dict = {}  # integer constants (ExprLowering.const)
 
     def lower(self) -> ir.Module:
         for name, func in self.mod.functions.items():
@@ -102,18 +104,20 @@ class ModuleLowering:
         return existing
 
     def string(self, text: str) -> ir.GlobalVariable:
-        if text not in self.strings:
-            data = bytearray(text.encode("utf-8") + b"\0")
+        g = self.strings.get(text)
+        if g is None:
+            data = text.encode("utf-8") + b"\0"
             ty = ir.ArrayType(lt.I8, len(data))
             # in the address space of the target's pointers (NVPTX: global), which the
             # string's uses take it to be
+            ptr = self.ctx.pointer()
             g = ir.GlobalVariable(self.ir, ty, f".str.{len(self.strings)}",
-                                  addrspace=self.ctx.pointer().addrspace)
+                                  addrspace=ptr.addrspace)
             g.linkage, g.global_constant, g.unnamed_addr = "private", True, True
-            g.initializer = ir.Constant(ty, data)
-            opaque(g, self.ctx.pointer())
+            g.initializer = bytes_constant(ty, data)
+            opaque(g, ptr)
             self.strings[text] = g
-        return self.strings[text]
+        return g
 
 
 @record
@@ -129,6 +133,7 @@ class FunctionLowering(ExprLowering):
 
     def __init__(self, module: ModuleLowering, name: str, func: PrimFunc, llfunc: ir.Function):
         self.module, self.ctx, self.name, self.func, self.llfunc = module, module.ctx, name, func, llfunc
+        self.constants = module.constants
         self.entry = llfunc.append_basic_block("entry")
         self.b = ir.IRBuilder(self.entry)
         self.vars: dict[int, ir.Value] = {}

@@ -13,6 +13,17 @@ F64 = ir.DoubleType()
 _FLOATS = {"float16": ir.HalfType(), "float32": ir.FloatType(), "float64": ir.DoubleType()}
 
 
+_POINTERS: dict[int, ir.PointerType] = {}
+
+
+def pointer_type(addrspace: int = 0) -> ir.PointerType:
+    """The opaque ``ptr`` of ``addrspace``, one object each (its text made once)."""
+    t = _POINTERS.get(addrspace)
+    if t is None:
+        t = _POINTERS[addrspace] = ir.PointerType(addrspace=addrspace)
+    return t
+
+
 def scalar_type(d: DataType, ptr: ir.Type, span: Span | None = None) -> ir.Type:
     """The register type of one lane of ``d``; ``ptr`` is the type handles get."""
     if d.is_bool:

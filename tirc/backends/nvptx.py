@@ -34,6 +34,7 @@ from llvmlite import ir
 from tirc.backends import llvm_types as lt
 from tirc.backends.llvm_context import LIBM, LLVM_MATH, LLVMTargetContext, init_llvm
 from tirc.backends.llvm_lower import ModuleLowering
+from tirc.backends.llvm_text import module_text
 from tirc.backends.llvmlite_compat import opaque
 from tirc.backends.nvptx_ptx_asm import lower_ptx_call, required_ptx_version
 from tirc.backends.nvptx_warp import lower_warp_call, sync_warp
@@ -127,7 +128,7 @@ class NVPTXContext(LLVMTargetContext):
     def pointer(self, scope: str = "global") -> ir.PointerType:
         space = {"shared": SHARED, "shared.dyn": SHARED, "local": GENERIC,
                  "generic": GENERIC}.get(scope, GLOBAL)
-        return ir.PointerType(addrspace=space)
+        return lt.pointer_type(space)
 
     def param_pointer(self, func: PrimFunc) -> ir.PointerType:
         return self.pointer("global" if is_kernel(func) else "generic")
@@ -305,7 +306,7 @@ def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
     ``line_info``: with ``.file``/``.loc`` directives for the ``.tir`` lines."""
     ctx = NVPTXContext(target, ptx_version=required_ptx_version(mod))
     lowering = ModuleLowering(mod, ctx, name, "directives" if line_info else None)
-    return str(lowering.lower()), ctx
+    return module_text(lowering.lower()), ctx
 
 
 def generate(mod: IRModule, target: Target, name: str = "module",

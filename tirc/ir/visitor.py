@@ -312,17 +312,31 @@ def fill_span(s: Stmt, span) -> Stmt:
 def walk(node: Node):
     """Every expression and statement under ``node`` (pre-order), ``node`` included."""
     stack = [node]
+    pop, fields = stack.pop, _CHILD_FIELDS
     while stack:
-        n = stack.pop()
+        n = pop()
         yield n
+        cls = type(n)
+        names = fields.get(cls)
+        if names is None:
+            names = fields[cls] = _child_fields(cls)
         kids: list[Node] = []
-        for name in _child_fields(type(n)):
-            _collect(getattr(n, name), kids)
-        stack.extend(reversed(kids))
+        for name in names:
+            value = getattr(n, name)
+            if isinstance(value, _NODE_TYPES):
+                kids.append(value)
+            elif isinstance(value, tuple):
+                _collect(value, kids)
+        if kids:
+            kids.reverse()
+            stack += kids
+
+
+_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # walk's copy of _child_fields
 
 
 def _collect(value: object, out: list) -> None:
-    if is_node(value):
+    if isinstance(value, _NODE_TYPES):
         out.append(value)
     elif isinstance(value, tuple):
         for item in value:

@@ -111,9 +111,30 @@ def _bases(func: PrimFunc) -> frozenset[str]:
     hit = _BASES.get(id(func))
     if hit is not None and hit[0] is func:
         return hit[1]
-    bases = frozenset(dt.base for dt, _ in _dtypes(func) if dt is not None)
+    bases = _scan_bases(func)
     _BASES[id(func)] = (func, bases)
     return bases
+
+
+def _scan_bases(func: PrimFunc) -> frozenset[str]:
+    """The bases of the dtypes :func:`_dtypes` yields, without its generator and spans."""
+    found: set[str] = set()
+    add = found.add
+    for p in func.params:
+        for dt in (p.dtype, p.ptr.dtype if p.ptr is not None else None):
+            if dt is not None:
+                add(dt.base)
+    for dt in [b.dtype for _, b in func.buffer_map] + [func.ret_type]:
+        if dt is not None:
+            add(dt.base)
+    for node in walk(func.body):
+        dt = getattr(node, "dtype", None)
+        if isinstance(dt, DataType):
+            add(dt.base)
+        b = getattr(node, "buffer", None)
+        if isinstance(b, Buffer) and b.dtype is not None:
+            add(b.dtype.base)
+    return frozenset(found)
 
 
 def _mentions(func: PrimFunc, formats: dict[str, Format], unsupported: tuple[str, ...]) -> bool:
