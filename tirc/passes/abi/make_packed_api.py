@@ -318,6 +318,16 @@ class _Packer:
             msg = self.msg(f"Mismatched {buf.name}.strides{arg}", "to be compact array")
             self.late.append(("if_strides", strides, cond, msg))
 
+    def bind_elem_offset(self, name: str, eo: Var, value: PrimExpr, arg: str) -> None:
+        """Buffer ``name``'s element offset variable ``eo`` bound to ``value`` (computed
+        from the byte offset), after a check that it fits ``eo``'s dtype."""
+        ok = fits(value, eo.dtype)
+        if ok is not None:
+            self.check(ok, "ValueError", self.msg(
+                f"Out-of-range {name}.byte_offset{arg}",
+                f"{name}.elem_offset ({eo.name}: {eo.dtype}) from {range_text(eo.dtype, True)}"))
+        self.let(eo, cast(eo.dtype, value), origin=f"{name}.elem_offset")
+
     def offset_check(self, buf: Buffer, h: Var, arg: str) -> None:
         """The byte offset is the element offset times the element size."""
         d, name, eo = buf.dtype, buf.name, buf.elem_offset
@@ -326,13 +336,7 @@ class _Packer:
         size = d.lanes if d.is_bool else max(1, d.bits * d.lanes // 8)
         offset, usize = struct_get(h, 0, abi.ARR_BYTE_OFFSET, abi.UINT64), IntImm(abi.UINT64, size)
         if isinstance(eo, Var) and id(eo) not in self.bound:
-            value = BinOp("div", offset, usize, abi.UINT64)
-            ok = fits(value, eo.dtype)
-            if ok is not None:
-                self.check(ok, "ValueError", self.msg(
-                    f"Out-of-range {name}.byte_offset{arg}",
-                    f"{name}.elem_offset ({eo.name}: {eo.dtype}) from {range_text(eo.dtype, True)}"))
-            self.let(eo, cast(eo.dtype, value), origin=f"{name}.elem_offset")
+            self.bind_elem_offset(name, eo, BinOp("div", offset, usize, abi.UINT64), arg)
             if size > 1:
                 aligned = binop("eq", BinOp("mod", offset, usize, abi.UINT64), IntImm(abi.UINT64, 0))
                 self.check(aligned, "ValueError", self.msg(f"Misaligned {name}.byte_offset{arg}",
@@ -364,13 +368,7 @@ class _Packer:
         per = 8 // (d.bits * d.lanes)
         offset, uper = struct_get(h, 0, abi.ARR_BYTE_OFFSET, abi.UINT64), IntImm(abi.UINT64, per)
         if isinstance(eo, Var) and id(eo) not in self.bound:
-            value = BinOp("mul", offset, uper, abi.UINT64)
-            ok = fits(value, eo.dtype)
-            if ok is not None:
-                self.check(ok, "ValueError", self.msg(
-                    f"Out-of-range {name}.byte_offset{arg}",
-                    f"{name}.elem_offset ({eo.name}: {eo.dtype}) from {range_text(eo.dtype, True)}"))
-            self.let(eo, cast(eo.dtype, value), origin=f"{name}.elem_offset")
+            self.bind_elem_offset(name, eo, BinOp("mul", offset, uper, abi.UINT64), arg)
         elif eo is None or isinstance(eo, IntImm):
             elems = eo.value if eo is not None else 0
             if elems % per:
