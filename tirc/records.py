@@ -90,6 +90,9 @@ def _init(cls, fs):
         body.append(f"    _record_setattr(self, {f.name!r}, {value})\n")
     if hasattr(cls, "__post_init__"):
         body.append("    self.__post_init__()\n")
+    # The one exec in tirc, as dataclasses' own: source made from the field names of
+    # tirc's classes at import, never from input text (the parser evaluates nothing).
+    # dataclass(frozen=True) would make the same __init__ at three times the cost.
     exec(f"def __init__({', '.join(params)}):\n{''.join(body) or '    pass'}\n", env)
     init = env["__init__"]
     init.__qualname__ = f"{cls.__qualname__}.__init__"
