@@ -7,21 +7,37 @@ it, and ``__init__``, ``==``, ``hash``, ``repr``, immutability (``FrozenInstance
 and pickling behave as a dataclass's. The difference is where the methods come from.
 A dataclass gets each of them written as source text for its fields and compiled when
 the class is created: six for a frozen dataclass, 0.4 ms a class on Python 3.11, about
-35 ms of a 150 ms ``tirc build`` for the ~100 classes it imports. A record gets only
-its ``__init__`` compiled; ``==``, ``hash``, ``repr`` and the frozen
-``__setattr__``/``__delattr__`` are the functions below, shared by every record.
+35 ms of a 150 ms ``tirc build`` for the ~100 classes it imports. A record compiles
+nothing for itself:
 
-A frozen record's ``__init__`` is written here (a dataclass's would come with the frozen
-``__setattr__``): its fields are all positional-or-keyword parameters, with their
-defaults or default factories, then ``__post_init__`` if the class has one; ``kw_only``,
-``init=False`` and ``InitVar`` fields are not supported. No field may set ``hash=``.
+* ``__init__`` is a template compiled once per *shape* (frozen or not, which fields have
+  a default or a default factory, whether there is a ``__post_init__``) with placeholder
+  names, and copied for each class with its field names put in (``CodeType.replace``);
+  a dozen shapes cover tirc's ~130 record classes;
+* ``==``, ``hash``, ``repr`` and the frozen ``__setattr__``/``__delattr__`` are the
+  functions below, shared by every record;
+* the fields are read from the class's annotations here, as ``dataclass`` reads them.
+
+Supported: fields with a default, a ``field(default=..., default_factory=...,
+compare=..., repr=..., metadata=...)``, inherited record fields, and ``ClassVar``
+annotations (not fields). Refused with a TypeError: ``kw_only``, ``init=False``,
+``InitVar`` and ``hash=`` fields, a class defining ``__init__`` (or ``__eq__`` with
+``eq=True``, or ``__setattr__`` when frozen), and a field without a default after one
+with a default.
 """
 from __future__ import annotations
 
-from dataclasses import MISSING, FrozenInstanceError, dataclass, field, fields
+import builtins
+import dataclasses
+from dataclasses import MISSING, FrozenInstanceError, field, fields
 from operator import attrgetter
 from reprlib import recursive_repr
+from types import FunctionType
 from typing import dataclass_transform
+
+# The marker ``dataclasses.fields()`` selects a class's fields by (private to the
+# module, the same object since Python 3.7).
+_FIELD = dataclasses._FIELD
 
 
 @dataclass_transform(field_specifiers=(field,))
@@ -29,74 +45,151 @@ def record(cls=None, /, *, eq: bool = True, frozen: bool = False, slots: bool = 
     """``dataclass(cls, eq=eq, frozen=frozen, slots=slots)``, made cheaply (module
     docstring)."""
     def wrap(cls):
-        if eq and "__eq__" in cls.__dict__:
-            raise TypeError(f"{cls.__name__} defines __eq__: make it a record with eq=False")
-        undocumented = not cls.__doc__
-        if undocumented:  # dataclass would write one with inspect.signature, which is slow
-            cls.__doc__ = cls.__name__
+        name = cls.__name__
+        own = cls.__dict__
+        for method, refused in (("__init__", True), ("__eq__", eq),
+                                ("__setattr__", frozen), ("__delattr__", frozen)):
+            if refused and method in own:
+                raise TypeError(f"{name} defines {method}: records write their own")
+        all_fields = _fields(cls)
+        ns = dict(own)
+        for f in all_fields.values():
+            if f.name in own:  # the default is an __init__ default, not a class attribute
+                del ns[f.name]
+                if not slots and f.default is not MISSING:
+                    ns[f.name] = f.default  # as dataclass leaves it
+        fs = tuple(all_fields.values())
+        ns["__dataclass_fields__"] = all_fields
+        ns["__init__"] = _init(cls, fs, frozen)
+        ns.setdefault("__match_args__", tuple(f.name for f in fs))
+        if not cls.__doc__:
+            ns["__doc__"] = f"{name}({', '.join(f.name for f in fs)})"
         if frozen:
-            cls = _frozen(cls, slots)
-        else:  # the dataclass writes __init__ only
-            cls = dataclass(cls, repr=False, eq=False, slots=slots)
-        fs = fields(cls)
-        if undocumented:
-            cls.__doc__ = f"{cls.__name__}({', '.join(f.name for f in fs)})"
-        if any(f.hash is not None for f in fs):
-            raise TypeError(f"{cls.__name__}: a record hashes the fields it compares")
+            ns["__setattr__"] = _setattr
+            ns["__delattr__"] = _delattr
         if eq:
-            cls._record_key = staticmethod(_key([f.name for f in fs if f.compare]))
-            cls.__eq__ = _eq
-            cls.__hash__ = _hash if frozen else None  # a mutable dataclass is unhashable
-        if "__repr__" not in cls.__dict__:
-            cls._record_shown = tuple(f.name for f in fs if f.repr)
-            cls.__repr__ = _repr
+            ns["_record_key"] = staticmethod(_key([f.name for f in fs if f.compare]))
+            ns["__eq__"] = _eq
+            ns["__hash__"] = _hash if frozen else None  # a mutable dataclass is unhashable
+        if "__repr__" not in own:
+            ns["_record_shown"] = tuple(f.name for f in fs if f.repr)
+            ns["__repr__"] = _repr
+        if slots:
+            inherited = {s for base in cls.__mro__[1:-1]
+                         for s in _slot_names(base)}
+            ns["__slots__"] = tuple(f.name for f in fs if f.name not in inherited)
+            ns.pop("__dict__", None)
+            ns.pop("__weakref__", None)
+            if frozen:  # no __dict__ for pickle and copy to fill: they call __setstate__
+                ns.setdefault("__getstate__", _getstate)
+                ns.setdefault("__setstate__", _setstate)
+            new = type(cls)(name, cls.__bases__, ns)
+            new.__qualname__ = cls.__qualname__  # not in the class's __dict__
+            return new
+        for key, value in ns.items():
+            if own.get(key, MISSING) is not value:
+                setattr(cls, key, value)
+        for key in own.keys() - ns.keys():
+            delattr(cls, key)
         return cls
     return wrap if cls is None else wrap(cls)
 
 
-def _frozen(cls, slots: bool):
-    cls = dataclass(cls, init=False, repr=False, eq=False, slots=slots)
-    cls.__init__ = _init(cls, fields(cls))
-    cls.__setattr__ = _setattr
-    cls.__delattr__ = _delattr
-    if slots:  # no __dict__ for pickle and copy to fill: they call __setstate__
-        cls.__getstate__ = _getstate
-        cls.__setstate__ = _setstate
-    return cls
+def _fields(cls) -> dict[str, dataclasses.Field]:
+    """The class's fields by name, inherited ones first, as ``dataclass`` finds them."""
+    found: dict[str, dataclasses.Field] = {}
+    for base in cls.__mro__[-1:0:-1]:
+        found.update(getattr(base, "__dataclass_fields__", {}))
+    for name, annotation in cls.__dict__.get("__annotations__", {}).items():
+        text = annotation if isinstance(annotation, str) else getattr(annotation, "__name__", "")
+        if text.startswith(("ClassVar", "typing.ClassVar")):
+            continue
+        if text.startswith(("InitVar", "dataclasses.InitVar")):
+            raise TypeError(f"{cls.__name__}.{name}: a record has no InitVar fields")
+        default = cls.__dict__.get(name, MISSING)
+        if isinstance(default, dataclasses.Field):
+            f = default
+        else:
+            if default is not MISSING and default.__class__.__hash__ is None:
+                raise ValueError(f"mutable default {type(default)} for field {name} "
+                                 "is not allowed: use default_factory")
+            f = field(default=default)
+        if f.kw_only is True or not f.init:
+            raise TypeError(f"{cls.__name__}.{name}: a record's fields are all "
+                            "positional-or-keyword __init__ parameters")
+        if f.hash is not None:
+            raise TypeError(f"{cls.__name__}.{name}: a record hashes the fields it compares")
+        f.name, f.type, f._field_type = name, annotation, _FIELD
+        if f.kw_only is MISSING:
+            f.kw_only = False
+        found[name] = f
+    has_default = None
+    for f in found.values():
+        if f.default is MISSING and f.default_factory is MISSING and has_default:
+            raise TypeError(f"non-default argument '{f.name}' follows default argument "
+                            f"'{has_default}'")
+        if f.default is not MISSING or f.default_factory is not MISSING:
+            has_default = has_default or f.name
+    return found
+
+
+def _slot_names(base) -> tuple[str, ...]:
+    slots = base.__dict__.get("__slots__", ())
+    return (slots,) if isinstance(slots, str) else tuple(slots)
 
 
 _NO_VALUE = object()  # an argument left out, for a field with a default factory
+_PLACEHOLDER = "_record_p"  # field i's name in a template: _record_p<i>
+_TEMPLATES: dict[tuple, object] = {}  # shape -> the code of its __init__ template
 
 
-def _init(cls, fs):
-    """``__init__(self, <fields in order, with their defaults>)``, as a frozen
-    dataclass's: each field set with ``object.__setattr__``, then ``__post_init__``."""
+def _init(cls, fs, frozen: bool):
+    """``__init__(self, <fields in order, with their defaults>)``, as a dataclass's:
+    each field set (with ``object.__setattr__`` when frozen), then
+    ``__post_init__``: the template of the class's shape with the field names put in."""
+    kinds = tuple("factory" if f.default_factory is not MISSING
+                  else "default" if f.default is not MISSING else "required" for f in fs)
+    post_init = hasattr(cls, "__post_init__")
+    shape = (frozen, kinds, post_init)
+    template = _TEMPLATES.get(shape)
+    if template is None:
+        template = _TEMPLATES[shape] = _template(frozen, kinds, post_init)
+    names = {f"{_PLACEHOLDER}{i}": f.name for i, f in enumerate(fs)}
+    code = template.replace(
+        co_varnames=tuple(names.get(n, n) for n in template.co_varnames),
+        co_names=tuple(names.get(n, n) for n in template.co_names),
+        co_consts=tuple(names.get(c, c) if type(c) is str else c for c in template.co_consts),
+        co_qualname=f"{cls.__qualname__}.__init__")
+    env = {"__builtins__": builtins, "_record_setattr": object.__setattr__,
+           "_record_no_value": _NO_VALUE}
+    env.update((f"_record_factory{i}", f.default_factory)
+               for i, (f, kind) in enumerate(zip(fs, kinds)) if kind == "factory")
+    defaults = tuple(f.default if kind == "default" else _NO_VALUE
+                     for f, kind in zip(fs, kinds) if kind != "required")
+    return FunctionType(code, env, "__init__", defaults or None)
+
+
+def _template(frozen: bool, kinds: tuple[str, ...], post_init: bool):
+    """The code of ``__init__`` for one shape, its field names placeholders. The one
+    exec in tirc, as dataclasses' own: source made from tirc's own class shapes at
+    import, never from input text (the parser evaluates nothing)."""
     params, body = ["self"], []
-    env = {"_record_setattr": object.__setattr__, "_record_no_value": _NO_VALUE}
-    for f in fs:
-        if f.kw_only or not f.init:
-            raise TypeError(f"{cls.__name__}.{f.name}: a frozen record's fields are all "
-                            "positional-or-keyword __init__ parameters")
-        value = f.name
-        if f.default is not MISSING:
-            env[f"_record_default_{f.name}"] = f.default
-            params.append(f"{f.name}=_record_default_{f.name}")
-        elif f.default_factory is not MISSING:
-            env[f"_record_factory_{f.name}"] = f.default_factory
-            params.append(f"{f.name}=_record_no_value")
-            value = f"_record_factory_{f.name}() if {f.name} is _record_no_value else {f.name}"
+    for i, kind in enumerate(kinds):
+        name = f"{_PLACEHOLDER}{i}"
+        value = name
+        if kind == "required":
+            params.append(name)
         else:
-            params.append(f.name)
-        body.append(f"    _record_setattr(self, {f.name!r}, {value})\n")
-    if hasattr(cls, "__post_init__"):
+            params.append(f"{name}=None")  # the real default: the function's __defaults__
+        if kind == "factory":
+            value = f"_record_factory{i}() if {name} is _record_no_value else {name}"
+        body.append(f"    _record_setattr(self, {name!r}, {value})\n" if frozen
+                    else f"    self.{name} = {value}\n")
+    if post_init:
         body.append("    self.__post_init__()\n")
-    # The one exec in tirc, as dataclasses' own: source made from the field names of
-    # tirc's classes at import, never from input text (the parser evaluates nothing).
-    # dataclass(frozen=True) would make the same __init__ at three times the cost.
+    env: dict = {}
     exec(f"def __init__({', '.join(params)}):\n{''.join(body) or '    pass'}\n", env)
-    init = env["__init__"]
-    init.__qualname__ = f"{cls.__qualname__}.__init__"
-    return init
+    return env["__init__"].__code__
 
 
 def _key(names: list[str]):
