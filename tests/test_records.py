@@ -164,3 +164,62 @@ def test_repr_of_a_cycle():
     d = Box()
     d.inner = d
     assert repr(b) == repr(d) == "test_repr_of_a_cycle.<locals>.Box(inner=...)"
+
+
+def test_field_names_put_into_the_shared_init():
+    """Two classes of one shape share a template: each __init__ takes its own names."""
+    @record(frozen=True, slots=True)
+    class A:
+        x: int
+        y: int = 1
+
+    @record(frozen=True, slots=True)
+    class B:
+        left: str
+        right: str = "r"
+
+    assert A(y=5, x=2) == A(2, 5) and (A(2).x, A(2).y) == (2, 1)
+    assert (B(right="q", left="p").left, B("p").right) == ("p", "r")
+    assert A.__init__.__qualname__.endswith("A.__init__")
+    with pytest.raises(TypeError):
+        B(x=1)
+
+
+def test_inherited_fields_and_class_vars():
+    from typing import ClassVar
+
+    @record
+    class Base:
+        a: int
+        kind: ClassVar[str] = "base"
+
+    @record
+    class Child(Base):
+        b: int = 2
+
+    assert [f.name for f in dataclasses.fields(Child)] == ["a", "b"]
+    c = Child(1)
+    assert (c.a, c.b, Child.kind) == (1, 2, "base") and c == Child(1, 2)
+
+
+def test_class_shapes_refused_as_dataclass_refuses_them():
+    with pytest.raises(TypeError):  # a required field after a default
+        @record(frozen=True)
+        class Order:
+            x: int = 0
+            y: int
+    with pytest.raises(ValueError):  # a mutable default
+        @record
+        class Mutable:
+            items: list = []
+    with pytest.raises(TypeError):
+        @record(frozen=True)
+        class OwnInit:
+            x: int
+
+            def __init__(self, x):
+                pass
+    with pytest.raises(TypeError):
+        @record(frozen=True)
+        class Init:
+            x: dataclasses.InitVar[int]
