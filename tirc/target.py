@@ -21,7 +21,6 @@ import functools
 import json
 import platform
 import re
-import subprocess
 import sys
 from dataclasses import field
 from typing import Any, Callable, NamedTuple
@@ -209,6 +208,7 @@ def llvm_cpus_and_features(triple: str) -> tuple[frozenset[str], frozenset[str]]
     """The CPU names and feature names LLVM knows for ``triple`` (what ``llc -mcpu=help``
     lists), or None when they cannot be had. LLVM prints the list to the process's
     stderr, once per process, when asked for the CPU ``help``: a child process asks."""
+    import subprocess  # only when a CPU or feature is named: not on every build's path
     try:
         out = subprocess.run([sys.executable, "-c", _LLVM_HELP, triple], capture_output=True,
                              text=True, timeout=60).stderr
