@@ -47,39 +47,44 @@ _KEYWORD_STMT = {"PASS": "pass_stmt", "BREAK": "break_stmt", "CONTINUE": "contin
 
 def parse(text: str) -> Tree:
     """The tree Lark's parser gives for ``text`` (ending in a newline), or :class:`GiveUp`."""
-    kinds, toks = tokenize(text)
-    return _Parser(kinds, toks).start()
+    return _Parser(*tokenize(text)).start()
 
 
-def _meta(first: Token, last: Token) -> Meta:
-    """Positions from the start of ``first`` to the end of ``last``, as Lark sets them."""
-    meta = _new_meta(Meta)
-    meta.empty = False
-    meta.line = meta.container_line = first.line
-    meta.column = meta.container_column = first.column
-    meta.start_pos = meta.container_start_pos = first.start_pos
-    meta.end_line = meta.container_end_line = last.end_line
-    meta.end_column = meta.container_end_column = last.end_column
-    meta.end_pos = meta.container_end_pos = last.end_pos
-    return meta
-
-
-_new_meta = Meta.__new__  # a Meta without __init__'s empty = True, set just after
+_new_meta = Meta.__new__  # Meta() and Tree() without their __init__ (node())
+_new_tree = Tree.__new__
 
 
 class _Parser:
-    """One parse: the terminal names ``k`` (ending in ``$END``), the tokens ``t`` and the
-    index ``i`` of the next token. Each method parses one rule from ``i``."""
+    """One parse: the terminal names ``k`` (ending in ``$END``), their positions ``s``
+    and tokens ``t`` (:func:`~tirc.fast_lexer.tokenize`), and the index ``i`` of the next
+    token. Each method parses one rule from ``i``."""
 
-    def __init__(self, kinds: list[str], toks: list[Token]) -> None:
+    def __init__(self, kinds: list[str], spans: list[tuple], toks: list[Token | None]):
         self.k = kinds + ["$END"]
+        self.s = spans
         self.t = toks
         self.i = 0
 
     def node(self, data: str, children: list, first: int) -> Tree:
-        """A tree of the tokens from ``first`` to the last one taken."""
-        t = self.t
-        return Tree(data, children, _meta(t[first], t[self.i - 1]))
+        """A tree of the tokens from ``first`` to the last one taken: its positions are
+        the start of the first and the end of the last, as Lark sets them (Lark's
+        ``container_*`` copies included). Written out, not ``Tree(data, children,
+        meta)``: it builds every tree."""
+        spans = self.s
+        a, b = spans[first], spans[self.i - 1]  # (start_pos, line, column, end_...)
+        meta = _new_meta(Meta)
+        meta.empty = False
+        meta.start_pos = meta.container_start_pos = a[0]
+        meta.line = meta.container_line = a[1]
+        meta.column = meta.container_column = a[2]
+        meta.end_line = meta.container_end_line = b[3]
+        meta.end_column = meta.container_end_column = b[4]
+        meta.end_pos = meta.container_end_pos = b[5]
+        tree = _new_tree(Tree)
+        tree.data = data
+        tree.children = children
+        tree._meta = meta
+        return tree
 
     def expect(self, kind: str) -> Token:
         i = self.i
@@ -446,7 +451,7 @@ class _Parser:
                 op = self.t[self.i]
                 self.i += 1
                 if level == 4:
-                    children.append(Tree("comp_op", [op], _meta(op, op)))
+                    children.append(self.node("comp_op", [op], self.i - 1))
                 elif keep:
                     children.append(op)
                 children.append(self.expr(level + 1))
@@ -469,8 +474,7 @@ class _Parser:
         data = _LITERAL.get(kind)
         if data is not None:  # atom()'s most common case, written out
             self.i = first + 1
-            tok = self.t[first]
-            node = Tree(data, [tok] if kind in _VALUED else [], _meta(tok, tok))
+            node = self.node(data, [self.t[first]] if kind in _VALUED else [], first)
         else:
             node = self.atom()
         while True:
@@ -498,9 +502,7 @@ class _Parser:
         data = _LITERAL.get(kind)
         if data is not None:
             self.i = first + 1
-            tok = self.t[first]
-            children = [tok] if kind in _VALUED else []
-            return Tree(data, children, _meta(tok, tok))
+            return self.node(data, [self.t[first]] if kind in _VALUED else [], first)
         if kind == "STRING":
             i = first
             while k[i] == "STRING":

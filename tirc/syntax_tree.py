@@ -34,6 +34,7 @@ class Tree:
     """A rule's node: ``data`` (the rule or alias name), ``children`` (trees, tokens and
     ``None`` for an absent ``[optional]`` part) and ``meta`` (positions)."""
 
+    __slots__ = ("data", "children", "_meta")
     __match_args__ = ("data", "children")
 
     def __init__(self, data: str, children: list, meta: Meta | None = None) -> None:
