@@ -107,6 +107,7 @@ w = {1:
 ''',
     "x = 1 \\\n  + 2\n",
     "\n   \n\t\n# only a comment\n",
+    "\\\n",  # no token at all
     "@T.prim_func\ndef f():\n\tif x:\n\t\tpass\n\telse:\n\t  return\n",
     "@T.prim_func\ndef f():\n  pass\n  # trailing comment, no newline",
     "@T.prim_func\ndef f(): return 1\r\n",

@@ -8,7 +8,7 @@ child), the same children (no anonymous or ``_``-named tokens except in ``!comp_
 tokens, and the positions Lark's ``PropagatePositions`` sets. Those are the first and the
 last token of the rule's match, filtered tokens (brackets, ``_NL``, ``_DEDENT``)
 included, since every tree holds at least one token: ``meta`` of a node is the start of
-its first token and the end of its last (``_meta``).
+its first token and the end of its last (``_Parser.node``).
 
 The parser only takes texts it is sure of: any token it does not expect raises
 :class:`~tirc.fast_lexer.GiveUp`, and :func:`tirc.parser.parse_tree` then runs Lark's
@@ -86,7 +86,8 @@ class _Parser:
         tree._meta = meta
         return tree
 
-    def expect(self, kind: str) -> Token:
+    def expect(self, kind: str) -> Token | None:
+        """The next token, of terminal ``kind`` (``None`` for one no tree holds)."""
         i = self.i
         if self.k[i] != kind:
             raise GiveUp(f"{kind} expected at token {i}")
