@@ -45,8 +45,8 @@ UNDEFINED = HEAD + textwrap.dedent("""
 def private_tmp(tmp_path, monkeypatch):
     """The temporary directory compile() builds in, checked empty afterwards (the
     parser, built first, keeps its own cache in the real one)."""
-    from tirc.parser import _parser
-    _parser()
+    from tirc.lalr_parser import parser
+    parser()
     where = tmp_path / "tmp"
     where.mkdir()
     monkeypatch.setattr(tempfile, "tempdir", str(where))

@@ -12,6 +12,7 @@ from lark.indenter import Indenter as LarkIndenter
 import pytest
 
 from conftest import ROOT
+from tirc import lalr_parser
 from tirc import parser as tirc_parser
 
 FILES = sorted([*ROOT.glob("samples/*.tir"), *ROOT.glob("tests/corpus/**/*.tir")])
@@ -29,9 +30,9 @@ def lark_parser():
 
     class Indenter(LarkIndenter):  # the same postlexer, on Lark's classes
         NL_type, INDENT_type, DEDENT_type, tab_len = "_NL", "_INDENT", "_DEDENT", 8
-        OPEN_PAREN_types = tirc_parser._TirIndenter.OPEN_PAREN_types
-        CLOSE_PAREN_types = tirc_parser._TirIndenter.CLOSE_PAREN_types
-        handle_NL = tirc_parser._TirIndenter.handle_NL
+        OPEN_PAREN_types = lalr_parser._TirIndenter.OPEN_PAREN_types
+        CLOSE_PAREN_types = lalr_parser._TirIndenter.CLOSE_PAREN_types
+        handle_NL = lalr_parser._TirIndenter.handle_NL
 
     return lark.Lark(grammar, parser="lalr", postlex=Indenter(), propagate_positions=True,
                      maybe_placeholders=True, lexer="basic")
@@ -52,7 +53,7 @@ def test_same_trees_as_lark(lark_parser):
     for path in FILES:
         text = path.read_text(encoding="utf-8")
         text += "" if text.endswith("\n") else "\n"
-        assert _shape(tirc_parser._parser().parse(text)) == _shape(lark_parser.parse(text)), path
+        assert _shape(lalr_parser.parser().parse(text)) == _shape(lark_parser.parse(text)), path
 
 
 def test_a_build_imports_no_lark(tmp_path):

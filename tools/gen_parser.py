@@ -18,6 +18,11 @@ out (``trim``; 3 ms of every build): ``logging``, for a logger it sets to CRITIC
 that nothing it logs is ever printed (a logger that drops everything stands in), and
 ``pickle``, ``zlib`` and ``base64``, for the grammar cache and compressed tables.
 
+Lark's ``Meta``, ``Tree`` and ``Token`` classes are cut out and imported from
+:mod:`tirc.syntax_tree` instead (``_CUTS``), the classes :mod:`tirc.fast_parser` builds
+too: the frontend's ``isinstance`` checks hold for trees from either parser, and it need
+not import this module for the classes.
+
 Lark's ``PropagatePositions`` runs at every reduction (264,000 for the 500-kernel module
 of ``bench/compile.py``), looking each child's position up through ``getattr`` with
 defaults, even where a rule passes one child up unchanged (most reductions: the
@@ -95,10 +100,10 @@ _POSITIONS = r'''class PropagatePositions:
                 break
         else:
             return res  # no child has a position
-        d = res_meta.__dict__
-        if 'line' not in d:
-            d['line'], d['column'], d['start_pos'], d['empty'] = line, column, start, False
-        d['container_line'], d['container_column'], d['container_start_pos'] = line, column, start
+        rm = res_meta  # attributes, not its __dict__: tirc's Meta has slots
+        if not hasattr(rm, 'line'):
+            rm.line, rm.column, rm.start_pos, rm.empty = line, column, start, False
+        rm.container_line, rm.container_column, rm.container_start_pos = line, column, start
         for c in reversed(children):
             if isinstance(c, Tree):
                 m = c.meta
@@ -114,9 +119,9 @@ _POSITIONS = r'''class PropagatePositions:
                 column = getattr(m, 'container_end_column', m.end_column)
                 end = getattr(m, 'container_end_pos', m.end_pos)
                 break
-        if 'end_line' not in d:
-            d['end_line'], d['end_column'], d['end_pos'], d['empty'] = line, column, end, False
-        d['container_end_line'], d['container_end_column'], d['container_end_pos'] = line, column, end
+        if not hasattr(rm, 'end_line'):
+            rm.end_line, rm.end_column, rm.end_pos, rm.empty = line, column, end, False
+        rm.container_end_line, rm.container_end_column, rm.container_end_pos = line, column, end
         return res
 
     def _filtered(self, children):
@@ -133,12 +138,34 @@ _TRIMS = (
 )
 
 
+_SYNTAX_TREE_IMPORT = "from tirc.syntax_tree import Meta, Tree, Token\n"
+
+# (first line of a class of Lark's module, the line just past its end, what replaces it)
+_CUTS = (
+    ("class Meta:\n", "_Leaf_T = TypeVar(\"_Leaf_T\")\n", _SYNTAX_TREE_IMPORT),
+    ("class Tree(Generic[_Leaf_T]):\n", "from functools import wraps, update_wrapper\n", ""),
+    ("class Token(str):\n", "class LineCounter:\n", ""),
+)
+
+
+def _once(code: str, text: str) -> int:
+    if code.count(text) != 1:
+        raise SystemExit(f"gen_parser: Lark's module changed: {text!r} is not in it once")
+    return code.index(text)
+
+
 def trim(code: str) -> str:
-    """Lark's module without the imports the parser does not use (module docstring)."""
+    """Lark's module without the imports the parser does not use, and with the tree
+    classes of :mod:`tirc.syntax_tree` (module docstring)."""
     for text, replacement in _TRIMS:
-        if code.count(text) != 1:
-            raise SystemExit(f"gen_parser: Lark's module changed: {text!r} is not in it once")
+        _once(code, text)
         code = code.replace(text, replacement)
+    for first, past, replacement in _CUTS:
+        start = _once(code, first)
+        end = _once(code, past)
+        if end < start:
+            raise SystemExit(f"gen_parser: Lark's module changed: {past!r} before {first!r}")
+        code = code[:start] + replacement + "\n\n" + code[end:]
     return code
 
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 from dataclasses import field
 from typing import TYPE_CHECKING
 
-from tirc import grammar_parser as lark
-
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.arith import cast_to, difference
 from tirc.frontend.calls import Construct
@@ -25,6 +23,7 @@ from tirc.ir.dtype import BOOL
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import Stmt
 from tirc.records import record
+from tirc.syntax_tree import Tree
 
 if TYPE_CHECKING:
     from tirc.frontend.builder import FunctionBuilder
@@ -63,7 +62,7 @@ def in_block(b: "FunctionBuilder") -> bool:
     return bool(b.block_frames) and b.block_frames[-1].depth == b.block_depth
 
 
-def build_block(b: "FunctionBuilder", c: Construct, suite: lark.Tree, span: Span | None) -> Stmt:
+def build_block(b: "FunctionBuilder", c: Construct, suite: Tree, span: Span | None) -> Stmt:
     """``with T.sblock("name"):`` and its suite."""
     if c.name == "block":
         b.old_blocks = True
@@ -135,7 +134,7 @@ def annotation_items(b: "FunctionBuilder", entries: dict, span: Span | None) -> 
     return tuple(sorted((k, attr_value(b, v, span)) for k, v in entries.items()))
 
 
-def init_block(b: "FunctionBuilder", c: Construct, suite: lark.Tree) -> None:
+def init_block(b: "FunctionBuilder", c: Construct, suite: Tree) -> None:
     frame = current_frame(b, "T.init()", c.span)
     if c.args or c.kwargs:
         raise Diagnostic("T.init takes no arguments", c.span)
@@ -202,9 +201,9 @@ def _define(b, frame: BlockFrame, name: str, span, dom: Range, kind: str, value:
     frame.iter_values.append(value)
 
 
-def buffer_region(b: "FunctionBuilder", tree: lark.Tree) -> BufferRegion | None:
+def buffer_region(b: "FunctionBuilder", tree: Tree) -> BufferRegion | None:
     """``A[i, 0:16]`` read as a region (a plain index covers one element)."""
-    if not (isinstance(tree, lark.Tree) and tree.data == "subscript"):
+    if not (isinstance(tree, Tree) and tree.data == "subscript"):
         return None
     base = b.value(tree.children[0])
     if not isinstance(base, Buffer):
@@ -217,7 +216,7 @@ def buffer_region(b: "FunctionBuilder", tree: lark.Tree) -> BufferRegion | None:
     ranges = []
     for item, dim in zip(items, base.shape):
         ispan = b.span(item)
-        if isinstance(item, lark.Tree) and item.data == "slice":
+        if isinstance(item, Tree) and item.data == "slice":
             start_t, stop_t, step_t = item.children
             if step_t is not None:
                 raise Diagnostic("a buffer region cannot have a step", ispan)

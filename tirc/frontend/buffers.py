@@ -9,6 +9,7 @@ from tirc.frontend.values import TileLayout, describe
 from tirc.ir.buffer import STORAGE_RANKS, Buffer, constant_elements, dtype_view_of, is_storage_scope
 from tirc.ir.dtype import FLOAT32, HANDLE, INT32, DataType
 from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
+from tirc.syntax_tree import Token, Tree
 
 if TYPE_CHECKING:
     from tirc.frontend.builder import FunctionBuilder
@@ -78,15 +79,13 @@ def shape_string(b: "FunctionBuilder", text: str, span: Span | None) -> PrimExpr
     expression (``("n * 8",)``, what TVM 0.27 prints when a parameter's shape uses a
     scalar parameter declared after it) defines each of its names not yet defined, then
     is read as an expression, as TVM's parser does."""
-    from tirc import grammar_parser as lark
-
     if text.isidentifier():
         return b.shape_var(text, span)
     from tirc.parser import parse_tree
     prefix = "_ = "
     try:
         tree = parse_tree(prefix + text + "\n", span.file if span else "<string>")
-        stmts = [c for c in tree.children if isinstance(c, lark.Tree)]
+        stmts = [c for c in tree.children if isinstance(c, Tree)]
         if len(stmts) != 1 or stmts[0].data != "toplevel_assign":
             raise Diagnostic("not one expression", span)
     except Diagnostic:
@@ -109,8 +108,6 @@ def shape_string(b: "FunctionBuilder", text: str, span: Span | None) -> PrimExpr
 def _relocate(tree, line: int, col_offset: int) -> None:
     """Positions of a tree parsed from one line of a string literal, moved to where the
     literal stands in the file."""
-    from tirc import grammar_parser as lark
-
     for t in tree.iter_subtrees():
         meta = t.meta
         if not getattr(meta, "empty", True):
@@ -118,7 +115,7 @@ def _relocate(tree, line: int, col_offset: int) -> None:
             meta.column += col_offset
             meta.end_column += col_offset
         for tok in t.children:
-            if isinstance(tok, lark.Token) and tok.line is not None:
+            if isinstance(tok, Token) and tok.line is not None:
                 tok.line = tok.end_line = line
                 tok.column += col_offset
                 if tok.end_column is not None:

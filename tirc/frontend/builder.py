@@ -8,8 +8,6 @@ from __future__ import annotations
 
 from typing import Callable
 
-from tirc import grammar_parser as lark
-
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.arith import cast_to
 from tirc.frontend.calls import Construct, VarDecl
@@ -28,6 +26,7 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, DeclBuffer, Break, BufferStor
                           Evaluate, IfThenElse, LetStmt, Return, Stmt,
                           While, seq)
 from tirc.records import record
+from tirc.syntax_tree import Tree
 
 
 
@@ -38,7 +37,7 @@ class Binder:
     wrap: Callable[[Stmt], Stmt]
 
 
-def build_module(tree: lark.Tree, filename: str) -> IRModule:
+def build_module(tree: Tree, filename: str) -> IRModule:
     return ModuleBuilder(filename).module(tree)
 
 
@@ -86,8 +85,8 @@ class ModuleBuilder:
     def _span(self, node) -> Span | None:
         return ExprBuilder.span(self, node)  # type: ignore[arg-type]
 
-    def module(self, tree: lark.Tree) -> IRModule:
-        items = [c for c in tree.children if isinstance(c, lark.Tree) and c.data == "decorated"]
+    def module(self, tree: Tree) -> IRModule:
+        items = [c for c in tree.children if isinstance(c, Tree) and c.data == "decorated"]
         if not items:
             raise Diagnostic("expected an '@I.ir_module' class or a '@T.prim_func' function",
                              Span(self.filename, 1, 1))
@@ -100,9 +99,9 @@ class ModuleBuilder:
         if definition.data == "classdef":
             self._expect_decorator(decorators, "I.ir_module", definition)
             module_name = str(definition.children[0])
-            funcs = [c for c in definition.children[1:] if isinstance(c, lark.Tree) and c.data == "decorated"]
+            funcs = [c for c in definition.children[1:] if isinstance(c, Tree) and c.data == "decorated"]
             for c in definition.children[1:]:
-                if isinstance(c, lark.Tree) and c.data == "decorated" and c.children[-1].data != "funcdef":
+                if isinstance(c, Tree) and c.data == "decorated" and c.children[-1].data != "funcdef":
                     raise Diagnostic("expected a function definition", self._span(c))
         else:
             module_name = None
@@ -121,18 +120,18 @@ class ModuleBuilder:
             functions[h.name] = FunctionBuilder(self.filename, module_name, signatures, typevars).function(h)
         return IRModule(functions, module_name, self._span(decorated))
 
-    def _typevars(self, tree: lark.Tree) -> set[str]:
+    def _typevars(self, tree: Tree) -> set[str]:
         """``n = TypeVar("n")`` at module level: TVM's spelling of an int64 size variable."""
         names: set[str] = set()
         for c in tree.children:
-            if not (isinstance(c, lark.Tree) and c.data == "toplevel_assign"):
+            if not (isinstance(c, Tree) and c.data == "toplevel_assign"):
                 continue
             name, rhs = str(c.children[0]), c.children[1]
-            ok = (isinstance(rhs, lark.Tree) and rhs.data == "call"
-                  and isinstance(rhs.children[0], lark.Tree) and rhs.children[0].data == "name"
+            ok = (isinstance(rhs, Tree) and rhs.data == "call"
+                  and isinstance(rhs.children[0], Tree) and rhs.children[0].data == "name"
                   and str(rhs.children[0].children[0]) == "TypeVar" and rhs.children[1] is not None
                   and len(rhs.children[1].children) == 1
-                  and isinstance(rhs.children[1].children[0], lark.Tree)
+                  and isinstance(rhs.children[1].children[0], Tree)
                   and rhs.children[1].children[0].data == "string_lit")
             if not ok:
                 raise Diagnostic("only 'NAME = TypeVar(\"NAME\")' may stand at module level",
@@ -217,7 +216,7 @@ class FunctionBuilder(ExprBuilder):
             if small is None or small.data != "assign_stmt":
                 continue
             lhs, rhs = small.children
-            if (isinstance(lhs, lark.Tree) and lhs.data == "name" and isinstance(rhs, lark.Tree)
+            if (isinstance(lhs, Tree) and lhs.data == "name" and isinstance(rhs, Tree)
                     and rhs.data == "call" and rhs.children[1] is None):
                 fn = rhs.children[0]
                 if (fn.data == "getattr" and fn.children[0].data == "name"
@@ -228,7 +227,7 @@ class FunctionBuilder(ExprBuilder):
                         pass
         return out
 
-    def _param(self, name: str, ann: lark.Tree, span: Span | None) -> Var:
+    def _param(self, name: str, ann: Tree, span: Span | None) -> Var:
         if self.scope.defined_here(name):
             raise Diagnostic(f"duplicate parameter '{name}'", span)
         v = self.value(ann)
@@ -304,13 +303,13 @@ class FunctionBuilder(ExprBuilder):
             body = seq(before + [binder.wrap(body)])
         return body
 
-    def suite(self, tree: lark.Tree) -> Stmt:
+    def suite(self, tree: Tree) -> Stmt:
         if tree.data == "inline_suite":
             return self.block([tree.children[0]])
         return self.block(tree.children)
 
     # -- statements ------------------------------------------------------------------------
-    def stmt(self, tree: lark.Tree, top: bool) -> Stmt | Binder | None:
+    def stmt(self, tree: Tree, top: bool) -> Stmt | Binder | None:
         if tree.data == "simple_stmt":
             tree = tree.children[0]
         handler = getattr(self, "_s_" + tree.data)
@@ -374,9 +373,9 @@ class FunctionBuilder(ExprBuilder):
 
     def _s_assign_stmt(self, tree, span, top):
         lhs, rhs = tree.children
-        if isinstance(lhs, lark.Tree) and lhs.data == "subscript":
+        if isinstance(lhs, Tree) and lhs.data == "subscript":
             return self._store(lhs, rhs, span)
-        if not (isinstance(lhs, lark.Tree) and lhs.data == "name"):
+        if not (isinstance(lhs, Tree) and lhs.data == "name"):
             raise Diagnostic("can only assign to a name or a buffer element", self.span(lhs))
         return self._assign_name(str(lhs.children[0]), self.span(lhs), self.value(rhs),
                                  self.span(rhs), span, top)
@@ -427,7 +426,7 @@ class FunctionBuilder(ExprBuilder):
 
     def _s_annassign_stmt(self, tree, span, top):
         target, ann, rhs = tree.children
-        if not (isinstance(target, lark.Tree) and target.data == "name"):
+        if not (isinstance(target, Tree) and target.data == "name"):
             raise Diagnostic("an annotated assignment needs a plain name", self.span(target))
         name = str(target.children[0])
         a = self.value(ann)
@@ -504,8 +503,8 @@ class FunctionBuilder(ExprBuilder):
 
     def _s_if_stmt(self, tree, span, top):
         cond_t, then_t, *rest = tree.children
-        elifs = [c for c in rest if isinstance(c, lark.Tree) and c.data == "elif_clause"]
-        else_t = rest[-1] if rest and isinstance(rest[-1], lark.Tree) and rest[-1].data == "else_clause" else None
+        elifs = [c for c in rest if isinstance(c, Tree) and c.data == "elif_clause"]
+        else_t = rest[-1] if rest and isinstance(rest[-1], Tree) and rest[-1].data == "else_clause" else None
         else_stmt = self.suite(else_t.children[0]) if else_t is not None else None
         for clause in reversed(elifs):
             c = self._branch_cond(self.value(clause.children[0]), self.span(clause.children[0]))

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tirc import grammar_parser as lark
-
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.buffers import allocate_buffer, make_buffer, view_buffer
 from tirc.frontend.calls import Construct, VarDecl
@@ -18,6 +16,7 @@ from tirc.ir.expr import PrimExpr, StringImm, Var
 from tirc.ir.reducer import CommReducer
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, Continue, DeclBuffer,
                           Evaluate, IterVar, LetStmt, Stmt)
+from tirc.syntax_tree import Token, Tree
 from tirc.target import Target
 
 if TYPE_CHECKING:
@@ -163,11 +162,11 @@ def named(b: "FunctionBuilder", name: str, v: "Construct | VarDecl", nspan: Span
 def _data_source(b: "FunctionBuilder", c: Construct, buf: Buffer) -> Buffer | None:
     """The buffer ``X`` when the declaration's data is written ``X.data``."""
     tree = c.node
-    if not (isinstance(tree, lark.Tree) and tree.data == "call" and tree.children[1] is not None):
+    if not (isinstance(tree, Tree) and tree.data == "call" and tree.children[1] is not None):
         return None
     positional = 0
     for arg in tree.children[1].children:
-        if isinstance(arg, lark.Tree) and arg.data == "kwarg":
+        if isinstance(arg, Tree) and arg.data == "kwarg":
             if str(arg.children[0]) != "data":
                 continue
             expr = arg.children[1]
@@ -176,8 +175,8 @@ def _data_source(b: "FunctionBuilder", c: Construct, buf: Buffer) -> Buffer | No
             if positional != 3:
                 continue
             expr = arg
-        if (isinstance(expr, lark.Tree) and expr.data == "getattr"
-                and str(expr.children[1]) == "data" and isinstance(expr.children[0], lark.Tree)
+        if (isinstance(expr, Tree) and expr.data == "getattr"
+                and str(expr.children[1]) == "data" and isinstance(expr.children[0], Tree)
                 and expr.children[0].data == "name"):
             found = b.scope.lookup(str(expr.children[0].children[0]))
             if isinstance(found, Buffer) and found.data is buf.data:
@@ -334,13 +333,13 @@ def attr_value(b: "FunctionBuilder", value: object, span: Span | None) -> object
     raise Diagnostic(f"a function attribute cannot hold {describe(value)}", span)
 
 
-def with_stmt(b: "FunctionBuilder", tree: lark.Tree, span: Span | None) -> Stmt:
+def with_stmt(b: "FunctionBuilder", tree: Tree, span: Span | None) -> Stmt:
     expr_t, target, suite = tree.children
     c = b.value(expr_t)
     if not isinstance(c, Construct):
         raise Diagnostic(f"'with' needs a script construct such as T.LetStmt, not {describe(c)}",
                          b.span(expr_t))
-    as_name = str(target) if isinstance(target, lark.Token) else None
+    as_name = str(target) if isinstance(target, Token) else None
     as_span = b.span(target) if target is not None else None
     if target is not None and as_name is None:
         raise Diagnostic("'as' takes one name", as_span)

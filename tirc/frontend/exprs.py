@@ -4,8 +4,6 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any
 
-from tirc import grammar_parser as lark
-
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend import calls, not_built
 from tirc.frontend.arith import binary, cast_to, difference, typed_binary
@@ -19,6 +17,7 @@ from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
 from tirc.nesting import MAX_EXPR_DEPTH
 from tirc.ir.buffer import access_dtype
 from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp, Var)
+from tirc.syntax_tree import Token, Tree
 
 _REGION_CONSTRUCTS = frozenset({"reads", "writes", "match_buffer"})
 
@@ -59,7 +58,7 @@ def unquote(token: str) -> str:
 def subscript_items(subscripts) -> list:
     """The items of ``X[...]``; ``X[()]``, the element of a rank-0 buffer, has none."""
     items = [c for c in subscripts.children if c is not None]
-    if (len(items) == 1 and isinstance(items[0], lark.Tree) and items[0].data == "tuple_lit"
+    if (len(items) == 1 and isinstance(items[0], Tree) and items[0].data == "tuple_lit"
             and not items[0].children):
         return []
     return items
@@ -79,10 +78,10 @@ class ExprBuilder:
         self.region_count = 0
 
     # -- locations -------------------------------------------------------------------
-    def span(self, node: lark.Tree | lark.Token | None) -> Span | None:
+    def span(self, node: Tree | Token | None) -> Span | None:
         if node is None:
             return None
-        if isinstance(node, lark.Token):
+        if isinstance(node, Token):
             if node.line is None:
                 return None
             return Span(self.filename, node.line, node.column, node.end_line, node.end_column)
@@ -92,13 +91,13 @@ class ExprBuilder:
         return Span(self.filename, meta.line, meta.column, meta.end_line, meta.end_column)
 
     # -- evaluation ------------------------------------------------------------------
-    def value(self, node: lark.Tree | lark.Token) -> object:
+    def value(self, node: Tree | Token) -> object:
         """Evaluate an expression subtree to a value (see :mod:`tirc.frontend.values`)."""
         self._depth += 1
         try:
             if self._depth > MAX_EXPR_DEPTH:
                 raise self._too_deep(node)
-            if isinstance(node, lark.Token):
+            if isinstance(node, Token):
                 return self._name(str(node), self.span(node))
             handler = getattr(self, "_x_" + node.data, None)
             if handler is None:
@@ -123,7 +122,7 @@ class ExprBuilder:
         finally:
             self._depth -= operators - 1
 
-    def expr(self, node: lark.Tree | lark.Token, dtype: DataType | None = None) -> PrimExpr:
+    def expr(self, node: Tree | Token, dtype: DataType | None = None) -> PrimExpr:
         """Evaluate to an IR expression (typing bare literals with ``dtype`` if given)."""
         return self.as_expr(self.value(node), self.span(node), dtype)
 
@@ -382,7 +381,7 @@ class ExprBuilder:
 
     def tile_shard(self, items, span) -> TileLayout:
         """``T.S[(8, 2):(2, 1)]``: a layout's shape and strides (constant integers)."""
-        if len(items) != 1 or not (isinstance(items[0], lark.Tree) and items[0].data == "slice"):
+        if len(items) != 1 or not (isinstance(items[0], Tree) and items[0].data == "slice"):
             raise Diagnostic("T.S[...] takes one 'shape:strides' item", span)
         start, stop, step = items[0].children
         parts = []
@@ -397,7 +396,7 @@ class ExprBuilder:
         return TileLayout(parts[0], parts[1], span)
 
     def index(self, item) -> PrimExpr:
-        if isinstance(item, lark.Tree) and item.data == "slice":
+        if isinstance(item, Tree) and item.data == "slice":
             start, stop, step = item.children
             span = self.span(item)
             if start is None or stop is None:
@@ -449,10 +448,10 @@ class ExprBuilder:
     def region_argument(self, tree) -> Buffer | None:
         """``A[0:64]`` (or ``A[i, 0:64]``) as an argument of a module call: a view of that
         region of ``A``, declared around the statement, passed by reference (seed 004)."""
-        if not (isinstance(tree, lark.Tree) and tree.data == "subscript"):
+        if not (isinstance(tree, Tree) and tree.data == "subscript"):
             return None
         items = [c for c in tree.children[1].children if c is not None]
-        if not any(isinstance(i, lark.Tree) and i.data == "slice" for i in items):
+        if not any(isinstance(i, Tree) and i.data == "slice" for i in items):
             return None
         base = self.value(tree.children[0])
         if not isinstance(base, Buffer):
@@ -465,7 +464,7 @@ class ExprBuilder:
         offset = base.elem_offset if base.elem_offset is not None else IntImm(strides[-1].dtype, 0, span)
         shape, kept = [], []
         for item, stride in zip(items, strides):
-            if isinstance(item, lark.Tree) and item.data == "slice":
+            if isinstance(item, Tree) and item.data == "slice":
                 start_t, stop_t, step_t = item.children
                 if step_t is not None:
                     raise Diagnostic("a region argument cannot have a step", self.span(item))
@@ -493,7 +492,7 @@ class ExprBuilder:
         for a in arglist.children:
             if a is None:
                 continue
-            if isinstance(a, lark.Tree) and a.data == "kwarg":
+            if isinstance(a, Tree) and a.data == "kwarg":
                 key = str(a.children[0])
                 if key in kwargs:
                     raise Diagnostic(f"keyword argument '{key}' given twice", self.span(a))
@@ -511,7 +510,7 @@ class ExprBuilder:
         """An argument of T.reads/T.writes/T.match_buffer: regions stay regions, also
         inside a list (``T.reads([A[i, 0:16], B[i]])``)."""
         from tirc.frontend.blocks import buffer_region
-        if isinstance(tree, lark.Tree) and tree.data == "list_lit":
+        if isinstance(tree, Tree) and tree.data == "list_lit":
             return [self._region_value(c) or self.value(c) for c in tree.children if c is not None]
         return buffer_region(self, tree)
 

@@ -2,13 +2,12 @@
 that finds mutable scalars."""
 from __future__ import annotations
 
-from tirc import grammar_parser as lark
-
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.exprs import ExprBuilder
 from tirc.frontend.scope import Scope
 from tirc.ir.dtype import DataType, is_dtype_name, parse_dtype
 from tirc.records import record
+from tirc.syntax_tree import Tree
 
 
 @record
@@ -16,10 +15,10 @@ class FunctionHeader:
     name: str
     name_span: Span | None
     private: bool
-    params: list[tuple[str, lark.Tree, Span | None]]
+    params: list[tuple[str, Tree, Span | None]]
     param_types: list[DataType | None]
     ret_type: DataType | None
-    body: lark.Tree
+    body: Tree
     span: Span | None
     s_tir: bool = False  # @T.prim_func(s_tir=True): block-level TIR with an implicit root block
 
@@ -33,7 +32,7 @@ class _HeaderReader(ExprBuilder):
         self.signatures = {}
 
 
-def read_header(owner, decorated: lark.Tree) -> FunctionHeader:
+def read_header(owner, decorated: Tree) -> FunctionHeader:
     r = _HeaderReader(owner.filename)
     *decorators, funcdef = decorated.children
     if funcdef.data != "funcdef":
@@ -62,7 +61,7 @@ def read_header(owner, decorated: lark.Tree) -> FunctionHeader:
     if not seen:
         raise Diagnostic("expected '@T.prim_func'", r.span(funcdef))
     name_tok, params_tree, ret_tree, body = funcdef.children
-    params: list[tuple[str, lark.Tree, Span | None]] = []
+    params: list[tuple[str, Tree, Span | None]] = []
     types: list[DataType | None] = []
     if params_tree is not None:
         for p in params_tree.children:
@@ -80,10 +79,10 @@ def read_header(owner, decorated: lark.Tree) -> FunctionHeader:
                           body, r.span(funcdef), s_tir)
 
 
-def _simple_dtype(ann: lark.Tree) -> DataType | None:
+def _simple_dtype(ann: Tree) -> DataType | None:
     """``T.int32`` as an annotation: its dtype (used to type literal call arguments)."""
-    if (isinstance(ann, lark.Tree) and ann.data == "getattr"
-            and isinstance(ann.children[0], lark.Tree) and ann.children[0].data == "name"
+    if (isinstance(ann, Tree) and ann.data == "getattr"
+            and isinstance(ann.children[0], Tree) and ann.children[0].data == "name"
             and str(ann.children[0].children[0]) == "T"):
         name = str(ann.children[1])
         if is_dtype_name(name):
@@ -91,7 +90,7 @@ def _simple_dtype(ann: lark.Tree) -> DataType | None:
     return None
 
 
-def scan_mutable(stmts: list[lark.Tree]) -> set[str]:
+def scan_mutable(stmts: list[Tree]) -> set[str]:
     """Names assigned again after their definition (``x: T.int32 = 0`` ... ``x = x + 1``):
     these are mutable scalars, everything else bound once is an immutable let."""
     defined: dict[str, int] = {}
@@ -99,17 +98,17 @@ def scan_mutable(stmts: list[lark.Tree]) -> set[str]:
     stack = list(reversed(stmts))
     while stack:
         node = stack.pop()
-        if not isinstance(node, lark.Tree):
+        if not isinstance(node, Tree):
             continue
         if node.data == "annassign_stmt" and node.children[-1] is None:
             target = node.children[0]
-            if isinstance(target, lark.Tree) and target.data == "name":
+            if isinstance(target, Tree) and target.data == "name":
                 reassigned.add(str(target.children[0]))
             continue
         if node.data in ("assign_stmt", "annassign_stmt"):
             target = node.children[0]
             rhs = node.children[-1]
-            if isinstance(target, lark.Tree) and target.data == "name" and not _is_declaration(rhs):
+            if isinstance(target, Tree) and target.data == "name" and not _is_declaration(rhs):
                 name = str(target.children[0])
                 if node.data == "assign_stmt" and name in defined:
                     reassigned.add(name)
@@ -117,19 +116,19 @@ def scan_mutable(stmts: list[lark.Tree]) -> set[str]:
             continue
         if node.data in ("suite", "inline_suite", "simple_stmt", "for_stmt", "while_stmt",
                          "if_stmt", "elif_clause", "else_clause", "with_stmt"):
-            stack.extend(reversed([c for c in node.children if isinstance(c, lark.Tree)]))
+            stack.extend(reversed([c for c in node.children if isinstance(c, Tree)]))
     return reassigned
 
 
 def _is_declaration(rhs) -> bool:
     """``T.<something>(...)`` on the right: a declaration, not a value."""
-    if not (isinstance(rhs, lark.Tree) and rhs.data == "call"):
+    if not (isinstance(rhs, Tree) and rhs.data == "call"):
         return False
     fn = rhs.children[0]
-    if not (isinstance(fn, lark.Tree) and fn.data == "getattr"):
+    if not (isinstance(fn, Tree) and fn.data == "getattr"):
         return False
     base = fn.children[0]
-    if not (isinstance(base, lark.Tree) and base.data == "name" and str(base.children[0]) == "T"):
+    if not (isinstance(base, Tree) and base.data == "name" and str(base.children[0]) == "T"):
         return False
     name = str(fn.children[1])
     if is_dtype_name(name) or name == "bool":

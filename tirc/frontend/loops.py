@@ -4,8 +4,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from tirc import grammar_parser as lark
-
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.arith import cast_to, difference
 from tirc.frontend.calls import Construct
@@ -13,6 +11,7 @@ from tirc.frontend.values import describe
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import For, Stmt
+from tirc.syntax_tree import Token, Tree
 
 if TYPE_CHECKING:
     from tirc.frontend.builder import FunctionBuilder
@@ -24,7 +23,7 @@ THREAD_TAGS = tuple(f"{p}.{a}" for p in ("blockIdx", "threadIdx", "vthread") for
 
 def _iter_construct(b: "FunctionBuilder", node) -> Construct:
     """The loop's iterator; ``range(...)`` is read here since ``range`` is no script name."""
-    if (isinstance(node, lark.Tree) and node.data == "call" and isinstance(node.children[0], lark.Tree)
+    if (isinstance(node, Tree) and node.data == "call" and isinstance(node.children[0], Tree)
             and node.children[0].data == "name" and str(node.children[0].children[0]) == "range"
             and b.scope.lookup("range") is None):
         args, kwargs = b.arguments(node.children[1])
@@ -61,7 +60,7 @@ def _label(c: Construct) -> str:
     return "range" if c.name == "range" else f"T.{c.name}"
 
 
-def build_for(b: "FunctionBuilder", tree: lark.Tree, span: Span | None) -> Stmt:
+def build_for(b: "FunctionBuilder", tree: Tree, span: Span | None) -> Stmt:
     target, iter_node, body_tree = tree.children
     c = _iter_construct(b, iter_node)
     names = _target_names(b, target)
@@ -129,6 +128,6 @@ def build_for(b: "FunctionBuilder", tree: lark.Tree, span: Span | None) -> Stmt:
 
 
 def _target_names(b: "FunctionBuilder", target) -> list[tuple[str, Span | None]]:
-    if isinstance(target, lark.Token):
+    if isinstance(target, Token):
         return [(str(target), b.span(target))]
     return [(str(t), b.span(t)) for t in target.children if t is not None]
