@@ -170,6 +170,21 @@ class Builder(ir.IRBuilder):
         i.source_etype, i.pointer, i.indices, i.inbounds = source_etype, ptr, indices, inbounds
         return self._put(i)
 
+    def call(self, fn, args, name="", cconv=None, tail=False, fastmath=(), attrs=(),
+             arg_attrs=None):
+        if (type(fn) is not ir.Function or cconv is not None or tail or fastmath or attrs
+                or arg_attrs):
+            return super().call(fn, args, name, cconv, tail, fastmath, attrs, arg_attrs)
+        fnty = fn.function_type
+        params = fnty.args
+        if len(args) < len(params) or any(
+                a.type != t or isinstance(t, types.MetaDataType) for a, t in zip(args, params)):
+            return super().call(fn, args, name, cconv, tail, fastmath, attrs, arg_attrs)
+        i = _make(ins.CallInstr, self._block, fnty.return_type, "call", [fn, *args], name)
+        i.cconv, i.tail = fn.calling_convention, ""
+        i.fastmath, i.attributes, i.arg_attributes = ins.FastMathFlags(), ins.CallInstrAttributes(), {}
+        return self._put(i)
+
     def branch(self, target):
         return self._end(_make(ins.Branch, self._block, types.VoidType(), "br", [target], ""))
 

@@ -44,7 +44,9 @@ def bytes_constant(ty: ir.ArrayType, data: bytes) -> ir.Constant:
         text = _NOT_PLAIN.sub(_escape_match, text)
     else:
         text = text.translate(_ESCAPES)
-    return ir.FormattedConstant(ty, 'c"%s"' % text)
+    c = object.__new__(ir.FormattedConstant)  # FormattedConstant(ty, ...) without checks
+    c.type, c.constant = ty, 'c"%s"' % text
+    return c
 
 
 def _meta(instr) -> str:
