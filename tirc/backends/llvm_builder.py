@@ -6,13 +6,15 @@ llvmlite makes an instruction through a chain of constructors (the builder metho
 instruction class, ``Instruction``, ``NamedValue``), each checking its arguments, and
 names it through ``NameScope.register``/``deduplicate``/``is_used``; every instruction,
 ``store`` and ``br`` included, takes a name (``.N`` when none is given). A host module of
-500 CUDA kernels has 150,000 instructions and 24,000 blocks, and that chain was about a
-third of its lowering (bench/README.md). Here the kinds the lowering makes most (GEPs,
-loads, stores, integer compares, branches, selects, integer binary operators, casts,
-blocks) are made in one step each; anything else, and any case the fast paths do not
-cover (typed pointers, vectors of compares, a GEP without ``source_etype``), goes to
-llvmlite's own method. :class:`FastScope` registers names with llvmlite's algorithm in
-one function.
+500 CUDA kernels has 150,000 instructions and 30,000 blocks. Here the kinds the lowering
+makes most (GEPs, loads, stores, integer compares, branches, returns, selects, integer
+binary operators, casts, calls of functions, stack slots, blocks) are made in one step
+each, their reference text (``%"name"``) set at once; anything else, and any case the
+fast paths do not cover (typed pointers, vector compares, a GEP without
+``source_etype``, calls with attributes), goes to llvmlite's own method.
+:class:`FastScope` registers names with llvmlite's algorithm in one function. With
+``private_constant`` for the module's strings, the lowering of those 500 kernels went
+from 1.16 to 0.89 s and their ``module_text`` from 0.65 to 0.47 s.
 
 Written for llvmlite 0.50, as ``llvmlite_compat``; ``tests/test_llvm_builder.py`` checks
 that both builders make the same module text.
@@ -184,6 +186,24 @@ class Builder(ir.IRBuilder):
         i.cconv, i.tail = fn.calling_convention, ""
         i.fastmath, i.attributes, i.arg_attributes = ins.FastMathFlags(), ins.CallInstrAttributes(), {}
         return self._put(i)
+
+    def alloca(self, typ, size=None, name=""):
+        if size is not None and not isinstance(size, ir.Value):
+            return super().alloca(typ, size, name)
+        assert size is None or isinstance(size.type, types.IntType)
+        i = _make(ins.AllocaInstr, self._block, typ.as_pointer(), "alloca",
+                  [size] if size else (), name)
+        i.allocated_type, i.align = typ, None
+        return self._put(i)
+
+    def ret(self, value):
+        return self._end(_make(ins.Ret, self._block, types.VoidType(), "ret", [value], ""))
+
+    def ret_void(self):
+        return self._end(_make(ins.Ret, self._block, types.VoidType(), "ret void", [], ""))
+
+    def unreachable(self):
+        return self._end(_make(ins.Unreachable, self._block, types.VoidType(), "unreachable", (), ""))
 
     def branch(self, target):
         return self._end(_make(ins.Branch, self._block, types.VoidType(), "br", [target], ""))

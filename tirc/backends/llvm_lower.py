@@ -192,7 +192,7 @@ class FunctionLowering(ExprLowering):
         """A stack slot in the entry block (so loops do not grow the stack)."""
         here = self.b.block
         at = self.entry.instructions[0] if self.entry.instructions else None
-        b = ir.IRBuilder(self.entry)
+        b = Builder(self.entry)
         if at is not None:
             b.position_before(at)
         slot = b.alloca(t, size=ir.Constant(lt.I64, count) if count is not None else None, name=name)
