@@ -9,7 +9,7 @@ import pytest
 from llvmlite import ir
 
 from conftest import ROOT, ids
-from tirc.backends import cpu, llvm_lower, llvm_text, nvptx
+from tirc.backends import cpu, cuda_launch, llvm_lower, llvm_text, nvptx
 from tirc.backends import llvm_types as lt
 from tirc.backends.llvmlite_compat import opaque
 from tirc.build import build
@@ -39,9 +39,10 @@ def _texts(path, tmp_path, monkeypatch, slow: bool) -> list[str]:
         for where in (cpu, nvptx):
             m.setattr(where, "module_text", keep)
         if slow:
-            m.setattr(llvm_lower, "Builder", ir.IRBuilder)
+            for where in (llvm_lower, cuda_launch):
+                m.setattr(where, "Builder", ir.IRBuilder)
+                m.setattr(where, "fast_names", lambda value: None)
             m.setattr(llvm_lower, "new_block", lambda f, name: f.append_basic_block(name))
-            m.setattr(llvm_lower, "fast_names", lambda value: None)
             m.setattr(llvm_lower, "private_constant", _llvmlite_constant)
         for target in TARGETS:
             try:
