@@ -228,3 +228,10 @@ def private_constant(module: ir.Module, name: str, initializer: ir.Constant,
     assert name not in module.globals
     module.globals[name] = g
     return g
+
+
+def formatted_constant(ty: ir.Type, text: str) -> ir.FormattedConstant:
+    """``ir.FormattedConstant(ty, text)`` without its checks (the module's strings)."""
+    c = _new(ir.FormattedConstant)
+    c.type, c.constant = ty, text
+    return c

@@ -18,6 +18,7 @@ import string
 from llvmlite import ir
 from llvmlite.ir import instructions as ins
 
+from tirc.backends.llvm_builder import formatted_constant
 from tirc.backends.llvmlite_compat import _FnPointer
 
 _VOID = ir.VoidType
@@ -44,9 +45,7 @@ def bytes_constant(ty: ir.ArrayType, data: bytes) -> ir.Constant:
         text = _NOT_PLAIN.sub(_escape_match, text)
     else:
         text = text.translate(_ESCAPES)
-    c = object.__new__(ir.FormattedConstant)  # FormattedConstant(ty, ...) without checks
-    c.type, c.constant = ty, 'c"%s"' % text
-    return c
+    return formatted_constant(ty, 'c"%s"' % text)
 
 
 def _meta(instr) -> str:
