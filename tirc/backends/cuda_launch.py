@@ -44,6 +44,7 @@ from dataclasses import field
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
+from tirc.backends.llvm_builder import Builder, fast_names
 from tirc.backends.llvm_text import bytes_constant
 from tirc.backends.llvmlite_compat import call_pointer, opaque, store_atomic
 from tirc.diagnostics import Diagnostic
@@ -218,6 +219,7 @@ class CudaLauncher:
     def _helper(self, name: str, ret: ir.Type, args: list[ir.Type]) -> tuple[ir.Function, ir.IRBuilder | None]:
         """A helper function and a builder for its body (None: only declared here)."""
         f = ir.Function(self.module.ir, ir.FunctionType(ret, args), name)
+        fast_names(f)
         if self.declare_only:
             return f, None
         f.linkage = self.module.ctx.module_wide(name)
@@ -225,7 +227,7 @@ class CudaLauncher:
         f.attributes.add("noinline")
         f.attributes.add("optnone")  # run once per device or on failure: not worth optimising
         f.attributes.add("cold")
-        return f, ir.IRBuilder(f.append_basic_block("entry"))
+        return f, Builder(f.append_basic_block("entry"))
 
     def api_call(self, b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
         """Call a driver entry point through the table (loaded before any call)."""

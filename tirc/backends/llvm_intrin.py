@@ -222,7 +222,7 @@ def _field(fl, call: Call, dtype) -> tuple[ir.Value, ir.Type | None]:
     else:
         raise Diagnostic(f"unknown struct field {field} in T.{call.op}", call.span)
     if isinstance(call.args[1], IntImm):  # the usual case: a constant byte offset
-        at = ir.Constant(lt.I64, call.args[1].value * size + offset)
+        at = fl.const(abi.INT64, call.args[1].value * size + offset)  # one per module
     else:
         index = fl.int_cast(index, lt.I64)
         at = fl.b.add(fl.b.mul(index, ir.Constant(lt.I64, size)), ir.Constant(lt.I64, offset))

@@ -14,6 +14,7 @@ from llvmlite import ir
 from tirc.backends import llvm_types as lt
 from tirc.backends.accumulator_chains import latency_bound_adds
 from tirc.backends.llvm_alias import AliasScopes, is_argument_data, is_noalias
+from tirc.backends.llvm_builder import Builder, fast_names, new_block, private_constant
 from tirc.backends.llvm_context import LLVMTargetContext
 from tirc.backends.llvm_debug import DebugInfo
 from tirc.backends.llvm_expr import ExprLowering, LaneByLane
@@ -52,6 +53,7 @@ class ModuleLowering:
                  debug: str | None = None):
         self.mod, self.ctx = mod, ctx
         self.ir = ir.Module(name)
+        fast_names(self.ir)
         self.ir.triple = ctx.triple
         if ctx.data_layout:
             self.ir.data_layout = ctx.data_layout
@@ -83,6 +85,7 @@ class ModuleLowering:
         param_ptr = self.ctx.param_pointer(func)
         params = [lt.value_type(p.dtype, param_ptr, p.span or func.span) for p in func.params]
         llfunc = ir.Function(self.ir, ir.FunctionType(ret, params), self.ctx.symbol(name, func))
+        fast_names(llfunc)
         for arg, p in zip(llfunc.args, func.params):
             arg.name = p.name
         self.ctx.decorate(llfunc, func)
@@ -110,12 +113,8 @@ class ModuleLowering:
             ty = ir.ArrayType(lt.I8, len(data))
             # in the address space of the target's pointers (NVPTX: global), which the
             # string's uses take it to be
-            ptr = self.ctx.pointer()
-            g = ir.GlobalVariable(self.ir, ty, f".str.{len(self.strings)}",
-                                  addrspace=ptr.addrspace)
-            g.linkage, g.global_constant, g.unnamed_addr = "private", True, True
-            g.initializer = bytes_constant(ty, data)
-            opaque(g, ptr)
+            g = private_constant(self.ir, f".str.{len(self.strings)}", bytes_constant(ty, data),
+                                 self.ctx.pointer())
             self.strings[text] = g
         return g
 
@@ -135,7 +134,7 @@ class FunctionLowering(ExprLowering):
         self.module, self.ctx, self.name, self.func, self.llfunc = module, module.ctx, name, func, llfunc
         self.constants = module.constants
         self.entry = llfunc.append_basic_block("entry")
-        self.b = ir.IRBuilder(self.entry)
+        self.b = Builder(self.entry)
         self.vars: dict[int, ir.Value] = {}
         self.let_exprs: dict[int, PrimExpr] = {}  # let-bound var -> its value (llvm_subbyte)
         self.data_align: dict[int, int] = {}  # data pointer var -> known alignment
@@ -184,7 +183,7 @@ class FunctionLowering(ExprLowering):
     # -- helpers ----------------------------------------------------------------------
     def block(self, hint: str) -> ir.Block:
         self.counter += 1
-        return self.llfunc.append_basic_block(f"{hint}{self.counter}")
+        return new_block(self.llfunc, f"{hint}{self.counter}")
 
     def string(self, text: str) -> ir.Value:
         return self.module.string(text)
@@ -193,7 +192,7 @@ class FunctionLowering(ExprLowering):
         """A stack slot in the entry block (so loops do not grow the stack)."""
         here = self.b.block
         at = self.entry.instructions[0] if self.entry.instructions else None
-        b = ir.IRBuilder(self.entry)
+        b = Builder(self.entry)
         if at is not None:
             b.position_before(at)
         slot = b.alloca(t, size=ir.Constant(lt.I64, count) if count is not None else None, name=name)

@@ -1,4 +1,6 @@
-"""The places tirc goes past llvmlite's public API, kept here and nowhere else.
+"""The places tirc goes past llvmlite's public API, kept here and in ``llvm_builder``
+(which makes llvmlite's instructions, blocks and constants without their constructors,
+for speed) and nowhere else.
 
 Written for llvmlite 0.50 (LLVM 22). tirc emits LLVM IR with opaque pointers (``ptr``),
 which is all LLVM parses now, but llvmlite's IR builder still reasons about typed
