@@ -86,3 +86,40 @@ def test_unknown_dtype():
     with pytest.raises(ValueError, match="unknown dtype 'float31'"):
         parse_dtype("float31")
     assert DataType("int32") == INT32
+
+
+def _holds_node(value) -> bool:
+    from tirc.ir.buffer import Buffer
+    from tirc.ir.visitor import is_node
+    if is_node(value) or isinstance(value, Buffer):
+        return True
+    return isinstance(value, tuple) and any(_holds_node(v) for v in value)
+
+
+def test_fields_the_walkers_skip_hold_no_nodes():
+    """The visitors, mutators and ``walk`` skip the fields ``_child_fields`` leaves out
+    (plain-data names, and fields declared int, float, str, bool or tuple[str, ...]):
+    none of them holds a node or a buffer anywhere in the samples and the TVM corpus,
+    parsed and lowered."""
+    from conftest import SAMPLES, TVM_CORPUS
+    from tirc.build import bind_target_from
+    from tirc.diagnostics import Diagnostic
+    from tirc.ir.visitor import _child_fields
+    from tirc.passes.pipeline import PassContext, run_pipeline
+    ctx = PassContext(bind_target_from("cuda -arch=sm_90", "llvm"))
+    checked = 0
+    for path in SAMPLES + TVM_CORPUS:
+        try:
+            mod = parse(path.read_text(), str(path))
+            mods = [mod, run_pipeline(mod, ctx)]
+        except Diagnostic:
+            continue
+        for m in mods:
+            for func in m.functions.values():
+                for node in walk(func.body):
+                    kept = _child_fields(type(node))
+                    for f in dataclasses.fields(node):
+                        if f.name not in kept:
+                            assert not _holds_node(getattr(node, f.name)), (path.name, f.name)
+                    checked += 1
+    assert checked > 10000

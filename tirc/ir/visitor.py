@@ -28,12 +28,18 @@ def is_node(value: object) -> bool:
     return isinstance(value, _NODE_TYPES)
 
 
+# Field types that hold plain data, never a node or a buffer (as the records annotate
+# them: IntImm.value, StringImm.value, Ramp.scalable, AssertStmt.message, ...).
+_PLAIN_TYPES = frozenset({"int", "float", "str", "bool", "tuple[str, ...]", int, float, str, bool})
+
+
 @lru_cache(maxsize=None)
 def _child_fields(cls: type) -> tuple[str, ...]:
-    """Fields of ``cls`` that may hold nodes or buffers (everything but plain data)."""
+    """Fields of ``cls`` that may hold nodes or buffers (everything but plain data: the
+    fields named here, and those whose declared type is plain data)."""
     skip = {"span", "dtype", "op", "name", "kind", "thread_tag", "lanes", "form", "key",
             "value_str", "ptr", "name_hint", "iter_type"}
-    return tuple(f.name for f in fields(cls) if f.name not in skip)
+    return tuple(f.name for f in fields(cls) if f.name not in skip and f.type not in _PLAIN_TYPES)
 
 
 class _Walk:
