@@ -148,3 +148,42 @@ def test_rebuild_is_dataclasses_replace():
                                    for f in dataclasses.fields(b)), (type(node), name)
                         checked += 1
     assert checked > 500
+
+
+def test_walk_is_pre_order_left_to_right():
+    """``walk`` (a loop over a stack) yields what a recursive pre-order walk over the
+    child fields, tuples flattened in order, yields: on every function of the samples
+    and the TVM corpus, parsed and lowered."""
+    from conftest import SAMPLES, TVM_CORPUS
+    from tirc.build import bind_target_from
+    from tirc.diagnostics import Diagnostic
+    from tirc.ir.visitor import _child_fields, is_node
+    from tirc.passes.pipeline import PassContext, run_pipeline
+
+    def reference(node, out):
+        out.append(node)
+        for name in _child_fields(type(node)):
+            flat(getattr(node, name), out)
+        return out
+
+    def flat(value, out):
+        if is_node(value):
+            reference(value, out)
+        elif isinstance(value, tuple):
+            for v in value:
+                flat(v, out)
+
+    ctx = PassContext(bind_target_from("cuda -arch=sm_90", "llvm"))
+    checked = 0
+    for path in SAMPLES + TVM_CORPUS:
+        try:
+            mod = parse(path.read_text(), str(path))
+            mods = [mod, run_pipeline(mod, ctx)]
+        except Diagnostic:
+            continue
+        for m in mods:
+            for func in m.functions.values():
+                got, want = list(walk(func.body)), reference(func.body, [])
+                assert len(got) == len(want) and all(a is b for a, b in zip(got, want)), path.name
+                checked += len(got)
+    assert checked > 10000

@@ -348,27 +348,31 @@ def fill_span(s: Stmt, span) -> Stmt:
 def walk(node: Node):
     """Every expression and statement under ``node`` (pre-order), ``node`` included."""
     stack = [node]
-    pop, fields = stack.pop, _CHILD_FIELDS
+    pop, push, fields = stack.pop, stack.append, _REVERSED_FIELDS
     while stack:
         n = pop()
         yield n
-        cls = type(n)
-        names = fields.get(cls)
+        names = fields.get(type(n))
         if names is None:
-            names = fields[cls] = _child_fields(cls)
-        kids: list[Node] = []
-        for name in names:
+            names = fields[type(n)] = _child_fields(type(n))[::-1]
+        for name in names:  # children pushed last first, so the first is walked next
             value = getattr(n, name)
             if isinstance(value, _NODE_TYPES):
-                kids.append(value)
+                push(value)
             elif isinstance(value, tuple):
-                _collect(value, kids)
-        if kids:
-            kids.reverse()
-            stack += kids
+                _push_reversed(value, stack)
 
 
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # walk's copy of _child_fields
+_REVERSED_FIELDS: dict[type, tuple[str, ...]] = {}  # walk's copy of _child_fields, reversed
+
+
+def _push_reversed(value: tuple, stack: list) -> None:
+    """The nodes of ``value`` (nested tuples flattened) onto ``stack``, last first."""
+    for item in reversed(value):
+        if isinstance(item, _NODE_TYPES):
+            stack.append(item)
+        elif isinstance(item, tuple):
+            _push_reversed(item, stack)
 
 
 def _collect(value: object, out: list) -> None:
