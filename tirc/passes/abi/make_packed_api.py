@@ -464,6 +464,8 @@ def _uses(body: Stmt, symbols: dict[str, str]) -> tuple[set[int], bool]:
 
 
 class _Returns(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def __init__(self, packer: _Packer, result: Var):
         self.packer, self.result = packer, result
 

@@ -44,6 +44,8 @@ KERNEL_ATTRS = {CALLING_CONV: int(CallingConv.DEVICE_KERNEL_LAUNCH), IS_GLOBAL_F
 
 
 class _Split(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def __init__(self, func_name: str, func: PrimFunc, taken: set[str]):
         self.func_name = func_name
         self.func = func
