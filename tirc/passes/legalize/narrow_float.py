@@ -33,7 +33,7 @@ from tirc.ir.dtype import FLOAT32, DataType
 from tirc.ir.expr import (ARITH_OPS, COMPARE_OPS, BinOp, Broadcast, Call, Cast, FloatImm,
                           GlobalVar, IntImm, Let, PointerType, PrimExpr, Select, Var)
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.visitor import _NODE_TYPES, Mutator, _child_fields, _collect, walk
+from tirc.ir.visitor import _NODE_TYPES, Mutator, _child_fields, _push_reversed, walk
 from tirc.passes.legalize.narrow_float_ops import Format
 from tirc.target import Target
 
@@ -152,7 +152,7 @@ def _scan_bases(func: PrimFunc) -> frozenset[str]:
             if isinstance(value, _NODE_TYPES):
                 push(value)
             elif isinstance(value, tuple):
-                _collect(value, stack)
+                _push_reversed(value, stack)  # the order does not matter here
     return frozenset(found)
 
 
