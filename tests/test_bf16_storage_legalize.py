@@ -335,15 +335,21 @@ def test_dtype_scan_finds_what_dtypes_yields():
     ``_dtypes``, on every sample and every module of the TVM corpus."""
     from conftest import ROOT
     from tirc.passes.legalize import narrow_float
+    from tirc.build import bind_target_from
+    from tirc.passes.pipeline import run_pipeline
+    ctx = PassContext(bind_target_from("cuda -arch=sm_90", "llvm"))
     paths = sorted((ROOT / "samples").glob("*.tir")) + sorted((ROOT / "tests/corpus/tvm").glob("*.tir"))
     checked = 0
     for path in paths:
         try:
             mod = parse(path.read_text(), str(path))
+            # as parsed, and as the pass sees it (after MakePackedAPI; not legalized)
+            mods = [mod, run_pipeline(mod, ctx, stop_after="MakePackedAPI")]
         except Diagnostic:
             continue
-        for func in mod.functions.values():
-            want = frozenset(dt.base for dt, _ in narrow_float._dtypes(func) if dt is not None)
-            assert narrow_float._scan_bases(func) == want, path.name
-            checked += 1
-    assert checked > 50
+        for m in mods:
+            for func in m.functions.values():
+                want = frozenset(dt.base for dt, _ in narrow_float._dtypes(func) if dt is not None)
+                assert narrow_float._scan_bases(func) == want, path.name
+                checked += 1
+    assert checked > 100

@@ -516,3 +516,29 @@ class Module:
     assert ("Invalid A.shape[0] on argument #0 when calling:\n"
             "  `f(A: Tensor([(n + T.int64(1)) * T.int64(2)], float32), B: Tensor([n], float32))`,"
             "\n  expected (B.shape[0] + 1) * 2") in msgs
+
+
+def test_calls_of_exported_functions_are_rewritten_only_where_the_body_has_one(monkeypatch):
+    """MakePackedAPI rewrites calls of exported functions only in bodies that hold one
+    (found in the walk that also finds the parameters the body uses); the modules are
+    those made when every body is rewritten, on the samples and the TVM corpus
+    (module_public_calls_public.tir has such calls)."""
+    from conftest import ROOT, SAMPLES, TVM_CORPUS
+    from tirc.build import bind_target_from
+    from tirc.passes.abi import make_packed_api as mpa
+    from tirc.passes.pipeline import run_pipeline
+    ctx = PassContext(bind_target_from("cuda -arch=sm_90", "llvm"))
+    real = mpa._uses
+    rewritten = 0
+    for path in SAMPLES + TVM_CORPUS:
+        try:
+            before = run_pipeline(parse(path.read_text(), str(path)), ctx, stop_after="VerifyMemory")
+        except Diagnostic:
+            continue
+        fast = make_packed_api(before, ctx)
+        monkeypatch.setattr(mpa, "_uses", lambda body, symbols: (real(body, symbols)[0], True))
+        general = make_packed_api(before, ctx)
+        monkeypatch.setattr(mpa, "_uses", real)
+        assert print_module(fast) == print_module(general), path.name
+        rewritten += path.name == "module_public_calls_public.tir"
+    assert rewritten == 1 and (ROOT / "tests/corpus/tvm/module_public_calls_public.tir").exists()

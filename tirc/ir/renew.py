@@ -29,10 +29,12 @@ def map_buffer(m: Mutator, b: Buffer, force: bool = False) -> Buffer:
 
 class _Renew(Mutator):
     def __init__(self) -> None:
+        self.var_map: dict[int, Var] = {}  # substituted first (:func:`renew_defs`)
         self.vars: dict[int, Var] = {}
         self.buffers: dict[int, Buffer] = {}
 
     def visit_Var(self, v: Var) -> Var:
+        v = self.var_map.get(id(v), v)
         new = self.vars.get(id(v))
         if new is None:
             new = Var(v.name, v.dtype, v.ptr, v.span)
@@ -47,11 +49,18 @@ class _Renew(Mutator):
         return new
 
 
-def renew_defs(func: PrimFunc) -> PrimFunc:
-    """``func`` with every variable and buffer replaced by a fresh copy."""
+def renew_defs(func: PrimFunc, var_map: dict[int, Var] | None = None) -> PrimFunc:
+    """``func`` with every variable and buffer replaced by a fresh copy; with ``var_map``
+    (keyed by ``id``), its variables substituted first: the same function as
+    ``renew_defs`` of ``func`` with its body passed through ``substitute(body, var_map)``
+    (one walk instead of two). ``var_map`` is for a function without a ``buffer_map`` (a
+    kernel that SplitHostDevice makes)."""
+    if var_map and func.buffer_map:
+        raise ValueError("renew_defs substitutes variables in functions without a buffer_map")
     r = _Renew()
     params = tuple(r.visit(p) for p in func.params)
     buffer_map = tuple((r.visit(p), r.visit_buffer(b)) for p, b in func.buffer_map)
+    r.var_map = var_map or {}  # the body's variables only, as substitute(body) did
     body = r.visit(func.body)
     return replace(func, params=params, buffer_map=buffer_map, body=body)
 

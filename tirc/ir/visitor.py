@@ -10,6 +10,7 @@ from __future__ import annotations
 import inspect
 from dataclasses import fields, replace
 from functools import lru_cache
+from operator import attrgetter
 from typing import Any
 
 from tirc.ir.buffer import Buffer
@@ -28,12 +29,18 @@ def is_node(value: object) -> bool:
     return isinstance(value, _NODE_TYPES)
 
 
+# Field types that hold plain data, never a node or a buffer (as the records annotate
+# them: IntImm.value, StringImm.value, Ramp.scalable, AssertStmt.message, ...).
+_PLAIN_TYPES = frozenset({"int", "float", "str", "bool", "tuple[str, ...]", int, float, str, bool})
+
+
 @lru_cache(maxsize=None)
 def _child_fields(cls: type) -> tuple[str, ...]:
-    """Fields of ``cls`` that may hold nodes or buffers (everything but plain data)."""
+    """Fields of ``cls`` that may hold nodes or buffers (everything but plain data: the
+    fields named here, and those whose declared type is plain data)."""
     skip = {"span", "dtype", "op", "name", "kind", "thread_tag", "lanes", "form", "key",
             "value_str", "ptr", "name_hint", "iter_type"}
-    return tuple(f.name for f in fields(cls) if f.name not in skip)
+    return tuple(f.name for f in fields(cls) if f.name not in skip and f.type not in _PLAIN_TYPES)
 
 
 class _Walk:
@@ -180,7 +187,7 @@ class Visitor(_Walk):
             return
         for name in _child_fields(type(node)):
             value = getattr(node, name)
-            if is_node(value):
+            if isinstance(value, _NODE_TYPES):
                 self.visit(value)
             else:
                 self._visit_value(value)
@@ -206,7 +213,7 @@ class Visitor(_Walk):
             self._visit_value(value)
 
     def _visit_value(self, value: object) -> None:
-        if is_node(value):
+        if isinstance(value, _NODE_TYPES):
             self.visit(value)
         elif isinstance(value, Buffer):
             self.visit_buffer(value)
@@ -236,10 +243,10 @@ class Mutator(_Walk):
         changes: dict[str, object] = {}
         for name in _child_fields(type(node)):
             old = getattr(node, name)
-            new = self.visit(old) if is_node(old) else self._mutate_value(old)
+            new = self.visit(old) if isinstance(old, _NODE_TYPES) else self._mutate_value(old)
             if new is not old:
                 changes[name] = new
-        return replace(node, **changes) if changes else node
+        return rebuild(node, changes) if changes else node
 
     def descend(self, node: Node):
         """Generator: ``node`` (a statement) with every child visited; rebuilt only when
@@ -255,7 +262,7 @@ class Mutator(_Walk):
                 new = self._mutate_value(old)
             if new is not old:
                 changes[name] = new
-        return replace(node, **changes) if changes else node
+        return rebuild(node, changes) if changes else node
 
     def _steps(self, value: object):
         if isinstance(value, Stmt):
@@ -270,7 +277,7 @@ class Mutator(_Walk):
         return self._mutate_value(value)
 
     def _mutate_value(self, value: object) -> object:
-        if is_node(value):
+        if isinstance(value, _NODE_TYPES):
             return self.visit(value)
         if isinstance(value, Buffer):
             return self.visit_buffer(value)
@@ -282,6 +289,35 @@ class Mutator(_Walk):
 
     def visit_buffer(self, buffer: Buffer) -> Buffer:
         return buffer
+
+
+def rebuild(node: Node, changes: dict[str, object]) -> Node:
+    """``dataclasses.replace(node, **changes)`` for a node (a frozen record, whose fields
+    are all positional ``__init__`` parameters), without ``replace``'s checks of every
+    field: the class called with each field's value, from ``changes`` or ``node``."""
+    cls = type(node)
+    plan = _REBUILD.get(cls)
+    if plan is None:
+        plan = _REBUILD[cls] = _rebuild_plan(cls)
+    if plan is _GENERAL:
+        return replace(node, **changes)
+    get, index = plan
+    values = list(get(node))
+    for name, value in changes.items():
+        values[index[name]] = value
+    return cls(*values)
+
+
+_GENERAL = object()  # a class whose fields are not all positional __init__ parameters
+_REBUILD: dict[type, object] = {}
+
+
+def _rebuild_plan(cls: type):
+    fs = fields(cls)
+    if len(fs) < 2 or any(not f.init or f.kw_only for f in fs):
+        return _GENERAL
+    names = [f.name for f in fs]
+    return attrgetter(*names), {n: i for i, n in enumerate(names)}
 
 
 def carry_span(new: Stmt, old: Node) -> Stmt:
@@ -306,33 +342,37 @@ def fill_span(s: Stmt, span) -> Stmt:
                                               for v in value):
             changes[name] = tuple(fill_span(v, span) if isinstance(v, Stmt) and v.span is None
                                   else v for v in value)
-    return replace(s, **changes) if changes else s
+    return rebuild(s, changes) if changes else s
 
 
 def walk(node: Node):
     """Every expression and statement under ``node`` (pre-order), ``node`` included."""
     stack = [node]
-    pop, fields = stack.pop, _CHILD_FIELDS
+    pop, push, fields = stack.pop, stack.append, _REVERSED_FIELDS
     while stack:
         n = pop()
         yield n
-        cls = type(n)
-        names = fields.get(cls)
+        names = fields.get(type(n))
         if names is None:
-            names = fields[cls] = _child_fields(cls)
-        kids: list[Node] = []
-        for name in names:
+            names = fields[type(n)] = _child_fields(type(n))[::-1]
+        for name in names:  # children pushed last first, so the first is walked next
             value = getattr(n, name)
             if isinstance(value, _NODE_TYPES):
-                kids.append(value)
+                push(value)
             elif isinstance(value, tuple):
-                _collect(value, kids)
-        if kids:
-            kids.reverse()
-            stack += kids
+                _push_reversed(value, stack)
 
 
-_CHILD_FIELDS: dict[type, tuple[str, ...]] = {}  # walk's copy of _child_fields
+_REVERSED_FIELDS: dict[type, tuple[str, ...]] = {}  # walk's copy of _child_fields, reversed
+
+
+def _push_reversed(value: tuple, stack: list) -> None:
+    """The nodes of ``value`` (nested tuples flattened) onto ``stack``, last first."""
+    for item in reversed(value):
+        if isinstance(item, _NODE_TYPES):
+            stack.append(item)
+        elif isinstance(item, tuple):
+            _push_reversed(item, stack)
 
 
 def _collect(value: object, out: list) -> None:

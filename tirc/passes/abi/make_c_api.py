@@ -202,6 +202,8 @@ def _vars(e: PrimExpr) -> list[Var]:
 
 
 class _Returns(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def __init__(self, out_buf: Buffer):
         self.out_buf = out_buf
 

@@ -65,7 +65,7 @@ from tirc.ir.attrs import (CallingConv, CALLING_CONV, DEVICE_ID, DEVICE_TYPE, GL
     TARGET)
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, HANDLE, INT32, INT64
-from tirc.ir.expr import BinOp, Call, Cast, IntImm, PrimExpr, Select, StringImm, Var
+from tirc.ir.expr import BinOp, Call, Cast, GlobalVar, IntImm, PrimExpr, Select, StringImm, Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import (
     AssertStmt,
@@ -192,8 +192,9 @@ class _Packer:
             self.need_bound(e, where)
         for i, p, buf, handle in tensors:
             self.data_check(i, buf, handle)
+        used, calls_exported = _uses(f.body, self.symbols)
         body = self.body(result)
-        if self.symbols:
+        if calls_exported:  # the code body() adds calls nothing
             body = rewrite_exported_calls(body, self.name, self.symbols,
                                           {id(buf): handle for _, _, buf, handle in tensors})
         if tensors:
@@ -201,7 +202,7 @@ class _Packer:
             body = AttrStmt(StringImm("default"), DEVICE_ID, dev_id, body, sp)
         for i, p, buf, handle in reversed(tensors):
             body = DeclBuffer(buf, body, buf.span)
-            if any(node is p for node in walk(f.body)):
+            if id(p) in used:
                 body = LetStmt(p, handle, body, sp, form="let")
             data = struct_get(handle, 0, abi.ARR_DATA, HANDLE)
             body = LetStmt(buf.data, data, body, sp, form="let")
@@ -449,7 +450,22 @@ class _Packer:
         return seq([*self.store(result, *stored, span), Return(i32(0), span)], span)
 
 
+def _uses(body: Stmt, symbols: dict[str, str]) -> tuple[set[int], bool]:
+    """Ids of the variables ``body`` uses, and whether it calls a function named in
+    ``symbols`` (an exported one): one walk."""
+    used: set[int] = set()
+    calls = False
+    for node in walk(body):
+        if isinstance(node, Var):
+            used.add(id(node))
+        elif isinstance(node, Call) and isinstance(node.op, GlobalVar) and node.op.name in symbols:
+            calls = True
+    return used, calls
+
+
 class _Returns(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def __init__(self, packer: _Packer, result: Var):
         self.packer, self.result = packer, result
 

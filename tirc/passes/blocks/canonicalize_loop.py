@@ -25,10 +25,13 @@ def _is_const(e, value: int) -> bool:
 
 
 class _Canonicalize(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def visit_For(self, s: For):
         step = s.step
         if _is_const(s.min, 0) and (step is None or _is_const(step, 1)):
-            return replace((yield from self.descend(s)), step=None)
+            out = yield from self.descend(s)
+            return out if out.step is None else replace(out, step=None)
         if step is None:
             step = IntImm(s.loop_var.dtype, 1)
         if not isinstance(step, IntImm) or step.value < 1:

@@ -18,6 +18,8 @@ from tirc.ir.visitor import Mutator
 
 
 class _Convert(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def visit_SBlockRealize(self, s: SBlockRealize):
         s = (yield from self.descend(s))
         block = s.block

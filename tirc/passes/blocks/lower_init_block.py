@@ -18,6 +18,8 @@ from tirc.ir.visitor import Mutator
 
 
 class _Lower(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def visit_SBlock(self, s: SBlock):
         s = (yield from self.descend(s))
         if s.init is None:

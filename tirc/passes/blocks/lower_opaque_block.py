@@ -39,6 +39,8 @@ def _attr_expr(value) -> PrimExpr:
 
 
 class _Lower(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def visit_SeqStmt(self, s: SeqStmt):
         new = (yield from self.descend(s))
         if new is not s and any(isinstance(x, SeqStmt) for x in new.stmts):

@@ -208,6 +208,8 @@ class _Place(Mutator):
     the buffers (by data pointer) a block's regions may name: once the subtree
     allocating a buffer is done, regions outside it drop the buffer."""
 
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def __init__(self, placement: dict[int, list[Buffer]], visible: dict[int, Buffer]):
         self.placement = placement
         self.visible = visible

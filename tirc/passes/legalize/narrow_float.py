@@ -22,7 +22,7 @@ the narrow formats; values used more than once are bound with expression-level
 """
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from typing import Callable
 
 from tirc.diagnostics import Diagnostic
@@ -33,7 +33,7 @@ from tirc.ir.dtype import FLOAT32, DataType
 from tirc.ir.expr import (ARITH_OPS, COMPARE_OPS, BinOp, Broadcast, Call, Cast, FloatImm,
                           GlobalVar, IntImm, Let, PointerType, PrimExpr, Select, Var)
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.visitor import Mutator, walk
+from tirc.ir.visitor import _NODE_TYPES, Mutator, _child_fields, _push_reversed, walk
 from tirc.passes.legalize.narrow_float_ops import Format
 from tirc.target import Target
 
@@ -117,7 +117,9 @@ def _bases(func: PrimFunc) -> frozenset[str]:
 
 
 def _scan_bases(func: PrimFunc) -> frozenset[str]:
-    """The bases of the dtypes :func:`_dtypes` yields, without its generator and spans."""
+    """The bases of the dtypes :func:`_dtypes` yields, without its generator and spans:
+    the nodes :func:`walk` gives, in a loop of its own (order does not matter here) that
+    reads each class's fields by a plan made once per class (:func:`_scan_plan`)."""
     found: set[str] = set()
     add = found.add
     for p in func.params:
@@ -127,14 +129,41 @@ def _scan_bases(func: PrimFunc) -> frozenset[str]:
     for dt in [b.dtype for _, b in func.buffer_map] + [func.ret_type]:
         if dt is not None:
             add(dt.base)
-    for node in walk(func.body):
-        dt = getattr(node, "dtype", None)
-        if isinstance(dt, DataType):
-            add(dt.base)
-        b = getattr(node, "buffer", None)
-        if isinstance(b, Buffer) and b.dtype is not None:
-            add(b.dtype.base)
+    plans = _SCAN_PLANS
+    stack = [func.body]
+    pop, push = stack.pop, stack.append
+    while stack:
+        node = pop()
+        cls = type(node)
+        plan = plans.get(cls)
+        if plan is None:
+            plan = plans[cls] = _scan_plan(cls)
+        has_dtype, has_buffer, names = plan
+        if has_dtype:
+            dt = node.dtype
+            if isinstance(dt, DataType):
+                add(dt.base)
+        if has_buffer:
+            b = node.buffer
+            if isinstance(b, Buffer) and b.dtype is not None:
+                add(b.dtype.base)
+        for name in names:
+            value = getattr(node, name)
+            if isinstance(value, _NODE_TYPES):
+                push(value)
+            elif isinstance(value, tuple):
+                _push_reversed(value, stack)  # the order does not matter here
     return frozenset(found)
+
+
+_SCAN_PLANS: dict[type, tuple[bool, bool, tuple[str, ...]]] = {}
+
+
+def _scan_plan(cls: type) -> tuple[bool, bool, tuple[str, ...]]:
+    """For :func:`_scan_bases`: whether ``cls`` has a ``dtype`` (a field or a property),
+    whether it has a ``buffer`` field, and the fields :func:`walk` descends into."""
+    names = {f.name for f in fields(cls)}
+    return ("dtype" in names or hasattr(cls, "dtype"), "buffer" in names, _child_fields(cls))
 
 
 def _mentions(func: PrimFunc, formats: dict[str, Format], unsupported: tuple[str, ...]) -> bool:

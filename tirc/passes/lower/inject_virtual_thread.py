@@ -71,6 +71,8 @@ class _Expand(Mutator):
 
 
 class _Inject(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def visit_AttrStmt(self, s: AttrStmt):
         s = (yield from self.descend(s))
         node = s.node

@@ -100,6 +100,8 @@ def _is_zero(e: PrimExpr) -> bool:
 
 
 class _Builder(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def __init__(self, target: Target | None):
         self.targets = [target]
         self.threads: list[AttrStmt] = []

@@ -19,6 +19,8 @@ from tirc.ir.visitor import Mutator
 
 
 class _Lower(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def visit_For(self, s: For):
         s = (yield from self.descend(s))
         if s.kind != "thread_binding":

@@ -478,6 +478,8 @@ def _is_zero(e: PrimExpr | None) -> bool:
 
 
 class _Kernels(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def __init__(self, target: Target | None):
         self.targets = [target]
 

@@ -75,6 +75,8 @@ def _empty_body(new: Stmt, old: Stmt) -> Stmt:
 
 
 class _NoOpRemover(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def __init__(self) -> None:
         self.ranges: dict[int, Interval] = {}
         self.known: dict[int, PrimExpr] = {}  # let values and equalities in scope, by var id

@@ -23,6 +23,8 @@ _BARRIERS = ("tvm_storage_sync", "tvm_thread_allreduce")
 
 
 class _Serialize(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def visit_For(self, s: For):
         s = (yield from self.descend(s))
         if s.kind == "thread_binding":

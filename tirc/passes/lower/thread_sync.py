@@ -298,6 +298,8 @@ class BarrierPlanner:
 class _Kernels(Mutator):
     """Finds each kernel (an outermost thread scope) and plans its barriers."""
 
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def visit_AttrStmt(self, s: AttrStmt):
         if s.key != THREAD_EXTENT:
             return (yield from self.descend(s))

@@ -121,6 +121,8 @@ class _Unroll(Mutator):
     inside it), ``unrolled_depth`` and ``normal_depth`` (the deepest nest of loops inside
     that were, and were not, unrolled)."""
 
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def __init__(self) -> None:
         self.max_step = 0          # pragma_auto_unroll_max_step in scope (0: no automatic unrolling)
         self.explicit = True       # pragma_unroll_explicit in scope

@@ -252,6 +252,8 @@ def vectorize(loop: For) -> Stmt | None:
 
 
 class _Loops(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def visit_For(self, s: For):
         s = (yield from self.descend(s))
         if s.kind != "vectorized":

@@ -26,6 +26,8 @@ from tirc.target import Target
 
 
 class _Annotate(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def __init__(self, device: Target | None, func_target: Target):
         self.device = device
         self.func_target = func_target

@@ -33,7 +33,7 @@ from tirc.ir.dtype import HANDLE, VOID
 from tirc.ir.expr import Call, GlobalVar, IntImm, PointerType, Var
 from tirc.ir.freevars import region_uses
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.renew import renew_defs, substitute
+from tirc.ir.renew import renew_defs
 from tirc.ir.stmt import AttrStmt, DeclBuffer, Evaluate, Return
 from tirc.ir.visitor import Mutator, walk
 from tirc.names import unique_name
@@ -44,6 +44,8 @@ KERNEL_ATTRS = {CALLING_CONV: int(CallingConv.DEVICE_KERNEL_LAUNCH), IS_GLOBAL_F
 
 
 class _Split(Mutator):
+    expressions = False  # its methods are for statements: expressions stay as they are
+
     def __init__(self, func_name: str, func: PrimFunc, taken: set[str]):
         self.func_name = func_name
         self.func = func
@@ -77,12 +79,11 @@ class _Split(Mutator):
         body = s.body
         for b in reversed(uses.buffers):
             body = DeclBuffer(b, body, s.span)
-        body = substitute(body, ptr_params)
         kernel = PrimFunc(params, body, None, (),
                           {TARGET: s.node, **KERNEL_ATTRS, **_noalias(self.func),
                            **_requested_launch(self.func)},
                           False, s.span)
-        kernel = renew_defs(kernel)
+        kernel = renew_defs(kernel, ptr_params)  # the body's data pointers become params
         name = self.fresh()
         self.kernels[name] = kernel
         call = Call(VOID, GlobalVar(name), tuple(args), s.span)
@@ -142,10 +143,10 @@ def _as_kernel(f: PrimFunc) -> PrimFunc:
     for b in reversed(declared):
         body = DeclBuffer(b, body, f.span)
     attrs = {k: v for k, v in f.attrs.items() if k not in (TARGET, GLOBAL_SYMBOL)}
-    kernel = PrimFunc(tuple(params), substitute(body, pointers), None, (),
+    kernel = PrimFunc(tuple(params), body, None, (),
                       {**attrs, TARGET: f.attrs[TARGET].without_host(), **KERNEL_ATTRS},
                       False, f.span)
-    return renew_defs(kernel)
+    return renew_defs(kernel, pointers)
 
 
 def split_host_device(mod: IRModule, ctx) -> IRModule:

@@ -1,0 +1,73 @@
+"""Walkers of statements only (``expressions = False``: their expressions are left as
+they are, unvisited) make what they make when they visit every expression."""
+from __future__ import annotations
+
+import importlib
+import inspect
+import pkgutil
+
+from conftest import ROOT, SAMPLES, TVM_CORPUS
+from tirc.build import bind_target_from
+from tirc.diagnostics import Diagnostic
+from tirc.ir import expr
+from tirc.ir.printer import print_module
+from tirc.ir.visitor import _Walk
+from tirc.parser import parse
+from tirc.passes.pipeline import PassContext, run_pipeline
+
+_EXPRESSIONS = {n for n, c in vars(expr).items()
+                if inspect.isclass(c) and issubclass(c, expr.PrimExpr)}
+
+
+def _statement_walkers() -> list[type]:
+    import tirc.passes
+    out = []
+    for m in pkgutil.walk_packages(tirc.passes.__path__, "tirc.passes."):
+        mod = importlib.import_module(m.name)
+        for c in vars(mod).values():
+            if (inspect.isclass(c) and issubclass(c, _Walk) and c.__module__ == mod.__name__
+                    and not c.expressions):
+                out.append(c)
+    return out
+
+
+def test_statement_walkers_have_no_expression_methods():
+    walkers = _statement_walkers()
+    assert len(walkers) > 15
+    for c in walkers:
+        methods = {k[6:] for k in dir(c) if k.startswith("visit_")}
+        assert not methods & _EXPRESSIONS, c
+        assert c.visit is _Walk.visit and getattr(c, "intercept", None) is None, c
+
+
+def test_statement_walkers_make_what_full_walks_make(monkeypatch):
+    """The pipeline with every statement walker visiting expressions too (the general
+    walk) prints the same modules (or the same error), on the samples and the TVM,
+    S-TIR block and SIMT corpora."""
+    ctx = PassContext(bind_target_from("cuda -arch=sm_90", "llvm"))
+    corpora = [sorted((ROOT / "tests" / "corpus" / c).glob("*.tir")) for c in ("sblock", "simt")]
+    mods = []
+    for path in SAMPLES + TVM_CORPUS + corpora[0] + corpora[1]:
+        try:
+            mods.append((path.name, parse(path.read_text(), str(path))))
+        except Diagnostic:
+            continue
+
+    def lowered():
+        out = {}
+        for name, mod in mods:
+            try:
+                out[name] = print_module(run_pipeline(mod, ctx))
+            except Diagnostic as d:
+                out[name] = f"error: {d.message}"
+        return out
+
+    fast = lowered()
+    walkers = _statement_walkers()
+    assert len(walkers) > 15
+    for c in walkers:
+        monkeypatch.setattr(c, "expressions", True)
+        monkeypatch.setattr(c, "_table", {})
+    general = lowered()
+    assert sum(not v.startswith("error") for v in fast.values()) > 100
+    assert fast == general
