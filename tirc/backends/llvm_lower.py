@@ -9,14 +9,14 @@ or fails, or when a loop is left by ``break``/``continue``, are freed on the way
 """
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
-from tirc.backends.accumulator_chains import latency_bound_adds
 from tirc.backends.llvm_alias import AliasScopes, is_argument_data, is_noalias
 from tirc.backends.llvm_builder import Builder, fast_names, new_block, private_constant
 from tirc.backends.llvm_context import LLVMTargetContext
-from tirc.backends.llvm_debug import DebugInfo
 from tirc.backends.llvm_expr import ExprLowering, LaneByLane
 from tirc.backends.llvm_text import bytes_constant
 from tirc.backends.llvmlite_compat import opaque
@@ -42,6 +42,9 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
+
+if TYPE_CHECKING:
+    from tirc.backends.llvm_debug import DebugInfo
 from tirc.records import record
 
 
@@ -59,7 +62,8 @@ class ModuleLowering:
             self.ir.data_layout = ctx.data_layout
         # ``debug``: a kind of llvm_debug.KINDS, source lines in the IR; None: none
         self.debug: DebugInfo | None = None
-        if debug is not None:
+        if debug is not None:  # -g and -lineinfo only: not imported otherwise
+            from tirc.backends.llvm_debug import DebugInfo
             spans = (f.span for f in mod.functions.values() if f.span is not None)
             self.debug = DebugInfo(self.ir, debug, next(spans, Span("<input>", 0, 0)).file)
         self.functions: dict[str, tuple[ir.Function, PrimFunc]] = {}
@@ -75,6 +79,7 @@ class ModuleLowering:
             self.functions[name] = (self.declare_prim_func(name, func), func)
         for name, (llfunc, func) in self.functions.items():
             if self.ctx.split_accumulator_chains and "contract" in self.ctx.float_flags:
+                from tirc.backends.accumulator_chains import latency_bound_adds
                 self.uncontracted |= latency_bound_adds(func.body)
             FunctionLowering(self, name, func, llfunc).run()
         return self.ir
