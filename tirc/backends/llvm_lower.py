@@ -42,10 +42,10 @@ from tirc.ir.stmt import (
     Stmt,
     While,
 )
+from tirc.records import record
 
 if TYPE_CHECKING:
     from tirc.backends.llvm_debug import DebugInfo
-from tirc.records import record
 
 
 class ModuleLowering:
