@@ -37,6 +37,16 @@ class Pass:
     # functions, so the pipeline does not run (or even import) it there
     blocks_only: bool = False
     phase: str = "prepare"  # its folder under tirc/passes/ (PHASES)
+    # the features (tirc.passes.analysis.features) it acts on: on a module with none of
+    # them the pass is the identity, so the pipeline does not run (or import) it; ()
+    # for a pass that always runs
+    needs: tuple[str, ...] = ()
+
+    def skip_reason(self) -> str:
+        """Why the pipeline did not run this pass (for ``--print-after``)."""
+        if self.blocks_only:
+            return "no block-level functions"
+        return f"nothing it acts on (no {', '.join(self.needs)})"
 
 
 # The phases of the pipeline, in order: each is a folder of tirc/passes/ holding its passes
@@ -67,7 +77,7 @@ class Instrument:
         pass
 
     def skipped(self, p: Pass, mod: IRModule) -> None:
-        """``p`` did not run: a block pass on a module without block-level functions."""
+        """``p`` did not run: the module has nothing it acts on (``p.skip_reason()``)."""
 
 
 @record
@@ -82,7 +92,7 @@ class PrintAfter(Instrument):
 
     def skipped(self, p: Pass, mod: IRModule) -> None:
         if p.name in self.names:
-            self.emit(f"# skipped {p.name}: no block-level functions\n")
+            self.emit(f"# skipped {p.name}: {p.skip_reason()}\n")
 
 
 class VerifyEach(Instrument):
@@ -164,11 +174,11 @@ def _lazy(module: str, function: str) -> Callable[[IRModule, PassContext], IRMod
 
 
 def _pass(name: str, module: str, doc: str, requires: tuple[str, ...] = (),
-          blocks_only: bool = False) -> Pass:
+          blocks_only: bool = False, needs: tuple[str, ...] = ()) -> Pass:
     """The pass ``name`` run by the function of the same name as its module
     (``"lower.flatten_buffer"``: ``tirc.passes.lower.flatten_buffer.flatten_buffer``)."""
     phase, _, function = module.partition(".")
-    return Pass(name, _lazy(module, function), doc, requires, blocks_only, phase)
+    return Pass(name, _lazy(module, function), doc, requires, blocks_only, phase, needs)
 
 
 def _block_pass(name: str, module: str, doc: str, requires: tuple[str, ...] = ()) -> Pass:
@@ -211,7 +221,8 @@ PIPELINE: list[Pass] = [
           "buffers marked for double buffering are refused (not ported)", ("BindTarget",)),
     _pass("LowerOpaqueBlock", "blocks.lower_opaque_block",
           "blocks become allocations and ifs; loop pragmas become attributes",
-          ("ConvertBlocksToOpaque",)),
+          ("ConvertBlocksToOpaque",),
+          needs=("block", "loop.annotated", "loop.unit")),
     _pass("LowerThreadBindings", "lower.lower_thread_bindings",
           "thread-bound loops become T.launch_thread scopes", ("BindTarget", "LowerOpaqueBlock")),
     _pass("FlattenBuffer", "lower.flatten_buffer",
@@ -219,19 +230,24 @@ PIPELINE: list[Pass] = [
     _pass("LoopPartition", "lower.loop_partition",
           "loops whose body tests T.likely conditions on their variable (or that carry a "
           "partition hint) split so the steady state runs without the tests",
-          ("FlattenBuffer",)),
+          ("FlattenBuffer",),
+          needs=("call.likely", "call.ignore_loop_partition", "attr.pragma_loop_partition_hint")),
     _pass("InjectVirtualThread", "lower.inject_virtual_thread",
           "virtual thread axes (vthread) become unrolled loops inside each thread",
-          ("FlattenBuffer",)),
+          ("FlattenBuffer",),
+          needs=("thread.virtual",)),
     _pass("Simplify", "lower.simplify",
           "fold constants and pure private calls, drop always-true checks", ("BindTarget",)),
     _pass("InlinePrivateFunctions", "lower.inline_private_functions",
-          "inline private callees where the target's code generator has no calls", ("BindTarget",)),
+          "inline private callees where the target's code generator has no calls", ("BindTarget",),
+          needs=("private",)),
     _pass("VectorizeLoop", "lower.vectorize_loop", "T.vectorized loops become vector code",
-          ("FlattenBuffer",)),
+          ("FlattenBuffer",),
+          needs=("loop.vectorized",)),
     _pass("StorageRewrite", "lower.storage_rewrite",
           "allocations move to the start of their kernel, parallel loop or function and "
-          "share memory when their lifetimes do not overlap", ("VectorizeLoop", "InjectVirtualThread")),
+          "share memory when their lifetimes do not overlap", ("VectorizeLoop", "InjectVirtualThread"),
+          needs=("alloc",)),
     _pass("HoistIfThenElse", "lower.hoist_if_then_else",
           "an if whose condition a loop does not change moves above the loop",
           ("LowerThreadBindings", "VectorizeLoop")),
@@ -248,14 +264,17 @@ PIPELINE: list[Pass] = [
           "an expression computed more than once is bound to a variable once, before its "
           "first use in the innermost scope holding all its uses", ("Simplify", "UnrollLoop")),
     _pass("ThreadSync", "lower.thread_sync",
-          "insert the barriers shared-memory accesses across threads need", ("UnrollLoop",)),
+          "insert the barriers shared-memory accesses across threads need", ("UnrollLoop",),
+          needs=("shared",)),
     _pass("LowerThreadAllreduce", "lower.lower_thread_allreduce",
           "T.tvm_thread_allreduce becomes warp shuffles, or a shared-memory tree",
-          ("ThreadSync",)),
+          ("ThreadSync",),
+          needs=("call.tvm_thread_allreduce", "attr.reduce_scope")),
     _pass("MergeSharedMemoryAllocations", "lower.merge_shared_memory_allocations",
           "a kernel's dynamic shared memory in one buffer, reused by liveness as TVM plans it "
           "(static memory stays static); shared-memory limits checked",
-          ("ThreadSync",)),
+          ("ThreadSync",),
+          needs=("shared",)),
     _pass("AnnotateDeviceRegions", "split.annotate_device_regions",
           "wrap each kernel region of host code in T.attr(<device target>, \"target\", 0)",
           ("MergeSharedMemoryAllocations",)),
@@ -309,16 +328,25 @@ def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
     if stop_after is not None and stop_after not in [p.name for p in passes]:
         raise ValueError(f"unknown pass '{stop_after}'")
     blocks = None  # decided at the first block pass (no later pass makes blocks)
+    features = None  # the module's features, taken again once a pass changed it
     for p in passes:
         if p.blocks_only:
             blocks = has_blocks(mod) if blocks is None else blocks
-            if not blocks:
-                for inst in instruments:
-                    inst.skipped(p, mod)
-                if p.name == stop_after:
-                    break
-                continue
-        mod = _run(p, mod, ctx, instruments)
+            skip = not blocks
+        elif p.needs:
+            if features is None:
+                from tirc.passes.analysis.features import module_features
+                features = module_features(mod)
+            skip = features.isdisjoint(p.needs)
+        else:
+            skip = False
+        if skip:
+            for inst in instruments:
+                inst.skipped(p, mod)
+        else:
+            before, mod = mod, _run(p, mod, ctx, instruments)
+            if mod is not before:
+                features = None
         if p.name == stop_after:
             break
     return mod

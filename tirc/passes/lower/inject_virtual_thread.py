@@ -28,14 +28,11 @@ from tirc.ir.function import IRModule
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, BufferStore, For, IfThenElse, IterVar,
                           LetStmt, SeqStmt, Stmt)
 from tirc.ir.renew import substitute
+from tirc.passes.analysis.features import is_virtual_thread
 from tirc.ir.visitor import Mutator, walk
 from tirc.ir.index_arith import arith, cast
 
 _KEYS = (THREAD_EXTENT, VIRTUAL_THREAD)
-
-
-def is_virtual(tag: str) -> bool:
-    return tag == "vthread" or tag.startswith(("vthread.", "cthread"))
 
 
 def _has_barrier(node) -> bool:
@@ -76,7 +73,7 @@ class _Inject(Mutator):
     def visit_AttrStmt(self, s: AttrStmt):
         s = (yield from self.descend(s))
         node = s.node
-        if not (isinstance(node, IterVar) and s.key in _KEYS and is_virtual(node.thread_tag)):
+        if not (isinstance(node, IterVar) and s.key in _KEYS and is_virtual_thread(node.thread_tag)):
             return s
         if not isinstance(s.value, IntImm):
             raise Diagnostic(f"virtual thread '{node.thread_tag}' needs a constant extent",
@@ -150,7 +147,7 @@ def inject_virtual_thread(mod: IRModule, ctx) -> IRModule:
     funcs = {}
     for name, f in mod.functions.items():
         if not any(isinstance(n, AttrStmt) and isinstance(n.node, IterVar)
-                   and is_virtual(n.node.thread_tag) for n in walk(f.body)):
+                   and is_virtual_thread(n.node.thread_tag) for n in walk(f.body)):
             funcs[name] = f
             continue
         funcs[name] = f.with_body(_Inject().visit(f.body))

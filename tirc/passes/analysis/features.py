@@ -1,0 +1,99 @@
+"""The kinds of construct a module holds, in one walk: what the pass manager reads to
+skip a pass that has nothing to act on (``Pass.needs``, ``pipeline.run_pipeline``), so
+that a module without vectorized loops, virtual threads, shared memory... neither runs
+nor imports the passes that lower them.
+
+A feature is a string:
+
+* ``block``: a block or block realization (schedulable TIR);
+* ``loop.vectorized``, ``loop.unrolled``: a loop of that kind; ``loop.annotated``: a loop
+  with annotations; ``loop.unit``: a serial loop of constant extent 1;
+* ``thread.virtual``: a virtual thread axis (``vthread``, ``vthread.x``, ``cthread``) as a
+  launch attribute or a ``thread_binding`` loop;
+* ``attr.<key>``: an attribute statement of that key (``attr.pragma_auto_unroll_max_step``,
+  ``attr.reduce_scope``, ...); ``attr.pragma``: any ``pragma_*`` key;
+* ``call.<op>``: a call of a named operator (``call.likely``, ``call.tvm_thread_allreduce``);
+* ``alloc``: an allocation; ``shared``: any variable, buffer or access in ``shared`` or
+  ``shared.dyn`` memory (parameters, allocations, declarations, lets, loads, stores);
+* ``private``: a private function.
+
+The walk covers statements and expressions of every function, so a feature is absent
+only when no node of the module has it.
+"""
+from __future__ import annotations
+
+from tirc.ir.block import SBlock, SBlockRealize
+from tirc.ir.expr import BufferLoad, Call, IntImm, Var
+from tirc.ir.function import IRModule
+from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, For, IterVar
+from tirc.ir.visitor import walk
+
+SHARED_SCOPES = ("shared", "shared.dyn")
+
+
+def is_virtual_thread(tag: str) -> bool:
+    """Whether ``tag`` names a virtual thread axis (InjectVirtualThread's)."""
+    return tag == "vthread" or tag.startswith(("vthread.", "cthread"))
+
+
+def module_features(mod: IRModule) -> frozenset[str]:
+    """The features (module docstring) of ``mod``."""
+    found: set[str] = set()
+    add = found.add
+    for func in mod.functions.values():
+        if func.private:
+            add("private")
+        for var in func.params:
+            _pointer(var, add)
+        for _, buf in func.buffer_map:
+            _buffer(buf, add)
+        for node in walk(func.body):
+            cls = type(node)
+            if cls is Var:
+                _pointer(node, add)
+            elif cls is BufferLoad or cls is BufferStore:
+                _buffer(node.buffer, add)
+            elif cls is Call:
+                if isinstance(node.op, str):
+                    add(f"call.{node.op}")
+            elif cls is For:
+                _loop(node, add)
+            elif cls is AttrStmt:
+                add(f"attr.{node.key}")
+                if node.key.startswith("pragma_"):
+                    add("attr.pragma")
+                if isinstance(node.node, IterVar) and is_virtual_thread(node.node.thread_tag):
+                    add("thread.virtual")
+            elif cls is AllocBuffer:
+                add("alloc")
+                _buffer(node.buffer, add)
+            elif cls is DeclBuffer:
+                _buffer(node.buffer, add)
+            elif cls is SBlock or cls is SBlockRealize:
+                add("block")
+    return frozenset(found)
+
+
+def _loop(loop: For, add) -> None:
+    if loop.kind == "vectorized":
+        add("loop.vectorized")
+    elif loop.kind == "unrolled":
+        add("loop.unrolled")
+    elif loop.kind == "thread_binding" and is_virtual_thread(loop.thread_tag or ""):
+        add("thread.virtual")
+    if loop.annotations:
+        add("loop.annotated")
+    if loop.kind == "serial" and isinstance(loop.extent, IntImm) and loop.extent.value == 1:
+        add("loop.unit")
+
+
+def _buffer(buf, add) -> None:
+    if buf.scope in SHARED_SCOPES:
+        add("shared")
+    _pointer(buf.data, add)
+
+
+def _pointer(var: Var, add) -> None:
+    ptr = var.ptr
+    if ptr is not None and ptr.scope in SHARED_SCOPES:
+        add("shared")
