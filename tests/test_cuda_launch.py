@@ -237,9 +237,11 @@ int cuModuleLoadData(void** m, const void* image) {
   *m = (void*)0x2000; return 0;
 }
 int cuModuleGetFunction(void** f, void* m, const char* name) { *f = strdup(name); return 0; }
+#ifndef NO_FUNC_SET_ATTRIBUTE
 int cuFuncSetAttribute(void* f, int attr, int value) {
   printf("attr %s %d %d\n", (const char*)f, attr, value); fflush(stdout); return 0;
 }
+#endif
 int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                    unsigned bz, unsigned smem, void* stream, void** params, void** extra) {
   int n_index = getenv("FAKE_N_INDEX") ? env("FAKE_N_INDEX") : 3;  /* vector_add's n */
@@ -383,6 +385,21 @@ def test_a_driver_without_cu_launch_kernel_ex_is_a_runtime_error(launch_kinds_so
     assert lines[-1] == ("RuntimeError: launching kernel 'f_kernel': the CUDA driver has no "
                          "cuLaunchKernelEx (CUDA 12), which its programmatic dependent launch and "
                          "cooperative launch needs")
+
+
+def test_a_driver_without_a_required_entry_point_is_a_runtime_error(vector_add_so,
+                                                                    tmp_path_factory):
+    """The driver's entry points are looked up in a loop over their names: a missing
+    required one is named in the error, and nothing is launched."""
+    if shutil.which("cc") is None:
+        pytest.skip("no C compiler")
+    d = tmp_path_factory.mktemp("oldcuda")
+    (d / "fake.c").write_text(FAKE_LIBCUDA)
+    subprocess.run(["cc", "-shared", "-fPIC", "-DNO_FUNC_SET_ATTRIBUTE", "-o",
+                    str(d / "libcuda.so.1"), str(d / "fake.c")], check=True)
+    lines = _call(vector_add_so, "vector_add", 1000, 0, env={"LD_LIBRARY_PATH": str(d)})
+    assert lines == ["RuntimeError: the CUDA driver (libcuda.so.1) could not be loaded: it has "
+                     "no 'cuFuncSetAttribute' (the driver is too old)"]
 
 
 def test_launch_through_a_fake_driver(vector_add_so, fake_driver):

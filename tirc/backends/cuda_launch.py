@@ -90,8 +90,10 @@ _API: dict[str, list[ir.Type]] = {
     "cuLaunchKernelEx": [PTR, PTR, PTR, PTR],  # CUDA 12: launches with attributes
 }
 # Entry points an older driver may lack: their slot stays null, and a launch that needs
-# one says so
+# one says so. They come last in _API: the driver helper requires the ones before.
 _OPTIONAL_API = {"cuLaunchKernelEx"}
+_REQUIRED_API = len(_API) - len(_OPTIONAL_API)
+assert not _OPTIONAL_API & set(list(_API)[:_REQUIRED_API])
 # CUlaunchConfig (grid, block, shared memory, stream, attributes) and CUlaunchAttribute
 # (id, padding, a 64-byte value), laid out as cuda.h lays them out on 64-bit hosts
 _LAUNCH_CONFIG = ir.LiteralStructType([I32] * 7 + [PTR, PTR, I32])
@@ -297,15 +299,34 @@ class CudaLauncher:
             reason = b.select(no_reason, self._string("not found"), reason)
             self._message(b, msg, NO_DRIVER + " (%s); GPU functions need an NVIDIA driver", [reason])
             b.ret(ir.Constant(I32, -1))
+        # each entry point by name into its slot of the table, in a loop over a constant
+        # array of the names (one call and one message for all of them)
+        names_type = ir.ArrayType(PTR, len(_API))
+        names = ir.GlobalVariable(self.module.ir, names_type, "__tirc_cuda_api_names")
+        names.linkage, names.global_constant, names.align = "private", True, 8
+        names.initializer = ir.Constant(names_type, [self._string(n) for n in _API])
+        opaque(names, PTR)
         dlsym = self._declare("dlsym", PTR, [PTR, PTR])
-        for name, i in _API_INDEX.items():
-            p = b.call(dlsym, [handle, self._string(name)])
-            if name not in _OPTIONAL_API:
-                with b.if_then(b.icmp_unsigned("==", p, ir.Constant(PTR, None)), likely=False):
-                    self._message(b, msg, f"{NO_DRIVER}: it has no '{name}' (the driver is too old)", [])
-                    b.ret(ir.Constant(I32, -1))
-            slot = b.gep(self.api, [ir.Constant(I64, 0), ir.Constant(I64, i)], source_etype=self.api_type)
-            b.store(p, slot)
+        index = b.alloca(I64, name="api_index")
+        b.store(ir.Constant(I64, 0), index)
+        head, body, done = (f.append_basic_block(n) for n in ("dlsym_next", "dlsym", "dlsym_done"))
+        b.branch(head)
+        b.position_at_end(head)
+        i = b.load(index, typ=I64, name="i")
+        b.cbranch(b.icmp_unsigned("<", i, ir.Constant(I64, len(_API))), body, done)
+        b.position_at_end(body)
+        name = b.load(b.gep(names, [ir.Constant(I64, 0), i], source_etype=names_type), typ=PTR,
+                      name="name")
+        p = b.call(dlsym, [handle, name])
+        missing = b.and_(b.icmp_unsigned("==", p, ir.Constant(PTR, None)),
+                         b.icmp_unsigned("<", i, ir.Constant(I64, _REQUIRED_API)))
+        with b.if_then(missing, likely=False):
+            self._message(b, msg, f"{NO_DRIVER}: it has no '%s' (the driver is too old)", [name])
+            b.ret(ir.Constant(I32, -1))
+        b.store(p, b.gep(self.api, [ir.Constant(I64, 0), i], source_etype=self.api_type))
+        b.store(b.add(i, ir.Constant(I64, 1)), index)
+        b.branch(head)
+        b.position_at_end(done)
         r = self.api_call(b, "cuInit", [ir.Constant(I32, 0)])
         with b.if_then(b.icmp_signed("!=", r, ir.Constant(I32, 0)), likely=False):
             b.call(self.error_fn, [r, self._string("cuInit"), msg])
