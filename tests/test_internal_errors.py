@@ -20,11 +20,11 @@ def _broken(*args, **kwargs):
 
 
 def test_a_bug_in_a_pass_names_the_pass_and_the_input(tmp_path, monkeypatch):
-    import tirc.passes.lower.loop_partition as module
-    monkeypatch.setattr(module, "loop_partition", _broken)
+    import tirc.passes.lower.flatten_buffer as module
+    monkeypatch.setattr(module, "flatten_buffer", _broken)
     r = CliRunner().invoke(cli, ["build", str(SAMPLE), "--target", "cuda", "-o", str(tmp_path)])
     assert r.exit_code == 3, r.output
-    assert (f"tirc: internal error in pass LoopPartition while compiling {SAMPLE}: TypeError: "
+    assert (f"tirc: internal error in pass FlattenBuffer while compiling {SAMPLE}: TypeError: "
             "unsupported operand") in r.output
     assert "this is a bug in tirc" in r.output and "--dump-ir DIR" in r.output
     assert "Traceback" not in r.output
