@@ -13,6 +13,48 @@ TEST_MODULES = sorted((ROOT / "tests" / "tir").glob("*.tir"))
 ALL_TIR = SAMPLES + TVM_CORPUS + TEST_MODULES
 
 
+def parsed_modules(paths) -> list[tuple[str, object]]:
+    """``(path relative to the repository, module)`` for each of ``paths`` that parses."""
+    from tirc.diagnostics import Diagnostic
+    from tirc.parser import parse
+    out = []
+    for path in paths:
+        try:
+            out.append((str(path.relative_to(ROOT)), parse(path.read_text(), str(path))))
+        except Diagnostic:
+            continue
+    return out
+
+
+def modules_before_and_after(paths, ctx):
+    """For each of ``paths`` that parses and lowers under ``ctx``: ``(path, [the parsed
+    module, the module after the whole pipeline])``."""
+    from tirc.diagnostics import Diagnostic
+    from tirc.parser import parse
+    from tirc.passes.pipeline import run_pipeline
+    for path in paths:
+        try:
+            mod = parse(path.read_text(), str(path))
+            yield path, [mod, run_pipeline(mod, ctx)]
+        except Diagnostic:
+            continue
+
+
+def lowered_texts(mods, ctx) -> dict[str, str]:
+    """Each ``(name, module)`` of ``mods`` through the whole pipeline under ``ctx``: the
+    printed result, or ``error: MESSAGE at SPAN``."""
+    from tirc.diagnostics import Diagnostic
+    from tirc.ir.printer import print_module
+    from tirc.passes.pipeline import run_pipeline
+    out = {}
+    for name, mod in mods:
+        try:
+            out[name] = print_module(run_pipeline(mod, ctx))
+        except Diagnostic as d:
+            out[name] = f"error: {d.message} at {d.span}"
+    return out
+
+
 def ptxas_check(ptx: str, arch: str, tmp_path: Path) -> bool:
     """Assemble ``ptx`` for ``arch`` with ``ptxas`` when it is installed (optional: the
     project never needs it); False when it is not, an assertion with ptxas's message when

@@ -101,19 +101,13 @@ def test_fields_the_walkers_skip_hold_no_nodes():
     (plain-data names, and fields declared int, float, str, bool or tuple[str, ...]):
     none of them holds a node or a buffer anywhere in the samples and the TVM corpus,
     parsed and lowered."""
-    from conftest import SAMPLES, TVM_CORPUS
+    from conftest import SAMPLES, TVM_CORPUS, modules_before_and_after
     from tirc.build import bind_target_from
-    from tirc.diagnostics import Diagnostic
     from tirc.ir.visitor import _child_fields
-    from tirc.passes.pipeline import PassContext, run_pipeline
+    from tirc.passes.pipeline import PassContext
     ctx = PassContext(bind_target_from("cuda -arch=sm_90", "llvm"))
     checked = 0
-    for path in SAMPLES + TVM_CORPUS:
-        try:
-            mod = parse(path.read_text(), str(path))
-            mods = [mod, run_pipeline(mod, ctx)]
-        except Diagnostic:
-            continue
+    for path, mods in modules_before_and_after(SAMPLES + TVM_CORPUS, ctx):
         for m in mods:
             for func in m.functions.values():
                 for node in walk(func.body):
@@ -154,11 +148,10 @@ def test_walk_is_pre_order_left_to_right():
     """``walk`` (a loop over a stack) yields what a recursive pre-order walk over the
     child fields, tuples flattened in order, yields: on every function of the samples
     and the TVM corpus, parsed and lowered."""
-    from conftest import SAMPLES, TVM_CORPUS
+    from conftest import SAMPLES, TVM_CORPUS, modules_before_and_after
     from tirc.build import bind_target_from
-    from tirc.diagnostics import Diagnostic
     from tirc.ir.visitor import _child_fields, is_node
-    from tirc.passes.pipeline import PassContext, run_pipeline
+    from tirc.passes.pipeline import PassContext
 
     def reference(node, out):
         out.append(node)
@@ -175,12 +168,7 @@ def test_walk_is_pre_order_left_to_right():
 
     ctx = PassContext(bind_target_from("cuda -arch=sm_90", "llvm"))
     checked = 0
-    for path in SAMPLES + TVM_CORPUS:
-        try:
-            mod = parse(path.read_text(), str(path))
-            mods = [mod, run_pipeline(mod, ctx)]
-        except Diagnostic:
-            continue
+    for path, mods in modules_before_and_after(SAMPLES + TVM_CORPUS, ctx):
         for m in mods:
             for func in m.functions.values():
                 got, want = list(walk(func.body)), reference(func.body, [])

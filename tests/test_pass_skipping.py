@@ -6,10 +6,8 @@ from dataclasses import replace
 
 import pytest
 
-from conftest import ROOT, SAMPLES
+from conftest import ROOT, SAMPLES, lowered_texts, parsed_modules
 from tirc.build import bind_target_from
-from tirc.diagnostics import Diagnostic
-from tirc.ir.printer import print_module
 from tirc.parser import parse
 from tirc.passes import pipeline as pl
 from tirc.passes.analysis.features import module_features
@@ -22,23 +20,7 @@ def _modules():
     paths = list(SAMPLES)
     for c in CORPORA:
         paths += sorted((ROOT / "tests" / "corpus" / c).rglob("*.tir"))
-    mods = []
-    for path in paths:
-        try:
-            mods.append((str(path.relative_to(ROOT)), parse(path.read_text(), str(path))))
-        except Diagnostic:
-            continue
-    return mods
-
-
-def _lowered(mods, ctx) -> dict[str, str]:
-    out = {}
-    for name, mod in mods:
-        try:
-            out[name] = print_module(run_pipeline(mod, ctx))
-        except Diagnostic as d:
-            out[name] = f"error: {d.message} at {d.span}"
-    return out
+    return parsed_modules(paths)
 
 
 @pytest.mark.parametrize("target", ["cuda -arch=sm_90", "llvm"])
@@ -49,11 +31,11 @@ def test_skipping_passes_changes_nothing(target, monkeypatch):
     ctx = PassContext(bind_target_from(target, "llvm" if target.startswith("cuda") else None))
     mods = _modules()
     assert len(mods) > 1000
-    skipping = _lowered(mods, ctx)
+    skipping = lowered_texts(mods, ctx)
     gated = [p.name for p in pl.PIPELINE if p.needs]
     assert len(gated) >= 9
     monkeypatch.setattr(pl, "PIPELINE", [replace(p, needs=()) for p in pl.PIPELINE])
-    everything = _lowered(mods, ctx)
+    everything = lowered_texts(mods, ctx)
     assert sum(not v.startswith("error") for v in skipping.values()) > 500
     assert skipping == everything
 

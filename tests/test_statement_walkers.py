@@ -6,14 +6,11 @@ import importlib
 import inspect
 import pkgutil
 
-from conftest import ROOT, SAMPLES, TVM_CORPUS
+from conftest import ROOT, SAMPLES, TVM_CORPUS, lowered_texts, parsed_modules
 from tirc.build import bind_target_from
-from tirc.diagnostics import Diagnostic
 from tirc.ir import expr
-from tirc.ir.printer import print_module
 from tirc.ir.visitor import _Walk
-from tirc.parser import parse
-from tirc.passes.pipeline import PassContext, run_pipeline
+from tirc.passes.pipeline import PassContext
 
 _EXPRESSIONS = {n for n, c in vars(expr).items()
                 if inspect.isclass(c) and issubclass(c, expr.PrimExpr)}
@@ -46,21 +43,10 @@ def test_statement_walkers_make_what_full_walks_make(monkeypatch):
     S-TIR block and SIMT corpora."""
     ctx = PassContext(bind_target_from("cuda -arch=sm_90", "llvm"))
     corpora = [sorted((ROOT / "tests" / "corpus" / c).glob("*.tir")) for c in ("sblock", "simt")]
-    mods = []
-    for path in SAMPLES + TVM_CORPUS + corpora[0] + corpora[1]:
-        try:
-            mods.append((path.name, parse(path.read_text(), str(path))))
-        except Diagnostic:
-            continue
+    mods = parsed_modules(SAMPLES + TVM_CORPUS + corpora[0] + corpora[1])
 
     def lowered():
-        out = {}
-        for name, mod in mods:
-            try:
-                out[name] = print_module(run_pipeline(mod, ctx))
-            except Diagnostic as d:
-                out[name] = f"error: {d.message}"
-        return out
+        return lowered_texts(mods, ctx)
 
     fast = lowered()
     walkers = _statement_walkers()
