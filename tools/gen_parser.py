@@ -23,14 +23,9 @@ Lark's ``Meta``, ``Tree`` and ``Token`` classes are cut out and imported from
 too: the frontend's ``isinstance`` checks hold for trees from either parser, and it need
 not import this module for the classes.
 
-Lark's ``PropagatePositions`` runs at every reduction (264,000 for the 500-kernel module
-of ``bench/compile.py``), looking each child's position up through ``getattr`` with
-defaults, even where a rule passes one child up unchanged (most reductions: the
-expression precedence levels), which leaves its positions as they are. The case tirc
-uses (no node filter) is written out here with the same results, and Lark's code stays
-for a filter (``_POSITIONS``; the trees and positions of every ``.tir`` file in the
-repository compared equal): Lark's parse of the 500-kernel module 0.79 -> 0.61 s of CPU
-time.
+Lark's ``PropagatePositions`` stays as Lark wrote it: this parser runs only on text
+:mod:`tirc.fast_parser` gives up on (a syntax error, or nesting past its recursion
+limit), to report Lark's diagnostic, so its speed no longer matters to a build.
 """
 from __future__ import annotations
 
@@ -61,72 +56,6 @@ _QUIET_LOGGER = '''class _QuietLogger:
 logger = _QuietLogger()
 '''
 
-_POSITIONS_KEY = '''class PropagatePositions:
-    def __init__(self, node_builder, node_filter=None):
-        self.node_builder = node_builder
-        self.node_filter = node_filter
-
-    def __call__(self, children):
-'''
-
-_POSITIONS = r'''class PropagatePositions:
-    """Lark's, with the unfiltered case (tirc's) written out: tools/gen_parser.py."""
-
-    def __init__(self, node_builder, node_filter=None):
-        self.node_builder = node_builder
-        self.node_filter = node_filter
-
-    def __call__(self, children):
-        if self.node_filter is not None:
-            return self._filtered(children)
-        res = self.node_builder(children)
-        if not isinstance(res, Tree) or (len(children) == 1 and res is children[0]):
-            return res  # a tree passed up alone keeps the positions it has
-        res_meta = res.meta
-        for c in children:
-            if isinstance(c, Tree):
-                m = c.meta
-                if not m.empty:
-                    line, column, start = m.container_line, m.container_column, m.container_start_pos
-                    break
-            elif isinstance(c, Token):
-                line, column, start = c.line, c.column, c.start_pos
-                break
-            elif hasattr(c, '__lark_meta__'):
-                m = c.__lark_meta__()
-                line = getattr(m, 'container_line', m.line)
-                column = getattr(m, 'container_column', m.column)
-                start = getattr(m, 'container_start_pos', m.start_pos)
-                break
-        else:
-            return res  # no child has a position
-        rm = res_meta  # attributes, not its __dict__: tirc's Meta has slots
-        if not hasattr(rm, 'line'):
-            rm.line, rm.column, rm.start_pos, rm.empty = line, column, start, False
-        rm.container_line, rm.container_column, rm.container_start_pos = line, column, start
-        for c in reversed(children):
-            if isinstance(c, Tree):
-                m = c.meta
-                if not m.empty:
-                    line, column, end = m.container_end_line, m.container_end_column, m.container_end_pos
-                    break
-            elif isinstance(c, Token):
-                line, column, end = c.end_line, c.end_column, c.end_pos
-                break
-            elif hasattr(c, '__lark_meta__'):
-                m = c.__lark_meta__()
-                line = getattr(m, 'container_end_line', m.end_line)
-                column = getattr(m, 'container_end_column', m.end_column)
-                end = getattr(m, 'container_end_pos', m.end_pos)
-                break
-        if not hasattr(rm, 'end_line'):
-            rm.end_line, rm.end_column, rm.end_pos, rm.empty = line, column, end, False
-        rm.container_end_line, rm.container_end_column, rm.container_end_pos = line, column, end
-        return res
-
-    def _filtered(self, children):
-'''
-
 # (text of Lark's module, what replaces it)
 _TRIMS = (
     ("import logging\n", ""),
@@ -134,7 +63,6 @@ _TRIMS = (
      "logger.addHandler(logging.StreamHandler())\n", _QUIET_LOGGER),
     ("logger.setLevel(logging.CRITICAL)\n", ""),
     ("import pickle, zlib, base64\n", ""),
-    (_POSITIONS_KEY, _POSITIONS),
 )
 
 
