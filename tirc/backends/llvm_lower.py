@@ -9,8 +9,6 @@ or fails, or when a loop is left by ``break``/``continue``, are freed on the way
 """
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
@@ -44,9 +42,6 @@ from tirc.ir.stmt import (
 )
 from tirc.records import record
 
-if TYPE_CHECKING:
-    from tirc.backends.llvm_debug import DebugInfo
-
 
 class ModuleLowering:
     """One LLVM module: declares every function first (so calls may go forward), then
@@ -61,7 +56,7 @@ class ModuleLowering:
         if ctx.data_layout:
             self.ir.data_layout = ctx.data_layout
         # ``debug``: a kind of llvm_debug.KINDS, source lines in the IR; None: none
-        self.debug: DebugInfo | None = None
+        self.debug = None  # an llvm_debug.DebugInfo with -g or -lineinfo
         if debug is not None:  # -g and -lineinfo only: not imported otherwise
             from tirc.backends.llvm_debug import DebugInfo
             spans = (f.span for f in mod.functions.values() if f.span is not None)

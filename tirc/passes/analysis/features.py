@@ -8,8 +8,8 @@ A feature is a string:
 * ``block``: a block or block realization (schedulable TIR);
 * ``loop.vectorized``, ``loop.unrolled``: a loop of that kind; ``loop.annotated``: a loop
   with annotations; ``loop.unit``: a serial loop of constant extent 1;
-* ``thread.virtual``: a virtual thread axis (``vthread``, ``vthread.x``, ``cthread``) as a
-  launch attribute or a ``thread_binding`` loop;
+* ``thread.virtual``: a virtual thread axis (``vthread``, ``vthread.x``, ``cthread``) under an
+  attribute or bound by a ``thread_binding`` loop;
 * ``attr.<key>``: an attribute statement of that key (``attr.pragma_auto_unroll_max_step``,
   ``attr.reduce_scope``, ...); ``attr.pragma``: any ``pragma_*`` key;
 * ``call.<op>``: a call of a named operator (``call.likely``, ``call.tvm_thread_allreduce``);
