@@ -41,6 +41,7 @@ from tirc.backends.nvptx_warp import lower_warp_call, sync_warp
 from tirc.diagnostics import Diagnostic
 from tirc.ir import ptx_ops
 from tirc.ir.attrs import NOALIAS_KEYS, THREAD_EXTENT, is_kernel
+from tirc.ir.buffer import SHARED_SCOPES
 from tirc.ir.dtype import FLOAT32, DataType
 from tirc.ir.expr import Call, IntImm, StringImm
 from tirc.ir.function import IRModule, PrimFunc
@@ -241,7 +242,7 @@ class NVPTXContext(LLVMTargetContext):
             return lower_ptx_call(fl, call)
         if call.op == "tvm_storage_sync":
             scope = call.args[0].value if call.args and isinstance(call.args[0], StringImm) else ""
-            if scope in ("shared", "shared.dyn"):
+            if scope in SHARED_SCOPES:
                 fl.b.call(fl.module.declare("llvm.nvvm.barrier0", ir.FunctionType(ir.VoidType(), [])), [])
             elif scope == "warp":
                 sync_warp(fl)

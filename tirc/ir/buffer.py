@@ -17,6 +17,9 @@ STORAGE_RANKS = ("global", "shared", "warp", "local", "wmma.matrix_a", "wmma.mat
                  "m16n8k8.matrixB", "m16n8k8.matrixC", "metal.simdgroup",
                  "metal.cooperative_tensor", "trn.sbuf", "trn.psum")
 
+# the scopes of a thread block's shared memory: static, and dynamic (sized at launch)
+SHARED_SCOPES = ("shared", "shared.dyn")
+
 
 def is_storage_scope(scope: str) -> bool:
     """Is ``scope`` a storage scope TVM 0.27 knows (a rank, then any tag)? tirc reads and

@@ -22,13 +22,13 @@ only when no node of the module has it.
 """
 from __future__ import annotations
 
+from tirc.ir.buffer import SHARED_SCOPES
 from tirc.ir.block import SBlock, SBlockRealize
 from tirc.ir.expr import BufferLoad, Call, IntImm, Var
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, For, IterVar
 from tirc.ir.visitor import walk
 
-SHARED_SCOPES = ("shared", "shared.dyn")
 
 
 def is_virtual_thread(tag: str) -> bool:

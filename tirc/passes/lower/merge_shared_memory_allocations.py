@@ -86,7 +86,7 @@ from dataclasses import field, replace
 
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import TARGET, THREAD_EXTENT, VOLATILE
-from tirc.ir.buffer import Buffer
+from tirc.ir.buffer import Buffer, SHARED_SCOPES
 from tirc.ir.const_fold import try_const_fold
 from tirc.ir.dtype import HANDLE, INT32, INT64, DataType
 from tirc.ir.expr import BinOp, BufferLoad, Call, Cast, IntImm, Let, PointerType, PrimExpr, Var
@@ -100,7 +100,6 @@ from tirc.passes.lower.thread_sync import Access, BarrierPlanner
 from tirc.records import record
 from tirc.target import Target
 
-SHARED_SCOPES = ("shared", "shared.dyn")
 STATIC_LIMIT = 48 * 1024  # the most static shared memory a launch gets without opting in
 STATIC_ALIGN = 16  # the alignment of a static .shared array
 BUFFER_ALIGN = 64  # TVM's default buffer alignment, which its plan aligns every buffer to

@@ -29,7 +29,7 @@ from __future__ import annotations
 from dataclasses import field, replace
 
 from tirc.ir.attrs import THREAD_EXTENT
-from tirc.ir.buffer import Buffer
+from tirc.ir.buffer import Buffer, SHARED_SCOPES
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, PrimExpr, StringImm, Var
 from tirc.ir.function import IRModule
@@ -41,7 +41,6 @@ from tirc.ir.visitor import Mutator, Visitor
 from tirc.passes.lower.thread_sync_index import ThreadIndices
 from tirc.records import record
 
-SHARED_SCOPES = ("shared", "shared.dyn")
 
 
 @record(frozen=True)
