@@ -143,6 +143,43 @@ def test_c_api_module_in_chunks_has_one_last_error(tmp_path):
     assert out.stdout == EXPECTED  # errors of every chunk reach the one demo_last_error()
 
 
+# arch -> (target, cross compiler, qemu, sysroot): the chunks' objects are joined by
+# elf_join for every ELF64 triple, each with its own relocations (TLS included: the C
+# API's error buffer is thread-local and used from every chunk)
+CROSS = {
+    "aarch64": ("llvm -mtriple=aarch64-linux-gnu", "aarch64-linux-gnu-gcc", "qemu-aarch64",
+                "/usr/aarch64-linux-gnu"),
+    "riscv64": ("llvm -mtriple=riscv64-linux-gnu -mattr=+m,+a,+f,+d,+c",
+                "riscv64-linux-gnu-gcc", "qemu-riscv64", "/usr/riscv64-linux-gnu"),
+}
+
+
+@pytest.mark.parametrize("arch", sorted(CROSS))
+def test_c_api_module_in_chunks_runs_on_other_arches(tmp_path, arch):
+    from test_c_abi import APP, DEMO, EXPECTED
+    target, gcc, qemu, sysroot = CROSS[arch]
+    if not (shutil.which(gcc) and shutil.which(qemu) and os.path.isdir(sysroot)):
+        pytest.skip(f"needs {qemu} and {gcc} (apt-get install qemu-user gcc-{arch}-linux-gnu)")
+    build(DEMO, target, None, tmp_path, "demo", abi="c", jobs=4)
+    (tmp_path / "app.c").write_text(APP)
+    exe = tmp_path / "app"
+    subprocess.run([gcc, "-o", str(exe), str(tmp_path / "app.c"), str(tmp_path / "demo.o"),
+                    "-lm", "-lgomp"], check=True, cwd=tmp_path)
+    out = subprocess.run([qemu, "-L", sysroot, str(exe)], capture_output=True, text=True,
+                         check=True, timeout=120)
+    assert out.stdout == EXPECTED
+
+
+def test_triples_join_cannot_read_are_lowered_whole(tmp_path):
+    # a Mach-O object is not cut: -j changes nothing in it
+    target = "llvm -mtriple=x86_64-apple-darwin"
+    build(CPU, target, None, tmp_path / "one", "m", jobs=1)
+    build(CPU, target, None, tmp_path / "three", "m", jobs=3)
+    one = (tmp_path / "one" / "m.o").read_bytes()
+    assert one[:4] == b"\xcf\xfa\xed\xfe"  # Mach-O 64
+    assert (tmp_path / "three" / "m.o").read_bytes() == one
+
+
 CUDA = HEAD + textwrap.dedent("""
     @I.ir_module
     class Module:

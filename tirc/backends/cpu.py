@@ -164,7 +164,7 @@ class CPUContext(LLVMTargetContext):
 class HostObject:
     """What the CPU backend makes of a host module."""
 
-    object: bytes
+    object: bytes | bytearray  # bytearray: joined from chunks (elf_join)
     llvm_ir: str  # the optimised module, as in the object ("" unless asked for)
     triple: str
     uses_openmp: bool  # link with libgomp
@@ -188,11 +188,13 @@ def generate(mod: IRModule, target: Target, name: str = "module", device_code=No
              keep_ir: bool = True, debug: bool = False, jobs: int = 1) -> HostObject:
     """The host object of ``mod``; ``keep_ir``: also its optimised LLVM IR as text;
     ``debug``: with DWARF line tables (``-g``); ``jobs``: processes that make it in
-    chunks side by side (``cpu_chunks``; not with ``debug``)."""
-    if not debug and (jobs > 1 or len(mod.functions) > cpu_chunks.CHUNK_FUNCTIONS):
+    chunks side by side (``cpu_chunks``: not with ``keep_ir`` or ``debug``, which
+    describe one LLVM module, nor for a triple whose objects ``elf_join`` does not
+    read)."""
+    if cpu_chunks.wanted(mod, target, jobs, keep_ir or debug):
         shares = cpu_chunks.plan(mod, jobs)
         if sum(len(s) for s in shares) > 1:
-            return _generate_in_chunks(shares, mod, target, name, device_code, keep_ir)
+            return _generate_in_chunks(shares, mod, target, name, device_code)
     text, ctx = lower_to_llvm(mod, target, name, device_code, debug)
     parsed = llvm.parse_assembly(text)
     parsed.verify()
@@ -202,22 +204,18 @@ def generate(mod: IRModule, target: Target, name: str = "module", device_code=No
 
 
 def _generate_in_chunks(shares: list[list[IRModule]], mod: IRModule, target: Target,
-                        name: str, device_code, keep_ir: bool) -> HostObject:
+                        name: str, device_code) -> HostObject:
     from functools import partial
 
-    from tirc.backends.cpu_chunks import link, lower_chunks
+    from tirc.backends.cpu_chunks import join_chunks, lower_chunks
     from tirc.forked import run_forked
     machine = target_machine(target)  # before forking: the children share LLVM's setup
     starts = [sum(len(s) for s in shares[:i]) for i in range(len(shares))]
     done = run_forked([partial(lower_chunks, share, mod, target, name, device_code, start)
                        for share, start in zip(shares, starts)], "host codegen process")
     objects = [obj for share in done for obj in share]
-    linked = link(objects)
-    if not any(o.full_pipeline for o in objects):
-        machine = target_machine(target, opt=0)
-    return HostObject(machine.emit_object(linked), str(linked) if keep_ir else "",
-                      machine.triple, any(o.uses_openmp for o in objects),
-                      any(o.uses_cuda for o in objects))
+    return HostObject(join_chunks(objects), "", machine.triple,
+                      any(o.uses_openmp for o in objects), any(o.uses_cuda for o in objects))
 
 
 def optimize(parsed: llvm.ModuleRef, ctx: CPUContext, level: int) -> llvm.TargetMachine:

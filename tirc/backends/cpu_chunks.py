@@ -1,6 +1,6 @@
 """The host object of one module made in chunks, side by side (``tirc build -j N`` on one
-input): functions are independent after the split, so their LLVM IR can be made, and
-optimised, in several processes.
+input): functions are independent after the split, so their LLVM IR can be made,
+optimised and emitted in several processes.
 
 * **Chunks.** The host module's functions are cut into chunks of whole call-graph
   components (a private function goes with every function that calls it;
@@ -11,20 +11,22 @@ optimised, in several processes.
   module, same N: same chunks.
 * **Module-wide state** — the CUDA launch tables, the embedded device images and the
   helpers that load them, the C API's error buffer and ``NAME_last_error`` accessor —
-  is defined in chunk 0 (its names external for the link) and declared in the others
-  (``CPUContext.share``). Each chunk's own internal symbols (string constants, packed
-  function caches, outlined parallel bodies) stay its own; the linker renames any that
-  clash.
-* **Work.** Each chunk is lowered to LLVM IR, parsed, verified and optimised as a
-  module of its own (``cpu.optimize``: the full pipeline for a chunk with loops) and
-  comes back as bitcode, chunk 0 from this process and the others from forked ones
-  (``tirc.forked``). The chunks are linked in order into one LLVM module, the
-  module-wide state made internal again, and the one object emitted from it, at the
-  code generation level the chunks' pipelines asked for.
+  is defined in chunk 0 (its names global, for the others to use) and declared in the
+  others (``CPUContext.share``). Each chunk's own internal symbols (string constants,
+  packed function caches, outlined parallel bodies) stay its own.
+* **Work.** Each chunk is lowered to LLVM IR, parsed, verified, optimised as a module
+  of its own (``cpu.optimize``: the full pipeline and code generation level for a chunk
+  with loops) and emitted as a relocatable object, chunk 0 in this process and the
+  others in forked ones (``tirc.forked``). The objects are joined in order into the
+  one host object (``elf_join``, as ``ld -r`` would), the module-wide state made local
+  again. No process ever holds the LLVM module of the whole: a 5,000-function module
+  is never more than one chunk's IR and machine code at a time in each process.
 
 Not chunked (one LLVM module): a module of one component, a module of at most
-CHUNK_FUNCTIONS functions built with ``-j 1``, and ``-g`` builds (one DWARF compile
-unit per object).
+CHUNK_FUNCTIONS functions built with ``-j 1``, ``-g`` builds (one DWARF compile unit
+per object), builds that keep the LLVM IR (``--emit llvm``: NAME.ll is the module
+NAME.o was made from), and triples whose objects are not ELF64 with addends
+(``elf_join.joinable_triple``: Mach-O, COFF, 32-bit).
 """
 from __future__ import annotations
 
@@ -46,8 +48,7 @@ from tirc.target import Target
 class ChunkObject:
     """What one chunk sends back."""
 
-    bitcode: bytes
-    full_pipeline: bool  # optimised with the -O pipeline (code generation at that level)
+    object: bytes  # relocatable ELF
     shared: tuple[str, ...]  # module-wide symbols it defines (chunk 0)
     # its external functions, defined or declared: (symbol, LLVM type, where first used)
     signatures: tuple[tuple[str, str, Span | None], ...]
@@ -55,7 +56,16 @@ class ChunkObject:
     uses_cuda: bool
 
 
-CHUNK_FUNCTIONS = 1000  # at most this many functions per chunk, when components allow
+CHUNK_FUNCTIONS = 500  # at most this many functions per chunk, when components allow
+
+
+def wanted(mod: IRModule, target: Target, jobs: int, whole: bool) -> bool:
+    """Whether ``mod`` is made in chunks; ``whole``: the build needs one LLVM module
+    (kept IR, debug info)."""
+    from tirc.backends.elf_join import joinable_triple
+    from tirc.target import host_triple
+    return (not whole and (jobs > 1 or len(mod.functions) > CHUNK_FUNCTIONS)
+            and joinable_triple(target.get("mtriple") or host_triple()))
 
 
 def plan(mod: IRModule, jobs: int) -> list[list[IRModule]]:
@@ -134,7 +144,7 @@ def lower_chunks(parts: list[IRModule], whole: IRModule, target: Target, name: s
 
 def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, device_code,
                 owner: bool) -> ChunkObject:
-    """One chunk lowered, optimised and written as bitcode; ``owner``: it defines the
+    """One chunk lowered, optimised and emitted as an object; ``owner``: it defines the
     module-wide state ``whole`` needs."""
     from tirc.backends.cpu import CPUContext, optimize
     from tirc.backends.llvm_lower import ModuleLowering
@@ -158,15 +168,16 @@ def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, devic
     parsed = llvm.parse_assembly(text)
     del text
     parsed.verify()
-    full = optimize(parsed, ctx, int(target.get("opt-level", 3))) is ctx.machine
-    return ChunkObject(parsed.as_bitcode(), full, tuple(ctx.shared), signatures,
+    machine = optimize(parsed, ctx, int(target.get("opt-level", 3)))
+    return ChunkObject(machine.emit_object(parsed), tuple(ctx.shared), signatures,
                        ctx.uses_openmp, ctx.launcher is not None)
 
 
-def link(objects: list[ChunkObject]) -> llvm.ModuleRef:
-    """The chunks linked in order into one module, module-wide state internal again; a
+def join_chunks(objects: list[ChunkObject]) -> bytearray:
+    """The chunks' objects joined in order into one, module-wide state local again; a
     Diagnostic if two chunks use one external symbol with two signatures, as lowering
     the module whole says (``ModuleLowering.declare``)."""
+    from tirc.backends.elf_join import join
     seen: dict[str, tuple[str, Span | None]] = {}
     for obj in objects:
         for symbol, fnty, span in obj.signatures:
@@ -174,14 +185,4 @@ def link(objects: list[ChunkObject]) -> llvm.ModuleRef:
             if first[0] != fnty:
                 raise Diagnostic(f"'{symbol}' is used with two different signatures",
                                  span or first[1])
-    linked = llvm.parse_bitcode(objects[0].bitcode)
-    for obj in objects[1:]:
-        linked.link_in(llvm.parse_bitcode(obj.bitcode))
-    for symbol in objects[0].shared:
-        try:
-            value = linked.get_function(symbol)
-        except NameError:
-            value = linked.get_global_variable(symbol)
-        value.linkage = "internal"
-    linked.verify()
-    return linked
+    return join([o.object for o in objects], frozenset(objects[0].shared))
