@@ -145,6 +145,22 @@ class CPUContext(LLVMTargetContext):
                                    ir.FunctionType(ir.VoidType(), [ptr_t, ptr_t]))
         fl.b.call(setter, [kind, message])
 
+    def error_parts(self, fl):
+        """An exported packed function raises through tvm-ffi, which takes parts."""
+        return (self.is_exported(fl.func) and not fl.func.attrs.get(C_API)
+                and not getattr(fl, "parallel_body", False))
+
+    def raise_error_parts(self, fl, kind, parts):
+        ptr_t = self.pointer()
+        array_t = ir.ArrayType(ptr_t, len(parts))
+        array = fl.alloca(array_t, name="error_parts", align=8)
+        for i, part in enumerate(parts):
+            fl.b.store(part, fl.b.gep(array, [ir.Constant(lt.I32, 0), ir.Constant(lt.I32, i)],
+                                      source_etype=array_t))
+        setter = fl.module.declare("TVMFFIErrorSetRaisedFromCStrParts",
+                                   ir.FunctionType(ir.VoidType(), [ptr_t, ptr_t, lt.I32]))
+        fl.b.call(setter, [kind, array, ir.Constant(lt.I32, len(parts))])
+
     def after_call(self, fl, name, callee):
         from tirc.backends.cpu_errors import check_after_call
         from tirc.backends.host_faults import may_fail

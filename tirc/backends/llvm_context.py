@@ -134,6 +134,16 @@ class LLVMTargetContext:
     def raise_error(self, fl: FunctionLowering, kind: ir.Value, message: ir.Value) -> None:
         """Record an error (C strings ``kind``, ``message``) before the function fails."""
 
+    def error_parts(self, fl: FunctionLowering) -> bool:
+        """Whether ``fl`` raises a message given in parts (``raise_error_parts``)."""
+        return False
+
+    def raise_error_parts(self, fl: FunctionLowering, kind: ir.Value,
+                          parts: list[ir.Value]) -> None:
+        """Record an error whose message is the concatenation of the C strings ``parts``
+        (only where ``error_parts`` says so)."""
+        raise NotImplementedError
+
 
 _llvm_initialized = False
 

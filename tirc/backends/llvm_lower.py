@@ -9,6 +9,8 @@ or fails, or when a loop is left by ``break``/``continue``, are freed on the way
 """
 from __future__ import annotations
 
+from dataclasses import field
+
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
@@ -120,6 +122,16 @@ class ModuleLowering:
 
 
 @record
+class _FailBlock:
+    """A shared failure block (``FunctionLowering.shared_fail``) and what jumps to it."""
+
+    block: ir.Block
+    heap: list  # the heap allocations live where its checks are, freed when it fails
+    where: object  # the debug location of its first check (-g), or None
+    entries: list = field(default_factory=list)  # (from block, kind, message parts)
+
+
+@record
 class _Loop:
     continue_to: ir.Block
     break_to: ir.Block
@@ -141,7 +153,7 @@ class FunctionLowering(ExprLowering):
         self.offset_applied: set[int] = set()  # buffers whose pointer includes elem_offset
         self.loops: list[_Loop] = []
         self.heap: list[ir.Value] = []  # live heap allocations, innermost last
-        self.fail_blocks: dict[tuple[int, ...], tuple[ir.Block, ir.PhiInstr, ir.PhiInstr]] = {}
+        self.fail_blocks: dict[tuple[int, ...], _FailBlock] = {}
         self.counter = 0
         self.alias = AliasScopes() if self.ctx.alias_scopes else None
         self.noalias = is_noalias(func)
@@ -174,7 +186,9 @@ class FunctionLowering(ExprLowering):
             self.alias.finish(self.module.ir, self.llfunc.name)
 
     def seal(self) -> None:
-        """End the unreachable blocks left after terminators."""
+        """Fill the shared failure blocks; end the unreachable blocks left after
+        terminators."""
+        self._finish_fail_blocks()
         for bb in self.llfunc.blocks:
             if not bb.is_terminated:
                 self.b.position_at_end(bb)
@@ -326,35 +340,71 @@ class FunctionLowering(ExprLowering):
             yield s.body
 
     def stmt_AssertStmt(self, s: AssertStmt):
-        self.fail_unless(self.expr(s.condition), s.kind, "".join(s.message), "assert_ok")
+        self.fail_unless(self.expr(s.condition), s.kind, tuple(s.message), "assert_ok")
         yield s.body
 
-    def fail_unless(self, good: ir.Value, kind: str, message: str, hint: str = "check_ok") -> None:
-        """Fail with ``kind: message`` unless the i1 ``good`` (almost always set); go on after."""
-        kind_v, message_v = self.string(kind), self.string(message)
+    def fail_unless(self, good: ir.Value, kind: str, message: str | tuple[str, ...],
+                    hint: str = "check_ok") -> None:
+        """Fail with ``kind: message`` unless the i1 ``good`` (almost always set); go on
+        after. ``message``: a string, or parts whose concatenation is the message (an
+        assert's: MakePackedAPI's share the function's signature as one part)."""
         ok = self.block(hint)
-        fail, kinds, messages = self.shared_fail()
-        kinds.add_incoming(kind_v, self.b.block)
-        messages.add_incoming(message_v, self.b.block)
-        likely(self.b.cbranch(good, ok, fail))
+        fail = self.shared_fail()
+        fail.entries.append((self.b.block, kind,
+                             (message,) if isinstance(message, str) else message))
+        likely(self.b.cbranch(good, ok, fail.block))
         self.b.position_at_end(ok)
 
-    def shared_fail(self) -> tuple[ir.Block, ir.PhiInstr, ir.PhiInstr]:
-        """The block the failing asserts jump to, with phis of the error kind and message:
-        one failure path per function instead of one per check (a packed function has
-        dozens). One per set of live heap allocations, since failing frees them."""
+    def shared_fail(self) -> _FailBlock:
+        """The block the failing checks jump to: one failure path per function instead of
+        one per check (a packed function has dozens), filled once the function is lowered
+        (``_finish_fail_blocks``). One per set of live heap allocations, since failing
+        frees them."""
         key = tuple(id(v) for v in self.heap)
         found = self.fail_blocks.get(key)
         if found is None:
-            here = self.b.block
-            bb = self.block("assert_fail")
-            self.b.position_at_end(bb)
-            ptr = self.ctx.pointer()
-            kinds, messages = self.b.phi(ptr, "error_kind"), self.b.phi(ptr, "error_message")
-            self.fail(kinds, messages)
-            self.b.position_at_end(here)
-            found = self.fail_blocks[key] = (bb, kinds, messages)
+            found = self.fail_blocks[key] = _FailBlock(
+                self.block("assert_fail"), list(self.heap), self.b.debug_metadata)
         return found
+
+    def _finish_fail_blocks(self) -> None:
+        """Each shared failure block raises what the check that jumped there says: a phi
+        per part of the kind and message that differs between its checks, the constant
+        where they agree. The parts are raised as they are where the context takes
+        parts (``error_parts``: tvm-ffi's ``TVMFFIErrorSetRaisedFromCStrParts``, so a
+        packed function's checks share its signature string and the module shares the
+        rest), joined into one message otherwise."""
+        here, heap, where = self.b.block, self.heap, self.b.debug_metadata
+        parts_ok = self.ctx.error_parts(self)
+        ptr = self.ctx.pointer()
+        for fb in self.fail_blocks.values():
+            entries = fb.entries if parts_ok else [
+                (bb, kind, ("".join(parts),)) for bb, kind, parts in fb.entries]
+            self.b.position_at_end(fb.block)
+            self.b.debug_metadata = fb.where
+            self.heap = fb.heap
+            width = max(len(parts) for _, _, parts in entries)
+            columns = [[kind for _, kind, _ in entries]]
+            columns += [[parts[i] if i < len(parts) else "" for _, _, parts in entries]
+                        for i in range(width)]
+            values = []
+            for i, column in enumerate(columns):
+                if all(text == column[0] for text in column):
+                    values.append(self.string(column[0]))
+                    continue
+                phi = self.b.phi(ptr, "error_kind" if i == 0 else
+                                 "error_message" if width == 1 else f"error_part{i - 1}")
+                for (bb, _, _), text in zip(entries, column):
+                    phi.add_incoming(self.string(text), bb)
+                values.append(phi)
+            if width == 1:
+                self.fail(values[0], values[1])
+            else:
+                self.ctx.raise_error_parts(self, values[0], values[1:])
+                self.fail(None, None)
+        self.fail_blocks.clear()
+        self.heap, self.b.debug_metadata = heap, where
+        self.b.position_at_end(here)
 
     def stmt_Evaluate(self, s: Evaluate) -> None:
         if not isinstance(s.value, IntImm):
