@@ -71,7 +71,10 @@ def test_loop_free_module_gets_the_short_pipeline_and_fast_isel(code_gen_levels)
     host, target, _ = host_module(NO_LOOP, "llvm")
     obj = cpu.generate(host, target)
     assert code_gen_levels[-1] == 0
-    assert " alloca " not in obj.llvm_ir  # SROA ran
+    # SROA ran: no stack slot is left but the failure path's array of message parts,
+    # whose address tvm-ffi takes
+    slots = [line for line in obj.llvm_ir.splitlines() if " alloca " in line]
+    assert all("%error_parts = alloca" in line for line in slots), slots
     assert obj.object.startswith(b"\x7fELF")
 
 
