@@ -241,12 +241,14 @@ def optimize(parsed: llvm.ModuleRef, ctx: CPUContext, level: int) -> llvm.Target
     vectorisation from -O2) and code generation at that level. A module without one
     is argument checks and kernel launches, straight-line code run once per call:
     unless the target gives ``-opt-level`` explicitly, it gets a short pipeline
-    (SROA, instcombine, DCE) and the fast instruction selector, which makes host
-    objects of CUDA modules about ten times faster to produce for some 40 ns more per
-    call (bench/README.md). Not simplifycfg: it turns the checks' compare chains into
+    (SROA, DCE) and the fast instruction selector, which makes host objects of CUDA
+    modules about ten times faster to produce for some 40 ns more per call
+    (bench/README.md). Not simplifycfg: it turns the checks' compare chains into
     ``switch`` instructions, which the fast selector cannot take, so every function fell
     back to the slow one (500 kernels: optimise + emit 1.05 -> 0.72 s without it, and a
-    smaller object)."""
+    smaller object). Not instcombine: on these wrappers it took 0.2 s of 500 kernels'
+    0.25 s of optimisation to save a tenth of their machine code, which a call through
+    tvm-ffi does not show (about 200 ns per call either way, bench/README.md)."""
     if level == 0:
         return ctx.machine
     pto = llvm.create_pipeline_tuning_options(speed_level=level)
@@ -259,7 +261,6 @@ def optimize(parsed: llvm.ModuleRef, ctx: CPUContext, level: int) -> llvm.Target
         return ctx.machine
     pm = llvm.create_new_module_pass_manager()
     pm.add_sroa_pass()
-    pm.add_instruction_combine_pass()
     pm.add_dead_code_elimination_pass()
     pm.run(parsed, llvm.create_pass_builder(ctx.machine, pto))
     return target_machine(ctx.target, opt=0)
