@@ -76,7 +76,7 @@ def test_backends_are_objects_not_import_strings():
     for kind, backend in registry.BACKENDS.items():
         assert isinstance(backend, registry.Backend) and backend.kind == kind
         assert backend.role in ("host", "device")
-    assert registry.get_backend("cuda", role="device").launch_table() is not None
+    assert registry.get_backend("cuda", role="device").launch_table({}) is not None
     with pytest.raises(Diagnostic, match=r"no device code generator for target kind 'llvm' "
                                          r"\(available: cuda, nvptx\)"):
         registry.get_backend("llvm", role="device")

@@ -4,6 +4,7 @@ the object of N chunks does what the object of one does (packed and C ABI, CPU a
 modules, errors), with the module-wide state defined once."""
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -324,3 +325,53 @@ def test_many_chunks_in_one_process_run_as_whole(tmp_path, monkeypatch):
     np.testing.assert_array_equal(a, np.arange(8) * 2 + 1)
     with pytest.raises(RuntimeError, match="check: negative input"):
         m["check"](np.array([-1, 2, 3, 4], "int32"))
+
+
+# -- host chunks started beside the device code (build._start_host) -------------------------
+BAD_DEVICE = CUDA.replace("A[tx] = T.float32(0)",
+                          'A[tx] = T.call_extern("float32", "no_such_function", A[tx])')
+
+
+def _no_children_left() -> bool:
+    try:
+        os.waitpid(-1, os.WNOHANG)
+    except ChildProcessError:
+        return True
+    return False
+
+
+def test_a_device_code_error_ends_the_host_chunks_started_beside_it(tmp_path):
+    with pytest.raises(Diagnostic, match="unknown extern function 'no_such_function'"):
+        build(BAD_DEVICE, "cuda -arch=sm_90", None, tmp_path, "m", jobs=3)
+    assert _no_children_left()
+    assert not any(tmp_path.iterdir())  # nothing written
+
+
+def test_a_build_stopped_after_the_device_code_ends_the_started_host_chunks(tmp_path):
+    build(CUDA, "cuda -arch=sm_90", None, tmp_path, "m", jobs=3, stop_after="device-codegen")
+    assert _no_children_left()
+    assert not any(tmp_path.iterdir())
+
+
+def test_the_process_that_compiles_the_device_code_gets_a_smaller_share():
+    from tirc.backends import cpu_chunks
+    funcs = "".join(f"""
+        @T.prim_func
+        def f{i}(A: T.Buffer((4,), "float32")):
+            A[0] = T.float32({i})
+""" for i in range(40))
+    host = host_module(HEAD + "@I.ir_module\nclass Module:" + textwrap.dedent(funcs).replace("\n", "\n    "))
+    shares = cpu_chunks.plan(host, 2, head_start=10)  # 10 functions' worth of device code
+    assert [sum(len(p.functions) for p in s) for s in shares] == [15, 25]  # (40 + 10) / 2 - 10
+    assert [f for s in shares for p in s for f in p.functions] == list(host.functions)
+    assert [len(s) for s in cpu_chunks.plan(host, 3, head_start=100)] == [1, 1, 1]
+    assert sum(len(p.functions) for p in cpu_chunks.plan(host, 3, head_start=100)[0]) == 1
+
+
+def test_cuda_module_started_beside_its_device_code_builds_as_in_one_piece(tmp_path):
+    build(CUDA, "cuda -arch=sm_90", None, tmp_path / "one", "m", jobs=1)
+    result = build(CUDA, "cuda -arch=sm_90", None, tmp_path / "two", "m", jobs=2)
+    assert (tmp_path / "two" / "m.ptx").read_bytes() == (tmp_path / "one" / "m.ptx").read_bytes()
+    assert json.loads((tmp_path / "two" / "m.json").read_text()) == \
+        json.loads((tmp_path / "one" / "m.json").read_text())
+    assert result.files

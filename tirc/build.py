@@ -38,7 +38,7 @@ from contextlib import contextmanager
 from dataclasses import field, replace
 from pathlib import Path
 
-from tirc.device_images import DeviceOutputs, arch_target
+from tirc.device_images import DeviceOutputs, arch_target, image_archs
 from tirc.diagnostics import Diagnostic, internal_errors
 from tirc.ir.attrs import GLOBAL_SYMBOL, TARGET
 from tirc.ir.expr import Call, GlobalVar, StringImm
@@ -222,16 +222,19 @@ def build(source: str | IRModule, target: Target | str | None = None,
                filename, cc, device_format, device_only, abi, depfile, also_ptx,
                tuple(depfile_targets), symbol_prefix, line_info, debug, dump_ir,
                print_after, stop_after, show, jobs)
-    for stage_name, stage, text in STAGES:
-        start = time.perf_counter()
-        with internal_errors(f"stage {stage_name}"):
-            stage(b)
-        b.stage_times.append((stage_name, time.perf_counter() - start))
-        if stage_name in print_after:
+    try:
+        for stage_name, stage, text in STAGES:
+            start = time.perf_counter()
             with internal_errors(f"stage {stage_name}"):
-                show(f"# after stage {stage_name}\n{text(b)}")
-        if b.stopped or stage_name == stop_after:
-            break
+                stage(b)
+            b.stage_times.append((stage_name, time.perf_counter() - start))
+            if stage_name in print_after:
+                with internal_errors(f"stage {stage_name}"):
+                    show(f"# after stage {stage_name}\n{text(b)}")
+            if b.stopped or stage_name == stop_after:
+                break
+    finally:
+        _abandon_host(b)  # chunks started beside the device code and never collected
     return BuildResult(b.files, b.host_mod, b.host_target,
                        {t.canonical: m for t, m in b.devices.items()},
                        {arch_target(t, arch, len(files)).canonical: path
@@ -272,6 +275,7 @@ class _Build:
     host_parts: list[tuple[Target, IRModule]] = field(default_factory=list)  # one object each
     devices: dict[Target, IRModule] = field(default_factory=dict)
     launch_table: object = None  # the images the host object embeds and launches
+    host_started: object = None  # the host object's chunks started beside the device code
     dev: DeviceOutputs = field(default_factory=DeviceOutputs)
     obj: object = None  # the host backend's object (None with device_only)
     outputs: list[tuple[Path, bytes]] = field(default_factory=list)
@@ -336,10 +340,42 @@ def _device_codegen(b: _Build) -> None:
         first = next(iter(modules.values()))
         backend = get_backend(kind, first.span, role="device")
         if not b.device_only:
-            b.launch_table = backend.launch_table()
-        b.dev = backend.device_images(modules, b.out, b.name, device_format=b.device_format,
-                                      device_code=b.launch_table, emit=emit,
-                                      line_info=b.line_info)
+            b.launch_table = backend.launch_table(modules)
+            b.host_started = _start_host(b, modules)
+        try:
+            b.dev = backend.device_images(modules, b.out, b.name,
+                                          device_format=b.device_format,
+                                          device_code=b.launch_table, emit=emit,
+                                          line_info=b.line_info)
+        except BaseException:
+            _abandon_host(b)
+            raise
+
+
+def _start_host(b: _Build, devices: dict[Target, IRModule]):
+    """With ``-j N``, the host object's chunks other than the first, started before the
+    device code is compiled so that they run beside it (``cpu.start_chunks``); None
+    when the host object is not made in chunks."""
+    if b.jobs <= 1 or len(b.host_parts) != 1 or b.debug or _keep_host_ir(b):
+        return None
+    from tirc.backends.registry import get_backend
+    target, mod = b.host_parts[0]
+    backend = get_backend(target.kind, mod.span, role="host")
+    return backend.start_host_object(
+        mod, target, b.name, device_code=b.launch_table, jobs=b.jobs,
+        device_functions=sum(len(m.functions) * len(image_archs(t)) for t, m in devices.items()))
+
+
+def _abandon_host(b: _Build) -> None:
+    """End the host chunks started beside the device code (a stage failed, or the build
+    stopped before the host object)."""
+    if b.host_started is not None:
+        b.host_started.kill()
+        b.host_started = None
+
+
+def _keep_host_ir(b: _Build) -> bool:
+    return "llvm" in b.emit or "host-codegen" in b.print_after
 
 
 def _host_codegen(b: _Build) -> None:
@@ -350,13 +386,17 @@ def _host_codegen(b: _Build) -> None:
         b.outputs.append((b.out / f"{b.name}.lowered.tir", print_module(b.mod).encode()))
     if b.device_only:
         return
-    keep_ir = "llvm" in b.emit or "host-codegen" in b.print_after
+    keep_ir = _keep_host_ir(b)
     several = len(b.host_parts) > 1
     objects = []
     for target, mod in b.host_parts:
-        backend = get_backend(target.kind, mod.span, role="host")
-        obj = backend.host_object(mod, target, b.name, keep_ir=keep_ir, debug=b.debug,
-                                  device_code=b.launch_table, jobs=b.jobs)
+        if b.host_started is not None:  # started beside the device code (_start_host)
+            started, b.host_started = b.host_started, None
+            obj = started.finish()
+        else:
+            backend = get_backend(target.kind, mod.span, role="host")
+            obj = backend.host_object(mod, target, b.name, keep_ir=keep_ir, debug=b.debug,
+                                      device_code=b.launch_table, jobs=b.jobs)
         stem = f"{b.name}.{target.get('mtriple')}" if several else b.name
         b.outputs.append((b.out / f"{stem}{obj.suffix}", obj.object))
         if "llvm" in b.emit:

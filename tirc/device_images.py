@@ -27,7 +27,8 @@ from tirc.records import record
 from tirc.target import Target
 
 
-def _archs(t: Target) -> tuple[str | None, ...]:
+def image_archs(t: Target) -> tuple[str | None, ...]:
+    """The archs of the images of device target ``t`` (one image each)."""
     from tirc.target import cuda_archs
     return cuda_archs(t) if t.is_cuda else (None,)
 
@@ -78,9 +79,9 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
         taken.add(stem)
         return stem
 
-    single = sum(len(_archs(t)) for t in devices) == 1
+    single = sum(len(image_archs(t)) for t in devices) == 1
     for t, m in devices.items():
-        archs = _archs(t)
+        archs = image_archs(t)
         first = next(iter(m.functions.values()), None)
         span = first.span if first else None
         variants, ptx, cubins = [], {}, {}

@@ -3,7 +3,8 @@ input: ``backends.cpu_chunks``).
 
 The parent prepares every task before forking, so a child inherits what it works on
 and nothing is pickled to it; each child runs one task and sends its result back
-pickled through a pipe, and the parent runs the first task itself meanwhile. Results
+pickled through a pipe, and the parent runs the first task itself meanwhile (or,
+with :class:`Started`, other work of the build first: the device code). Results
 come back in task order, whatever order the children finish in. A task's exception is
 raised in the parent as the task raised it (a Diagnostic keeps its location); a child
 that dies without sending a result is an InternalError naming its task. If the
@@ -35,34 +36,63 @@ def run_forked(tasks: list[Callable[[], R]], what: str = "task") -> list[R]:
     """``[t() for t in tasks]``, the tasks after the first in forked children."""
     if len(tasks) <= 1 or not hasattr(os, "fork"):
         return [t() for t in tasks]
-    children: list[tuple[int, int]] = []
+    started = Started(tasks[1:], what)
     try:
-        for task in tasks[1:]:
-            children.append(_fork(task))
         first = tasks[0]()
     except BaseException:
-        for pid, fd in children:
-            _kill(pid, fd)
+        started.kill()
         raise
-    results: list[R] = [first]
-    error: BaseException | None = None
-    for i, (pid, fd) in enumerate(children, 1):
-        with os.fdopen(fd, "rb") as f:
-            data = f.read()
-        os.waitpid(pid, 0)
+    return started.results(first)
+
+
+class Started:
+    """Tasks running in forked children while this process does other work (the device
+    code of a build, then the first task itself): :meth:`results` collects them after
+    this process's own result, :meth:`kill` ends them if this process fails first."""
+
+    def __init__(self, tasks: list[Callable[[], R]], what: str = "task"):
+        self.what = what
+        self.children: list[tuple[int, int]] = []
+        if not hasattr(os, "fork"):
+            self.pending = list(tasks)  # run here, in order, when the results are asked
+            return
+        self.pending = []
+        try:
+            for task in tasks:
+                self.children.append(_fork(task))
+        except BaseException:
+            self.kill()
+            raise
+
+    def kill(self) -> None:
+        for pid, fd in self.children:
+            _kill(pid, fd)
+        self.children = []
+
+    def results(self, first: R) -> list[R]:
+        """``first`` (this process's own result), then the children's, in task order; a
+        task's exception is raised here as it was raised there."""
+        results: list[R] = [first] + [t() for t in self.pending]
+        error: BaseException | None = None
+        children, self.children = self.children, []
+        for i, (pid, fd) in enumerate(children, 1):
+            with os.fdopen(fd, "rb") as f:
+                data = f.read()
+            os.waitpid(pid, 0)
+            if error is not None:
+                continue
+            if not data:
+                error = InternalError(f"{self.what} {i}",
+                                      ChildDied("its process died without a result"))
+                continue
+            ok, value = pickle.loads(data)
+            if ok:
+                results.append(value)
+            else:
+                error = value
         if error is not None:
-            continue
-        if not data:
-            error = InternalError(f"{what} {i}", ChildDied("its process died without a result"))
-            continue
-        ok, value = pickle.loads(data)
-        if ok:
-            results.append(value)
-        else:
-            error = value
-    if error is not None:
-        raise error
-    return results
+            raise error
+        return results
 
 
 def _fork(task: Callable[[], R]) -> tuple[int, int]:

@@ -210,7 +210,7 @@ def generate(mod: IRModule, target: Target, name: str = "module", device_code=No
     if cpu_chunks.wanted(mod, target, jobs, keep_ir or debug):
         shares = cpu_chunks.plan(mod, jobs)
         if sum(len(s) for s in shares) > 1:
-            return _generate_in_chunks(shares, mod, target, name, device_code)
+            return Chunked(shares, mod, target, name, device_code).finish()
     text, ctx = lower_to_llvm(mod, target, name, device_code, debug)
     parsed = llvm.parse_assembly(text)
     parsed.verify()
@@ -219,19 +219,52 @@ def generate(mod: IRModule, target: Target, name: str = "module", device_code=No
                       ctx.uses_openmp, ctx.launcher is not None)
 
 
-def _generate_in_chunks(shares: list[list[IRModule]], mod: IRModule, target: Target,
-                        name: str, device_code) -> HostObject:
-    from functools import partial
+def start_chunks(mod: IRModule, target: Target, name: str, device_code, jobs: int,
+                 device_functions: int) -> Chunked | None:
+    """The host object of ``mod`` started in chunks before the device code is compiled
+    (``device_code``: its kernels known, its images not yet), so that the chunks other
+    than the first are made side by side with it: this process compiles the device
+    code, then the first chunk (which embeds the images), with a share smaller by the
+    device code's ``device_functions`` (``cpu_chunks.plan``). None when ``mod`` is not
+    made in chunks."""
+    if jobs <= 1 or not cpu_chunks.wanted(mod, target, jobs, False):
+        return None
+    shares = cpu_chunks.plan(mod, jobs, cpu_chunks.DEVICE_FUNCTION_COST * device_functions)
+    if len(shares) <= 1:
+        return None
+    return Chunked(shares, mod, target, name, device_code)
 
-    from tirc.backends.cpu_chunks import join_chunks, lower_chunks
-    from tirc.forked import run_forked
-    machine = target_machine(target)  # before forking: the children share LLVM's setup
-    starts = [sum(len(s) for s in shares[:i]) for i in range(len(shares))]
-    done = run_forked([partial(lower_chunks, share, mod, target, name, device_code, start)
-                       for share, start in zip(shares, starts)], "host codegen process")
-    objects = [obj for share in done for obj in share]
-    return HostObject(join_chunks(objects), "", machine.triple,
-                      any(o.uses_openmp for o in objects), any(o.uses_cuda for o in objects))
+
+class Chunked:
+    """A host object made in chunks (``cpu_chunks``): the shares after the first run in
+    forked processes from the start; :meth:`finish` makes the first share here and joins
+    all the chunks' objects; :meth:`kill` ends the other processes."""
+
+    def __init__(self, shares: list[list[IRModule]], mod: IRModule, target: Target,
+                 name: str, device_code):
+        from functools import partial
+
+        from tirc.backends.cpu_chunks import lower_chunks
+        from tirc.forked import Started
+        self.triple = target_machine(target).triple  # before forking: LLVM set up once
+        starts = [sum(len(s) for s in shares[:i]) for i in range(len(shares))]
+        self.tasks = [partial(lower_chunks, share, mod, target, name, device_code, start)
+                      for share, start in zip(shares, starts)]
+        self.others = Started(self.tasks[1:], "host codegen process")
+
+    def kill(self) -> None:
+        self.others.kill()
+
+    def finish(self) -> HostObject:
+        from tirc.backends.cpu_chunks import join_chunks
+        try:
+            first = self.tasks[0]()
+        except BaseException:
+            self.kill()
+            raise
+        objects = [obj for share in self.others.results(first) for obj in share]
+        return HostObject(join_chunks(objects), "", self.triple,
+                          any(o.uses_openmp for o in objects), any(o.uses_cuda for o in objects))
 
 
 def optimize(parsed: llvm.ModuleRef, ctx: CPUContext, level: int) -> llvm.TargetMachine:

@@ -120,6 +120,7 @@ class DeviceCode:
     archs: list[tuple[str, str]] = field(default_factory=list)  # (arch, fmt) per image
     groups: list[tuple[int, ...]] = field(default_factory=list)  # a module's images
     kernels: dict[str, Kernel] = field(default_factory=dict)  # by TIR function name
+    filled: int = 0  # groups whose images have come (the others only expected)
 
     def add(self, mod: IRModule, symbols: tuple[str, ...], data: bytes, fmt: str, arch: str) -> None:
         """One compiled device module: its image bytes (``fmt`` "ptx", "cubin" or "fatbin") and
@@ -130,19 +131,38 @@ class DeviceCode:
                      variants: list[tuple[bytes, str, str]]) -> None:
         """One device module compiled for one arch or several: ``(data, fmt, arch)``
         per image; with several, the host loads the one that fits the device (a fatbin
-        is one image: ``arch`` names its archs, ``sm_80-sm_90``)."""
-        from tirc.ir.attrs import is_kernel
-        group = len(self.groups)
+        is one image: ``arch`` names its archs, ``sm_80-sm_90``). A module announced
+        by :meth:`expect` gets the group announced for it (the next one in order), and
+        its kernels must be those announced."""
+        if self.filled < len(self.groups):
+            group = self.filled
+            announced = tuple(k.symbol for k in self.kernels.values() if k.image == group)
+            if announced != tuple(symbols):
+                raise AssertionError(f"device module {group} announced kernels {announced}, "
+                                     f"compiled {tuple(symbols)}")
+        else:
+            group = self.expect(mod, symbols)
         indices = []
         for data, fmt, arch in variants:
             indices.append(len(self.images))
             self.images.append(data + b"\0" if fmt == "ptx" else data)
             self.labels.append(f"{arch} {fmt}")
             self.archs.append((arch, fmt))
-        self.groups.append(tuple(indices))
+        self.groups[group] = tuple(indices)
+        self.filled += 1
+
+    def expect(self, mod: IRModule, symbols: tuple[str, ...]) -> int:
+        """A device module whose images come later (:meth:`add_variants`, in the same
+        order): its kernels' entry ``symbols`` (module order) under the next group, so
+        that host code can launch them before the images exist (``cpu.start_chunks``);
+        the group's index."""
+        from tirc.ir.attrs import is_kernel
+        group = len(self.groups)
+        self.groups.append(())
         names = [n for n, f in mod.functions.items() if is_kernel(f)]
         for name, symbol in zip(names, symbols):
             self.kernels[name] = Kernel(group, symbol, tuple(p.dtype for p in mod.functions[name].params))
+        return group
 
 
 def image_preference(archs: list[tuple[str, str]]) -> list[tuple[int, str, int, int]]:

@@ -40,7 +40,7 @@ from tirc.backends.nvptx_ptx_asm import lower_ptx_call, required_ptx_version
 from tirc.backends.nvptx_warp import lower_warp_call, sync_warp
 from tirc.diagnostics import Diagnostic
 from tirc.ir import ptx_ops
-from tirc.ir.attrs import NOALIAS_KEYS, THREAD_EXTENT, is_kernel
+from tirc.ir.attrs import GLOBAL_SYMBOL, NOALIAS_KEYS, THREAD_EXTENT, is_kernel
 from tirc.ir.buffer import SHARED_SCOPES
 from tirc.ir.dtype import FLOAT32, DataType
 from tirc.ir.expr import Call, IntImm, StringImm
@@ -320,9 +320,15 @@ def generate(mod: IRModule, target: Target, name: str = "module",
         _link_libdevice(parsed, ctx)
     pb = llvm.create_pass_builder(ctx.machine, llvm.create_pipeline_tuning_options(speed_level=3))
     pb.getModulePassManager().run(parsed, pb)
-    kernels = tuple(ctx.symbol(n, f) for n, f in mod.functions.items() if is_kernel(f))
     return DeviceImage(ctx.machine.emit_assembly(parsed), str(parsed) if keep_ir else "",
-                       str(target.get("arch")), kernels)
+                       str(target.get("arch")), kernel_symbols(mod))
+
+
+def kernel_symbols(mod: IRModule) -> tuple[str, ...]:
+    """The entry symbols of ``mod``'s kernels, in module order: what its images export
+    (``NVPTXContext.symbol`` of a kernel), known before they are compiled."""
+    return tuple(str(f.attrs.get(GLOBAL_SYMBOL, n)) for n, f in mod.functions.items()
+                 if is_kernel(f))
 
 
 def _link_libdevice(parsed: llvm.ModuleRef, ctx: NVPTXContext) -> None:

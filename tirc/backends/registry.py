@@ -32,15 +32,25 @@ class Backend:
         ``jobs``: processes it may use."""
         raise NotImplementedError(f"'{self.kind}' is not a host target")
 
+    def start_host_object(self, mod, target, name: str, *, device_code, jobs: int,
+                          device_functions: int) -> Any:
+        """The host object of ``mod`` started before the device code is compiled
+        (``device_code``: its kernels planned, its images not yet made), to run beside
+        it: something whose ``finish()`` gives what :meth:`host_object` gives and whose
+        ``kill()`` abandons it; None (the default) when this backend does not."""
+        return None
+
     def device_images(self, devices: dict, out, name: str, *, device_format: str,
                       device_code=None, emit: tuple[str, ...] = (),
                       line_info: bool = False) -> Any:
         """The images of the device modules ``devices`` (by target), as DeviceOutputs."""
         raise NotImplementedError(f"'{self.kind}' is not a device target")
 
-    def launch_table(self) -> Any:
-        """An empty table of the images a host object embeds to launch this kind's
-        kernels (filled by :meth:`device_images`)."""
+    def launch_table(self, devices: dict) -> Any:
+        """The table of the images a host object embeds to launch this kind's kernels:
+        the kernels of the device modules ``devices`` (by target, in the order
+        :meth:`device_images` compiles them), their images to come from
+        :meth:`device_images`."""
         raise NotImplementedError(f"'{self.kind}' kernels cannot be launched by a host object")
 
 
@@ -52,6 +62,10 @@ class CPUBackend(Backend):
                     jobs=1):
         from tirc.backends.cpu import generate
         return generate(mod, target, name, device_code, keep_ir=keep_ir, debug=debug, jobs=jobs)
+
+    def start_host_object(self, mod, target, name, *, device_code, jobs, device_functions):
+        from tirc.backends.cpu import start_chunks
+        return start_chunks(mod, target, name, device_code, jobs, device_functions)
 
 
 class CSourceBackend(Backend):
@@ -73,9 +87,13 @@ class CUDABackend(Backend):
         from tirc.device_images import device_images
         return device_images(devices, out, name, device_format, device_code, emit, line_info)
 
-    def launch_table(self):
+    def launch_table(self, devices):
         from tirc.backends.cuda_launch import DeviceCode
-        return DeviceCode()
+        from tirc.backends.nvptx import kernel_symbols
+        table = DeviceCode()
+        for mod in devices.values():
+            table.expect(mod, kernel_symbols(mod))
+        return table
 
 
 BACKENDS: dict[str, Backend] = {}
