@@ -180,6 +180,8 @@ def test_objects_it_does_not_read_are_refused(data, why):
     ("riscv64-unknown-linux-gnu", True), ("x86_64-apple-darwin", False),
     ("arm64-apple-macos", False), ("x86_64-pc-windows-msvc", False),
     ("i686-linux-gnu", False), ("armv7a-linux-gnueabihf", False),
+    ("x86_64-pc-linux-gnux32", False), ("aarch64-linux-gnu_ilp32", False),
+    ("aarch64_be-linux-gnu", False),
 ])
 def test_joinable_triples(triple, ok):
     assert joinable_triple(triple) is ok

@@ -332,24 +332,40 @@ BAD_DEVICE = CUDA.replace("A[tx] = T.float32(0)",
                           'A[tx] = T.call_extern("float32", "no_such_function", A[tx])')
 
 
-def _no_children_left() -> bool:
+@pytest.fixture
+def forked_pids(monkeypatch):
+    """The process ids of the children the build forks."""
+    import tirc.forked
+    pids, fork = [], tirc.forked._fork
+
+    def recording(task):
+        pid, fd = fork(task)
+        pids.append(pid)
+        return pid, fd
+
+    monkeypatch.setattr(tirc.forked, "_fork", recording)
+    return pids
+
+
+def _reaped(pid: int) -> bool:
     try:
-        os.waitpid(-1, os.WNOHANG)
+        os.waitpid(pid, os.WNOHANG)
     except ChildProcessError:
         return True
     return False
 
 
-def test_a_device_code_error_ends_the_host_chunks_started_beside_it(tmp_path):
+def test_a_device_code_error_ends_the_host_chunks_started_beside_it(tmp_path, forked_pids):
     with pytest.raises(Diagnostic, match="unknown extern function 'no_such_function'"):
         build(BAD_DEVICE, "cuda -arch=sm_90", None, tmp_path, "m", jobs=3)
-    assert _no_children_left()
+    assert len(forked_pids) == 2 and all(_reaped(p) for p in forked_pids)
     assert not any(tmp_path.iterdir())  # nothing written
 
 
-def test_a_build_stopped_after_the_device_code_ends_the_started_host_chunks(tmp_path):
+def test_a_build_stopped_after_the_device_code_ends_the_started_host_chunks(tmp_path,
+                                                                            forked_pids):
     build(CUDA, "cuda -arch=sm_90", None, tmp_path, "m", jobs=3, stop_after="device-codegen")
-    assert _no_children_left()
+    assert len(forked_pids) == 2 and all(_reaped(p) for p in forked_pids)
     assert not any(tmp_path.iterdir())
 
 

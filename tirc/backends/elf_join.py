@@ -43,8 +43,9 @@ JOINABLE_ARCHES = frozenset({"x86_64", "aarch64", "riscv64"})
 def joinable_triple(triple: str) -> bool:
     """Whether LLVM writes objects of ``triple`` that ``join`` reads (ELF64, RELA)."""
     arch, _, rest = triple.partition("-")
-    return arch in JOINABLE_ARCHES and not any(
-        os in rest for os in ("darwin", "macos", "ios", "windows", "win32", "uefi"))
+    return arch in JOINABLE_ARCHES and not any(  # other object formats, 32-bit ELF ABIs
+        word in rest for word in ("darwin", "macos", "ios", "windows", "win32", "uefi",
+                                  "gnux32", "ilp32"))
 
 
 class _Section:
