@@ -11,9 +11,10 @@ the class is created: six for a frozen dataclass, 0.4 ms a class on Python 3.11,
 nothing for itself:
 
 * ``__init__`` is a template compiled once per *shape* (frozen or not, which fields have
-  a default or a default factory, whether there is a ``__post_init__``) with placeholder
-  names, and copied for each class with its field names put in (``CodeType.replace``);
-  about 50 shapes cover the ~105 record classes a build imports;
+  a default factory, whether there is a ``__post_init__``) with placeholder names, and
+  copied for each class with its field names put in (``CodeType.replace``) when the
+  class makes its first instance; a build imports ~100 record classes and compiles
+  about 20 templates;
 * ``==``, ``hash``, ``repr`` and the frozen ``__setattr__``/``__delattr__`` are the
   functions below, shared by every record;
 * the fields are read from the class's annotations here, as ``dataclass`` reads them.
@@ -60,7 +61,7 @@ def record(cls=None, /, *, eq: bool = True, frozen: bool = False, slots: bool = 
                     ns[f.name] = f.default  # as dataclass leaves it
         fs = tuple(all_fields.values())
         ns["__dataclass_fields__"] = all_fields
-        ns["__init__"] = _init(cls, fs, frozen)
+        ns["__init__"], owner = _deferred_init(cls.__qualname__, fs, frozen)
         ns.setdefault("__match_args__", tuple(f.name for f in fs))
         if not cls.__doc__:
             ns["__doc__"] = f"{name}({', '.join(f.name for f in fs)})"
@@ -85,12 +86,14 @@ def record(cls=None, /, *, eq: bool = True, frozen: bool = False, slots: bool = 
                 ns.setdefault("__setstate__", _setstate)
             new = type(cls)(name, cls.__bases__, ns)
             new.__qualname__ = cls.__qualname__  # not in the class's __dict__
+            owner.append(new)
             return new
         for key, value in ns.items():
             if own.get(key, MISSING) is not value:
                 setattr(cls, key, value)
         for key in own.keys() - ns.keys():
             delattr(cls, key)
+        owner.append(cls)
         return cls
     return wrap if cls is None else wrap(cls)
 
@@ -143,17 +146,36 @@ _PLACEHOLDER = "_record_p"  # field i's name in a template: _record_p<i>
 _TEMPLATES: dict[tuple, object] = {}  # shape -> the code of its __init__ template
 
 
+def _deferred_init(qualname: str, fs, frozen: bool):
+    """A stand-in ``__init__`` that puts the class's own (:func:`_init`) in its place at
+    the class's first instance, and the list to append the finished class to: a build
+    imports some hundred record classes and makes instances of about half of them, so
+    the others never cost a template."""
+    owner: list[type] = []
+
+    def __init__(self, *args, **kwargs):
+        cls = owner[0]
+        if cls.__dict__.get("__init__") is __init__:
+            cls.__init__ = _init(cls, fs, frozen)
+        cls.__init__(self, *args, **kwargs)
+
+    __init__.__qualname__ = f"{qualname}.__init__"
+    return __init__, owner
+
+
 def _init(cls, fs, frozen: bool):
     """``__init__(self, <fields in order, with their defaults>)``, as a dataclass's:
     each field set (with ``object.__setattr__`` when frozen), then
-    ``__post_init__``: the template of the class's shape with the field names put in."""
+    ``__post_init__``: the template of the class's shape with the field names put in.
+    A field with a plain default and a required one share the template's code (the
+    defaults are the function's, not the code's)."""
     kinds = tuple("factory" if f.default_factory is not MISSING
                   else "default" if f.default is not MISSING else "required" for f in fs)
     post_init = hasattr(cls, "__post_init__")
-    shape = (frozen, kinds, post_init)
+    shape = (frozen, tuple(kind == "factory" for kind in kinds), post_init)
     template = _TEMPLATES.get(shape)
     if template is None:
-        template = _TEMPLATES[shape] = _template(frozen, kinds, post_init)
+        template = _TEMPLATES[shape] = _template(*shape)
     names = {f"{_PLACEHOLDER}{i}": f.name for i, f in enumerate(fs)}
     code = template.replace(
         co_varnames=tuple(names.get(n, n) for n in template.co_varnames),
@@ -169,26 +191,22 @@ def _init(cls, fs, frozen: bool):
     return FunctionType(code, env, "__init__", defaults or None)
 
 
-def _template(frozen: bool, kinds: tuple[str, ...], post_init: bool):
+def _template(frozen: bool, factories: tuple[bool, ...], post_init: bool):
     """The code of ``__init__`` for one shape, its field names placeholders.
 
     The one exec in tirc, as ``dataclasses`` has its own: the source is made from the
-    shape alone (``frozen``, one of three kinds per field, ``post_init``) with the
+    shape alone (``frozen``, which fields have a default factory, ``post_init``) with the
     placeholder names ``_record_p<i>``; no class's field name, and never input text, is
     in it (the parser evaluates nothing). The names go in afterwards, as data, by
     ``CodeType.replace`` (``_init``). Without it each record class would need a
     hand-written ``__init__``, or a generic ``*args`` one several times slower on every
     IR node made."""
     params, body = ["self"], []
-    for i, kind in enumerate(kinds):
+    for i, factory in enumerate(factories):
         name = f"{_PLACEHOLDER}{i}"
-        value = name
-        if kind == "required":
-            params.append(name)
-        else:
-            params.append(f"{name}=None")  # the real default: the function's __defaults__
-        if kind == "factory":
-            value = f"_record_factory{i}() if {name} is _record_no_value else {name}"
+        params.append(name)  # defaults are the function's (_init), not the code's
+        value = (f"_record_factory{i}() if {name} is _record_no_value else {name}"
+                 if factory else name)
         body.append(f"    _record_setattr(self, {name!r}, {value})\n" if frozen
                     else f"    self.{name} = {value}\n")
     if post_init:

@@ -62,10 +62,11 @@ CHUNK_FUNCTIONS = 500  # at most this many functions per chunk, when components 
 def wanted(mod: IRModule, target: Target, jobs: int, whole: bool) -> bool:
     """Whether ``mod`` is made in chunks; ``whole``: the build needs one LLVM module
     (kept IR, debug info)."""
+    if whole or (jobs <= 1 and len(mod.functions) <= CHUNK_FUNCTIONS):
+        return False
     from tirc.backends.elf_join import joinable_triple
     from tirc.target import host_triple
-    return (not whole and (jobs > 1 or len(mod.functions) > CHUNK_FUNCTIONS)
-            and joinable_triple(target.get("mtriple") or host_triple()))
+    return joinable_triple(target.get("mtriple") or host_triple())
 
 
 # What compiling one device function costs next to lowering one host function to an
