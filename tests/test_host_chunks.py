@@ -75,13 +75,19 @@ def test_callers_of_a_private_function_share_its_chunk():
     assert parts == [list(p.functions) for p in chunks(host, 4)]  # same module, same cut
 
 
-def test_exported_functions_are_cut_in_module_order():
+def exported_functions(count: int):
+    """The host module of ``count`` independent exported functions f0, f1, ..."""
     funcs = "".join(f"""
         @T.prim_func
         def f{i}(A: T.Buffer((4,), "float32")):
             A[0] = T.float32({i})
-""" for i in range(7))
-    host = host_module(HEAD + "@I.ir_module\nclass Module:" + textwrap.dedent(funcs).replace("\n", "\n    "))
+""" for i in range(count))
+    return host_module(HEAD + "@I.ir_module\nclass Module:"
+                       + textwrap.dedent(funcs).replace("\n", "\n    "))
+
+
+def test_exported_functions_are_cut_in_module_order():
+    host = exported_functions(7)
     parts = [list(p.functions) for p in chunks(host, 3)]
     assert sum(parts, []) == list(host.functions)
     assert [len(p) for p in parts] == [3, 2, 2] or [len(p) for p in parts] == [2, 3, 2]
@@ -371,12 +377,7 @@ def test_a_build_stopped_after_the_device_code_ends_the_started_host_chunks(tmp_
 
 def test_the_process_that_compiles_the_device_code_gets_a_smaller_share():
     from tirc.backends import cpu_chunks
-    funcs = "".join(f"""
-        @T.prim_func
-        def f{i}(A: T.Buffer((4,), "float32")):
-            A[0] = T.float32({i})
-""" for i in range(40))
-    host = host_module(HEAD + "@I.ir_module\nclass Module:" + textwrap.dedent(funcs).replace("\n", "\n    "))
+    host = exported_functions(40)
     shares = cpu_chunks.plan(host, 2, head_start=10)  # 10 functions' worth of device code
     assert [sum(len(p.functions) for p in s) for s in shares] == [15, 25]  # (40 + 10) / 2 - 10
     assert [f for s in shares for p in s for f in p.functions] == list(host.functions)
