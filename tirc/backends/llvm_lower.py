@@ -383,7 +383,7 @@ class FunctionLowering(ExprLowering):
             self.b.position_at_end(fb.block)
             self.b.debug_metadata = fb.where
             self.heap = fb.heap
-            width = max(len(parts) for _, _, parts in entries)
+            width = max(1, *(len(parts) for _, _, parts in entries))
             columns = [[kind for _, kind, _ in entries]]
             columns += [[parts[i] if i < len(parts) else "" for _, _, parts in entries]
                         for i in range(width)]
