@@ -71,14 +71,9 @@ def test_vector_add_launch_ir(tmp_path):
     assert '= private unnamed_addr constant [13 x i8] c"libcuda.so.1\\00"' in text
     filecheck(text, r"""
         CHECK: define {{.*}}i32 @"__tvm_ffi_vector_add"
-        CHECK: getelementptr [64 x i32], ptr @"__tirc_cuda_ready0"
-        CHECK-NEXT: load atomic i32, ptr {{.*}} acquire
-        CHECK: call i32 @"__tirc_cuda_load0"(i32 [[DEV:%[^,]+]], ptr
-        CHECK: %"stream" = call ptr @"TVMFFIEnvGetStream"(i32 2, i32 [[DEV]])
-        CHECK: call i32 %"cuCtxPushCurrent_v2"
+        CHECK: %"stream" = call ptr @"TVMFFIEnvGetStream"(i32 2, i32 [[DEV:%[^)]+]])
         CHECK-NOT: cuFuncSetAttribute
-        CHECK: call i32 %"cuLaunchKernel"(ptr %"vector_add_kernel.func", i32 {{%[^,]+}}, i32 1, i32 1, i32 256, i32 1, i32 1, i32 0, ptr %"stream", ptr %"vector_add_kernel.args", ptr null)
-        CHECK: call i32 %"cuCtxPopCurrent_v2"
+        CHECK: call i32 @"__tirc_cuda_launch"(ptr @"__tirc_cuda_func.vector_add_kernel", ptr @"__tirc_cuda_ready0", ptr @"__tirc_cuda_load0", i32 [[DEV]], ptr %"stream", i32 {{%[^,]+}}, i32 1, i32 1, i32 256, i32 1, i32 1, i32 0, ptr %"vector_add_kernel.args", ptr @"{{.str.[0-9]+}}", ptr @"{{.str.[0-9]+}}", ptr %"cuda_msg")
         CHECK: @"__tirc_cuda_image0" = private constant [{{[0-9]+}} x i8] c"{{.*}}.target sm_90{{.*}}.visible .entry vector_add_kernel({{.*}}\00", align 64
         CHECK: define internal i32 @"__tirc_cuda_driver"
         CHECK: call ptr @"dlopen"(ptr @"{{.str.[0-9]+}}", i32 2)
@@ -90,6 +85,12 @@ def test_vector_add_launch_ir(tmp_path):
         CHECK: call i32 %"cuModuleGetFunction"
         CHECK: store atomic i32 1, ptr {{.*}} release
         CHECK: call i32 @"pthread_mutex_unlock"(ptr @"__tirc_cuda_mutex")
+        CHECK: define internal i32 @"__tirc_cuda_launch"(ptr %"funcs", ptr %"ready", ptr %"load", i32 %"dev", ptr %"stream", {{.*}}, ptr %"msg") noinline nounwind optnone{{$}}
+        CHECK: load atomic i32, ptr {{.*}} acquire
+        CHECK: call i32 %{{.*}}(i32 %"dev", ptr %"msg")
+        CHECK: call i32 %"cuCtxPushCurrent_v2"
+        CHECK: call i32 %"cuLaunchKernel"(ptr %"func", i32 %"gx", i32 %"gy", i32 %"gz", i32 %"bx", i32 %"by", i32 %"bz", i32 %"dyn", ptr %"stream", ptr %"params", ptr null)
+        CHECK: call i32 %"cuCtxPopCurrent_v2{{[.0-9]*}}"
     """, tmp_path)
 
 
@@ -97,9 +98,9 @@ def test_constant_launch_sizes_and_static_shared_memory(tmp_path):
     # both kernels keep their static shared arrays: no dynamic shared memory at launch
     filecheck(host_ir((SAMPLES / "two_kernels.tir").read_text()), r"""
         CHECK-NOT: cuFuncSetAttribute"
-        CHECK: call i32 %"cuLaunchKernel"(ptr %"two_kernels_kernel.func", i32 32, i32 1, i32 1, i32 128, i32 1, i32 1, i32 0,
+        CHECK: call i32 @"__tirc_cuda_launch"(ptr @"__tirc_cuda_func.two_kernels_kernel", {{.*}}, i32 32, i32 1, i32 1, i32 128, i32 1, i32 1, i32 0,
         CHECK-NOT: call i32 %"cuFuncSetAttribute
-        CHECK: call i32 %"cuLaunchKernel{{[.0-9]*}}"(ptr %"two_kernels_kernel_1.func", i32 16, i32 1, i32 1, i32 256, i32 1, i32 1, i32 0,
+        CHECK: call i32 @"__tirc_cuda_launch"(ptr @"__tirc_cuda_func.two_kernels_kernel_1", {{.*}}, i32 16, i32 1, i32 1, i32 256, i32 1, i32 1, i32 0,
     """, tmp_path)
 
 
@@ -120,7 +121,7 @@ SMALL_DYN_SHMEM = HEAD + textwrap.dedent("""
 def test_small_dynamic_shared_memory(tmp_path):
     filecheck(host_ir(SMALL_DYN_SHMEM), r"""
         CHECK-NOT: call i32 %"cuFuncSetAttribute
-        CHECK: call i32 %"cuLaunchKernel"(ptr %"small_kernel.func", i32 16, i32 1, i32 1, i32 256, i32 1, i32 1, i32 2048,
+        CHECK: call i32 @"__tirc_cuda_launch"(ptr @"__tirc_cuda_func.small_kernel", {{.*}}, i32 16, i32 1, i32 1, i32 256, i32 1, i32 1, i32 2048,
     """, tmp_path)
 
 
@@ -133,8 +134,8 @@ def test_dynamic_shared_memory_above_48k_opts_in(tmp_path):
 
 def test_two_images_each_loaded_by_their_kernels(tmp_path):
     filecheck(host_ir((SAMPLES / "multi_target.tir").read_text()), r"""
-        CHECK: call i32 @"__tirc_cuda_load0"
-        CHECK: call i32 @"__tirc_cuda_load1"
+        CHECK: call i32 @"__tirc_cuda_launch"({{.*}}, ptr @"__tirc_cuda_ready0", ptr @"__tirc_cuda_load0",
+        CHECK: call i32 @"__tirc_cuda_launch"({{.*}}, ptr @"__tirc_cuda_ready1", ptr @"__tirc_cuda_load1",
         CHECK-DAG: @"__tirc_cuda_image0" = private constant {{.*}}.target sm_80
         CHECK-DAG: @"__tirc_cuda_image1" = private constant {{.*}}.target sm_90
     """, tmp_path)
@@ -227,8 +228,9 @@ int cuDeviceGetAttribute(int* v, int attr, int d) {  /* FAKE_CC: capability x10,
 int cuDevicePrimaryCtxRetain(void** c, int d) {
   printf("retain %d\n", d); fflush(stdout); *c = (void*)(long)(0x1000 + d); return 0;
 }
-int cuCtxPushCurrent_v2(void* c) { return 0; }
-int cuCtxPopCurrent_v2(void** c) { if (c) *c = 0; return 0; }
+static int launched;  /* FAKE_POP: the pops after a launch fail */
+int cuCtxPushCurrent_v2(void* c) { return env("FAKE_PUSH"); }
+int cuCtxPopCurrent_v2(void** c) { if (c) *c = 0; return launched ? env("FAKE_POP") : 0; }
 int cuModuleLoadData(void** m, const void* image) {
   const char* t = strstr((const char*)image, ".target ");  /* PTX: its arch */
   char arch[16] = "?";
@@ -251,6 +253,7 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
   if (n_index >= 0) snprintf(line + k, sizeof line - k, " n=%d", *(int*)params[n_index]);
   puts(line);
   fflush(stdout);
+  launched = 1;
   return env("FAKE_LAUNCH");
 }
 #ifndef NO_LAUNCH_EX
@@ -358,7 +361,8 @@ def test_launch_kinds_go_through_cu_launch_kernel_ex(tmp_path):
         CHECK-NEXT: store i32 2,
         CHECK: call i32 %"cuLaunchKernelEx"(ptr %"f_kernel.launch_config", ptr %"f_kernel.func", ptr %"f_kernel.args", ptr null)
     """, tmp_path)
-    assert '%"cuLaunchKernel"(' not in host_ir(PDL)
+    wrapper = host_ir(PDL).split('define external i32 @"__tvm_ffi_f"')[1].split("\n}\n")[0]
+    assert "__tirc_cuda_launch" not in wrapper  # the launch helper is for plain launches
 
 
 @pytest.fixture(scope="module")
@@ -461,6 +465,17 @@ def test_driver_errors_carry_the_cuda_error_name(vector_add_so, fake_driver):
     lines = _call(vector_add_so, "vector_add", 16, 0, env={**fake_driver, "FAKE_LAUNCH": "719"})
     assert lines[-1] == ("RuntimeError: cuLaunchKernel(vector_add_kernel) failed: "
                          "CUDA_ERROR_LAUNCH_FAILED (CUresult 719)")
+
+
+def test_context_errors_and_device_ids_out_of_range(vector_add_so, fake_driver):
+    push = _call(vector_add_so, "vector_add", 16, 1, env={**fake_driver, "FAKE_PUSH": "100"})
+    assert push[-1] == "RuntimeError: cuCtxPushCurrent failed: CUDA_ERROR_NO_DEVICE (CUresult 100)"
+    pop = _call(vector_add_so, "vector_add", 16, 0, env={**fake_driver, "FAKE_POP": "719"})
+    assert pop[-2] == "launch vector_add_kernel 1 1 1 256 1 1 0 n=16"  # launched, then:
+    assert pop[-1] == ("RuntimeError: cuCtxPopCurrent failed: CUDA_ERROR_LAUNCH_FAILED "
+                       "(CUresult 719)")
+    assert _call(vector_add_so, "vector_add", 16, 64, env=fake_driver) == [
+        "RuntimeError: launching kernel 'vector_add_kernel': the device id is outside 0..63"]
 
 
 def test_large_dynamic_shared_memory_through_a_fake_driver(tmp_path, fake_driver):

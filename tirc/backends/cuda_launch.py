@@ -44,7 +44,7 @@ from dataclasses import field
 from llvmlite import ir
 
 from tirc.backends import llvm_types as lt
-from tirc.backends.llvm_builder import Builder, fast_names
+from tirc.backends.llvm_builder import Builder, fast_names, formatted_constant
 from tirc.backends.llvm_text import bytes_constant
 from tirc.backends.llvmlite_compat import call_pointer, opaque, store_atomic
 from tirc.diagnostics import Diagnostic
@@ -214,6 +214,7 @@ class CudaLauncher:
         self.error_fn = self._error_helper()
         self.driver_fn = self._driver_helper()
         self.load_fns = [self._load_helper(i) for i in range(len(code.groups))]
+        self.launch_fn = self._launch_helper()
 
     # -- module-level pieces -----------------------------------------------------------
     def _func_slots(self, name: str) -> ir.GlobalVariable:
@@ -238,8 +239,10 @@ class CudaLauncher:
     def _string(self, text: str) -> ir.Value:
         return self.module.string(text)
 
-    def _helper(self, name: str, ret: ir.Type, args: list[ir.Type]) -> tuple[ir.Function, ir.IRBuilder | None]:
-        """A helper function and a builder for its body (None: only declared here)."""
+    def _helper(self, name: str, ret: ir.Type, args: list[ir.Type],
+                cold: bool = True) -> tuple[ir.Function, ir.IRBuilder | None]:
+        """A helper function and a builder for its body (None: only declared here);
+        ``cold``: run once per device or on failure (not so the launch helper)."""
         f = ir.Function(self.module.ir, ir.FunctionType(ret, args), name)
         fast_names(f)
         if self.declare_only:
@@ -247,8 +250,9 @@ class CudaLauncher:
         f.linkage = self.module.ctx.module_wide(name)
         f.attributes.add("nounwind")
         f.attributes.add("noinline")
-        f.attributes.add("optnone")  # run once per device or on failure: not worth optimising
-        f.attributes.add("cold")
+        f.attributes.add("optnone")  # straight-line driver calls: not worth optimising
+        if cold:
+            f.attributes.add("cold")
         return f, Builder(f.append_basic_block("entry"))
 
     def api_call(self, b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
@@ -471,6 +475,70 @@ class CudaLauncher:
         b.position_at_end(chosen)
         return b.load(image_slot, typ=PTR), b.load(what_slot, typ=PTR)
 
+    def _launch_helper(self) -> ir.Function:
+        """``__tirc_cuda_launch(funcs, ready, load, dev, stream, gx, gy, gz, bx, by, bz,
+        dyn, params, name, symbol, msg)``: one plain launch (no attribute to set, no
+        launch attributes) of the kernel whose per-device ``CUfunction``s are ``funcs``,
+        from the image whose ready flags are ``ready`` and loader ``load``: nothing for
+        an empty grid; the device id checked, the image loaded on first use, the context
+        pushed, ``cuLaunchKernel``, the context popped. 0, or -1 with the message in
+        ``msg`` (``name``: the kernel's TIR name, ``symbol``: its entry). Each launch is
+        then a call, not some 70 instructions of its own."""
+        args = [PTR, PTR, PTR, I32, PTR] + [I32] * 7 + [PTR, PTR, PTR, PTR]
+        f, b = self._helper("__tirc_cuda_launch", I32, args, cold=False)
+        if b is None:
+            return f
+        funcs, ready, load, dev, stream, *dims = f.args[:12]
+        dyn, params, name, symbol, msg = f.args[11:]
+        dims = dims[:6]
+        for arg, n in zip(f.args, ("funcs", "ready", "load", "dev", "stream", "gx", "gy", "gz",
+                                   "bx", "by", "bz", "dyn", "params", "name", "symbol", "msg")):
+            arg.name = n
+        grid = b.mul(b.mul(dims[0], dims[1]), dims[2])
+        block = b.mul(b.mul(dims[3], dims[4]), dims[5])
+        empty = b.or_(b.icmp_unsigned("==", grid, ir.Constant(I32, 0)),
+                      b.icmp_unsigned("==", block, ir.Constant(I32, 0)))
+        with b.if_then(empty, likely=False):
+            b.ret(ir.Constant(I32, 0))
+        with b.if_then(b.icmp_unsigned(">=", dev, ir.Constant(I32, MAX_DEVICES)), likely=False):
+            self._message(b, msg, "launching kernel '%s': the device id is outside "
+                          f"0..{MAX_DEVICES - 1}", [name])
+            b.ret(ir.Constant(I32, -1))
+        slot = b.gep(ready, [b.zext(dev, I64)], source_etype=I32)
+        is_ready = b.icmp_signed("!=", b.load_atomic(slot, "acquire", 4, typ=I32), ir.Constant(I32, 0))
+        with b.if_then(b.not_(is_ready), likely=False):
+            load_slot = b.alloca(PTR)  # call_pointer calls a loaded pointer
+            b.store(load, load_slot)
+            r = call_pointer(b, b.load(load_slot, typ=PTR), ir.FunctionType(I32, [I32, PTR]),
+                             [dev, msg])
+            with b.if_then(b.icmp_signed("!=", r, ir.Constant(I32, 0)), likely=False):
+                b.ret(ir.Constant(I32, -1))
+        func = b.load(b.gep(funcs, [b.zext(dev, I64)], source_etype=PTR), typ=PTR, name="func")
+        ctx = b.load(self._elem(b, self.ctxs, PTR, dev), typ=PTR, name="ctx")
+        popped = b.alloca(PTR)
+
+        def check(status: ir.Value, what: ir.Value, pop: bool) -> None:
+            with b.if_then(b.icmp_signed("!=", status, ir.Constant(I32, 0)), likely=False):
+                b.call(self.error_fn, [status, what, msg])
+                if pop:
+                    self.api_call(b, "cuCtxPopCurrent_v2", [popped])
+                b.ret(ir.Constant(I32, -1))
+
+        check(self.api_call(b, "cuCtxPushCurrent_v2", [ctx]), self._string("cuCtxPushCurrent"),
+              False)
+        r = self.api_call(b, "cuLaunchKernel", [func, *dims, dyn, stream, params,
+                                                ir.Constant(PTR, None)])
+        with b.if_then(b.icmp_signed("!=", r, ir.Constant(I32, 0)), likely=False):
+            what = b.alloca(ir.ArrayType(lt.I8, MSG_BYTES))
+            self._message(b, what, "cuLaunchKernel(%s)", [symbol])
+            b.call(self.error_fn, [r, what, msg])
+            self.api_call(b, "cuCtxPopCurrent_v2", [popped])
+            b.ret(ir.Constant(I32, -1))
+        check(self.api_call(b, "cuCtxPopCurrent_v2", [popped]), self._string("cuCtxPopCurrent"),
+              False)
+        b.ret(ir.Constant(I32, 0))
+        return f
+
     # -- one launch ----------------------------------------------------------------------
     def launch(self, fl, call: Call, device_type: ir.Value | None, device_id: ir.Value | None) -> ir.Value:
         span = call.span or fl.func.span
@@ -509,6 +577,20 @@ class CudaLauncher:
         dev = (fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0))
         dtype_v = (fl.int_cast(device_type, I32) if device_type is not None else ir.Constant(I32, KDL_CUDA))
 
+        set_attribute = dyn_expr is not None and not (
+            isinstance(dyn_expr, IntImm) and dyn_expr.value <= DYN_SHMEM_DEFAULT_LIMIT)
+        if not flags and not set_attribute:  # the common launch: a call of the helper
+            msg = fl.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="cuda_msg")
+            stream = self._stream(fl, dtype_v, dev)
+            params = self._params(fl, name, values)
+            # the loader's address, as a ptr (llvmlite types a function's address as
+            # a typed pointer)
+            loader = formatted_constant(PTR, self.load_fns[kernel.image].get_reference())
+            r = b.call(self.launch_fn, [self._func_slots(name), self.ready[kernel.image], loader,
+                                        dev, stream, *dims, dyn, params, fl.string(name),
+                                        fl.string(kernel.symbol), msg])
+            self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
+            return ir.Constant(I32, 0)
         run, end = fl.block("launch"), fl.block("launch_end")
         grid = b.mul(b.mul(dims[0], dims[1]), dims[2])
         block = b.mul(b.mul(dims[3], dims[4]), dims[5])
@@ -531,25 +613,16 @@ class CudaLauncher:
         b.position_at_end(loaded)
         func = b.load(self._elem(b, self._func_slots(name), PTR, dev), typ=PTR, name=f"{name}.func")
         ctx = b.load(self._elem(b, self.ctxs, PTR, dev), typ=PTR)
-        if fl.func.attrs.get(C_API):  # --abi c: no tvm-ffi; the default stream
-            stream = ir.Constant(PTR, None)
-        else:
-            get_stream = fl.module.declare("TVMFFIEnvGetStream", ir.FunctionType(PTR, [I32, I32]))
-            stream = b.call(get_stream, [dtype_v, dev], name="stream")
+        stream = self._stream(fl, dtype_v, dev)
         self._check_cuda(fl, msg, self.api_call(b, "cuCtxPushCurrent_v2", [ctx]), "cuCtxPushCurrent", False)
-        if dyn_expr is not None and not (isinstance(dyn_expr, IntImm) and dyn_expr.value <= DYN_SHMEM_DEFAULT_LIMIT):
+        if set_attribute:
             big = b.icmp_unsigned(">", dyn, ir.Constant(I32, DYN_SHMEM_DEFAULT_LIMIT))
             with b.if_then(big, likely=isinstance(dyn_expr, IntImm)):
                 r = self.api_call(b, "cuFuncSetAttribute",
                                   [func, ir.Constant(I32, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), dyn])
                 self._check_cuda(fl, msg, r, f"cuFuncSetAttribute({kernel.symbol}, "
                                         "MAX_DYNAMIC_SHARED_SIZE_BYTES)", True)
-        params = fl.alloca(ir.ArrayType(PTR, max(len(values), 1)), name=f"{name}.args")
-        for i, v in enumerate(values):
-            slot = fl.alloca(v.type, name=f"{name}.arg{i}")
-            b.store(v, slot)
-            b.store(slot, b.gep(params, [ir.Constant(I64, 0), ir.Constant(I64, i)],
-                                source_etype=ir.ArrayType(PTR, max(len(values), 1))))
+        params = self._params(fl, name, values)
         if flags:
             r = self._launch_ex(fl, msg, func, dims, dyn, stream, params, flags, kernel.symbol)
             self._check_cuda(fl, msg, r, f"cuLaunchKernelEx({kernel.symbol})", True)
@@ -561,6 +634,27 @@ class CudaLauncher:
         b.branch(end)
         b.position_at_end(end)
         return ir.Constant(I32, 0)
+
+    def _stream(self, fl, device_type: ir.Value, dev: ir.Value) -> ir.Value:
+        """tvm-ffi's environment stream for the device; the default stream (null) in a
+        ``--abi c`` function, which has no tvm-ffi environment."""
+        if fl.func.attrs.get(C_API):
+            return ir.Constant(PTR, None)
+        get_stream = fl.module.declare("TVMFFIEnvGetStream", ir.FunctionType(PTR, [I32, I32]))
+        return fl.b.call(get_stream, [device_type, dev], name="stream")
+
+    def _params(self, fl, name: str, values: list[ir.Value]) -> ir.Value:
+        """The kernel arguments, each in a stack slot, and the array of their addresses
+        that ``cuLaunchKernel`` takes."""
+        b = fl.b
+        array_t = ir.ArrayType(PTR, max(len(values), 1))
+        params = fl.alloca(array_t, name=f"{name}.args")
+        for i, v in enumerate(values):
+            slot = fl.alloca(v.type, name=f"{name}.arg{i}")
+            b.store(v, slot)
+            b.store(slot, b.gep(params, [ir.Constant(I64, 0), ir.Constant(I64, i)],
+                                source_etype=array_t))
+        return params
 
     def _launch_ex(self, fl, msg, func, dims, dyn, stream, params, flags, symbol) -> ir.Value:
         """``cuLaunchKernelEx`` with a launch attribute set to 1 for each of ``flags``
