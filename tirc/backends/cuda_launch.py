@@ -29,7 +29,9 @@ What the host object gets, per LLVM module:
   SHARED_SIZE_BYTES)`` when the dynamic shared memory exceeds 48 KiB, and
   ``cuLaunchKernel`` on tvm-ffi's environment stream for the device
   (``TVMFFIEnvGetStream(device_type, device_id)``). A launch with an empty grid does
-  nothing.
+  nothing. A launch without launch attributes or the shared-memory opt-in is a call of
+  the module's ``__tirc_cuda_launch``, which does all of that but getting the stream;
+  the others are written out where they are.
 
 Every driver call is checked; a failure raises RuntimeError the way the calling function
 raises errors (the context's ``raise_error``: ``TVMFFIErrorSetRaisedFromCStr`` for packed
