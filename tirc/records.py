@@ -11,7 +11,8 @@ the class is created: six for a frozen dataclass, 0.4 ms a class on Python 3.11,
 nothing for itself:
 
 * ``__init__`` is a template compiled once per *shape* (frozen or not, which fields have
-  a default factory, whether there is a ``__post_init__``) with placeholder names, and
+  a default factory, whether there is a ``__post_init__``) from a syntax tree built
+  here, no text evaluated, with placeholder names, and
   copied for each class with its field names put in (``CodeType.replace``) when the
   class makes its first instance; a build imports ~100 record classes and compiles
   about 20 templates;
@@ -28,12 +29,13 @@ with a default.
 """
 from __future__ import annotations
 
+import ast
 import builtins
 import dataclasses
 from dataclasses import MISSING, FrozenInstanceError, field, fields
 from operator import attrgetter
 from reprlib import recursive_repr
-from types import FunctionType
+from types import CodeType, FunctionType
 from typing import dataclass_transform
 
 # The marker ``dataclasses.fields()`` selects a class's fields by (private to the
@@ -191,29 +193,47 @@ def _init(cls, fs, frozen: bool):
     return FunctionType(code, env, "__init__", defaults or None)
 
 
-def _template(frozen: bool, factories: tuple[bool, ...], post_init: bool):
+def _template(frozen: bool, factories: tuple[bool, ...], post_init: bool) -> CodeType:
     """The code of ``__init__`` for one shape, its field names placeholders.
 
-    The one exec in tirc, as ``dataclasses`` has its own: the source is made from the
-    shape alone (``frozen``, which fields have a default factory, ``post_init``) with the
-    placeholder names ``_record_p<i>``; no class's field name, and never input text, is
-    in it (the parser evaluates nothing). The names go in afterwards, as data, by
-    ``CodeType.replace`` (``_init``). Without it each record class would need a
-    hand-written ``__init__``, or a generic ``*args`` one several times slower on every
-    IR node made."""
-    params, body = ["self"], []
+    Compiled from a syntax tree built here from the shape alone (``frozen``, which
+    fields have a default factory, ``post_init``) with the placeholder names
+    ``_record_p<i>``: no text is evaluated, and no class's field name is in it. The names
+    go in afterwards, as data, by ``CodeType.replace`` (``_init``). Without it each record
+    class would need a hand-written ``__init__``, or a generic ``*args`` one several
+    times slower on every IR node made."""
+    at = {"lineno": 1, "col_offset": 0}  # every node on line 1 (no location walk)
+
+    def name(n: str) -> ast.Name:
+        return ast.Name(n, ast.Load(), **at)
+
+    def call(func: ast.expr, args: list[ast.expr]) -> ast.Call:
+        return ast.Call(func, args, [], **at)
+
+    params, body = [ast.arg("self", **at)], []
     for i, factory in enumerate(factories):
-        name = f"{_PLACEHOLDER}{i}"
-        params.append(name)  # defaults are the function's (_init), not the code's
-        value = (f"_record_factory{i}() if {name} is _record_no_value else {name}"
-                 if factory else name)
-        body.append(f"    _record_setattr(self, {name!r}, {value})\n" if frozen
-                    else f"    self.{name} = {value}\n")
+        p = f"{_PLACEHOLDER}{i}"
+        params.append(ast.arg(p, **at))  # defaults are the function's (_init), not the code's
+        value = name(p)
+        if factory:  # _record_factory<i>() if p is _record_no_value else p
+            value = ast.IfExp(ast.Compare(name(p), [ast.Is()], [name("_record_no_value")], **at),
+                              call(name(f"_record_factory{i}"), []), name(p), **at)
+        body.append(ast.Expr(call(name("_record_setattr"),
+                                  [name("self"), ast.Constant(p, **at), value]), **at)
+                    if frozen else
+                    ast.Assign([ast.Attribute(name("self"), p, ast.Store(), **at)], value, **at))
     if post_init:
-        body.append("    self.__post_init__()\n")
-    env: dict = {}
-    exec(f"def __init__({', '.join(params)}):\n{''.join(body) or '    pass'}\n", env)
-    return env["__init__"].__code__
+        body.append(ast.Expr(call(ast.Attribute(name("self"), "__post_init__", ast.Load(), **at),
+                                  []), **at))
+    signature = ast.arguments(posonlyargs=[], args=params, vararg=None, kwonlyargs=[],
+                              kw_defaults=[], kwarg=None, defaults=[])
+    fields_of = {"name": "__init__", "args": signature, "body": body or [ast.Pass(**at)],
+                 "decorator_list": [], "returns": None, "type_comment": None, **at}
+    if "type_params" in ast.FunctionDef._fields:  # Python 3.12
+        fields_of["type_params"] = []
+    tree = ast.Module([ast.FunctionDef(**fields_of)], [])
+    module = compile(tree, "<record __init__>", "exec")
+    return next(c for c in module.co_consts if isinstance(c, CodeType))
 
 
 def _key(names: list[str]):
