@@ -34,9 +34,9 @@ class ChildDied(RuntimeError):
 
 def run_forked(tasks: list[Callable[[], R]], what: str = "task") -> list[R]:
     """``[t() for t in tasks]``, the tasks after the first in forked children."""
-    if len(tasks) <= 1 or not hasattr(os, "fork"):
+    if len(tasks) <= 1:
         return [t() for t in tasks]
-    started = Started(tasks[1:], what)
+    started = Started(tasks[1:], what)  # without fork, it runs them here afterwards
     try:
         first = tasks[0]()
     except BaseException:

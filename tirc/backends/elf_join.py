@@ -75,7 +75,7 @@ def _read(obj: bytes) -> tuple[bytes, int, int, list[_Section]]:
     sections = []
     for name, type_, sflags, _addr, offset, size, link, info, align, entsize in raw:
         data = view[0:0] if type_ == SHT_NOBITS else view[offset:offset + size]
-        sections.append(_Section(names[name:names.index(b"\0", name)], type_, sflags,
+        sections.append(_Section(_cstr(names, name), type_, sflags,
                                  max(align, 1), entsize, data, size, link, info))
     return ident, machine, flags, sections
 
