@@ -29,9 +29,9 @@ What the host object gets, per LLVM module:
   SHARED_SIZE_BYTES)`` when the dynamic shared memory exceeds 48 KiB, and
   ``cuLaunchKernel`` on tvm-ffi's environment stream for the device
   (``TVMFFIEnvGetStream(device_type, device_id)``). A launch with an empty grid does
-  nothing. A launch without launch attributes or the shared-memory opt-in is a call of
-  the module's ``__tirc_cuda_launch``, which does all of that but getting the stream;
-  the others are written out where they are.
+  nothing. Each launch is a call of the module's ``__tirc_cuda_launch``, which does all
+  of that but getting the stream (and ``cuLaunchKernelEx`` for launches with launch
+  attributes).
 
 Every driver call is checked; a failure raises RuntimeError the way the calling function
 raises errors (the context's ``raise_error``: ``TVMFFIErrorSetRaisedFromCStr`` for packed
@@ -54,7 +54,7 @@ from tirc.ir.attrs import (C_API, LAUNCH_FLAGS, USE_COOPERATIVE_LAUNCH, USE_DYN_
                            sized_launch_params)
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import Call, IntImm, StringImm
+from tirc.ir.expr import Call, StringImm
 from tirc.ir.function import IRModule
 from tirc.records import record
 
@@ -479,23 +479,26 @@ class CudaLauncher:
 
     def _launch_helper(self) -> ir.Function:
         """``__tirc_cuda_launch(funcs, ready, load, dev, stream, gx, gy, gz, bx, by, bz,
-        dyn, params, name, symbol, msg)``: one plain launch (no attribute to set, no
-        launch attributes) of the kernel whose per-device ``CUfunction``s are ``funcs``,
-        from the image whose ready flags are ``ready`` and loader ``load``: nothing for
-        an empty grid; the device id checked, the image loaded on first use, the context
-        pushed, ``cuLaunchKernel``, the context popped. 0, or -1 with the message in
-        ``msg`` (``name``: the kernel's TIR name, ``symbol``: its entry). Each launch is
-        then a call, not some 70 instructions of its own."""
-        args = [PTR, PTR, PTR, I32, PTR] + [I32] * 7 + [PTR, PTR, PTR, PTR]
+        dyn, params, attrs, nattrs, no_ex, name, symbol, msg)``: one launch of the kernel
+        whose per-device ``CUfunction``s are ``funcs``, from the image whose ready flags
+        are ``ready`` and loader ``load``: nothing for an empty grid; the device id
+        checked, the image loaded on first use, the context pushed; the kernel's dynamic
+        shared memory limit raised (``cuFuncSetAttribute``) when ``dyn`` exceeds 48 KiB;
+        ``cuLaunchKernel``, or ``cuLaunchKernelEx`` with the ``nattrs`` launch attributes
+        ``attrs`` (``no_ex``: the message when the driver lacks it); the context popped.
+        0, or -1 with the message in ``msg`` (``name``: the kernel's TIR name,
+        ``symbol``: its entry). Every launch is a call of it."""
+        args = [PTR, PTR, PTR, I32, PTR] + [I32] * 7 + [PTR, PTR, I32, PTR, PTR, PTR, PTR]
         f, b = self._helper("__tirc_cuda_launch", I32, args, cold=False)
         if b is None:
             return f
-        funcs, ready, load, dev, stream, *dims = f.args[:12]
-        dyn, params, name, symbol, msg = f.args[11:]
-        dims = dims[:6]
-        for arg, n in zip(f.args, ("funcs", "ready", "load", "dev", "stream", "gx", "gy", "gz",
-                                   "bx", "by", "bz", "dyn", "params", "name", "symbol", "msg")):
+        names = ("funcs", "ready", "load", "dev", "stream", "gx", "gy", "gz", "bx", "by", "bz",
+                 "dyn", "params", "attrs", "nattrs", "no_ex", "name", "symbol", "msg")
+        for arg, n in zip(f.args, names):
             arg.name = n
+        funcs, ready, load, dev, stream = f.args[:5]
+        dims = list(f.args[5:11])
+        dyn, params, attrs, nattrs, no_ex, name, symbol, msg = f.args[11:]
         grid = b.mul(b.mul(dims[0], dims[1]), dims[2])
         block = b.mul(b.mul(dims[3], dims[4]), dims[5])
         empty = b.or_(b.icmp_unsigned("==", grid, ir.Constant(I32, 0)),
@@ -518,26 +521,49 @@ class CudaLauncher:
         func = b.load(b.gep(funcs, [b.zext(dev, I64)], source_etype=PTR), typ=PTR, name="func")
         ctx = b.load(self._elem(b, self.ctxs, PTR, dev), typ=PTR, name="ctx")
         popped = b.alloca(PTR)
+        what = b.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="what")
 
-        def check(status: ir.Value, what: ir.Value, pop: bool) -> None:
+        def check(status: ir.Value, what_text: str, pop: bool) -> None:
+            """A failed driver call: "WHAT failed: ..." (``what_text``, ``%s`` the
+            kernel's symbol) in ``msg``, the context popped when ``pop``, -1."""
             with b.if_then(b.icmp_signed("!=", status, ir.Constant(I32, 0)), likely=False):
-                b.call(self.error_fn, [status, what, msg])
+                if "%s" in what_text:
+                    self._message(b, what, what_text, [symbol])
+                    b.call(self.error_fn, [status, what, msg])
+                else:
+                    b.call(self.error_fn, [status, self._string(what_text), msg])
                 if pop:
                     self.api_call(b, "cuCtxPopCurrent_v2", [popped])
                 b.ret(ir.Constant(I32, -1))
 
-        check(self.api_call(b, "cuCtxPushCurrent_v2", [ctx]), self._string("cuCtxPushCurrent"),
-              False)
-        r = self.api_call(b, "cuLaunchKernel", [func, *dims, dyn, stream, params,
-                                                ir.Constant(PTR, None)])
-        with b.if_then(b.icmp_signed("!=", r, ir.Constant(I32, 0)), likely=False):
-            what = b.alloca(ir.ArrayType(lt.I8, MSG_BYTES))
-            self._message(b, what, "cuLaunchKernel(%s)", [symbol])
-            b.call(self.error_fn, [r, what, msg])
-            self.api_call(b, "cuCtxPopCurrent_v2", [popped])
-            b.ret(ir.Constant(I32, -1))
-        check(self.api_call(b, "cuCtxPopCurrent_v2", [popped]), self._string("cuCtxPopCurrent"),
-              False)
+        check(self.api_call(b, "cuCtxPushCurrent_v2", [ctx]), "cuCtxPushCurrent", False)
+        big = b.icmp_unsigned(">", dyn, ir.Constant(I32, DYN_SHMEM_DEFAULT_LIMIT))
+        with b.if_then(big, likely=False):
+            r = self.api_call(b, "cuFuncSetAttribute", [
+                func, ir.Constant(I32, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), dyn])
+            check(r, "cuFuncSetAttribute(%s, MAX_DYNAMIC_SHARED_SIZE_BYTES)", True)
+        with b.if_else(b.icmp_unsigned("==", nattrs, ir.Constant(I32, 0))) as (plain, ex):
+            with plain:
+                r = self.api_call(b, "cuLaunchKernel", [func, *dims, dyn, stream, params,
+                                                        ir.Constant(PTR, None)])
+                check(r, "cuLaunchKernel(%s)", True)
+            with ex:
+                slot = b.gep(self.api, [ir.Constant(I64, 0),
+                                        ir.Constant(I64, _API_INDEX["cuLaunchKernelEx"])],
+                             source_etype=self.api_type)
+                with b.if_then(b.icmp_unsigned("==", b.load(slot, typ=PTR),
+                                               ir.Constant(PTR, None)), likely=False):
+                    self._message(b, msg, "%s", [no_ex])
+                    self.api_call(b, "cuCtxPopCurrent_v2", [popped])
+                    b.ret(ir.Constant(I32, -1))
+                config = opaque(b.alloca(_LAUNCH_CONFIG, name="launch_config"), PTR)
+                for i, v in enumerate([*dims, dyn, stream, attrs, nattrs]):
+                    b.store(v, b.gep(config, [ir.Constant(I64, 0), ir.Constant(I32, i)],
+                                     source_etype=_LAUNCH_CONFIG))
+                r = self.api_call(b, "cuLaunchKernelEx", [config, func, params,
+                                                          ir.Constant(PTR, None)])
+                check(r, "cuLaunchKernelEx(%s)", True)
+        check(self.api_call(b, "cuCtxPopCurrent_v2", [popped]), "cuCtxPopCurrent", False)
         b.ret(ir.Constant(I32, 0))
         return f
 
@@ -572,69 +598,28 @@ class CudaLauncher:
                 if a.dtype != dtype:
                     v = fl.convert(v, a.dtype, dtype, call.span)
             values.append(v)
-        sizes = {t: (e, fl.expr(e)) for t, e in zip(tags, call.args[1 + nargs:])}
-        dims = [self._u32(fl, sizes[t][1]) if t in sizes else ir.Constant(I32, 1) for t in _LAUNCH_AXES]
-        dyn_expr, dyn = sizes.get(USE_DYN_SHARED_MEMORY, (None, None))
-        dyn = self._u32(fl, dyn) if dyn is not None else ir.Constant(I32, 0)
+        sizes = {t: self._u32(fl, fl.expr(e)) for t, e in zip(tags, call.args[1 + nargs:])}
+        dims = [sizes.get(t, ir.Constant(I32, 1)) for t in _LAUNCH_AXES]
+        dyn = sizes.get(USE_DYN_SHARED_MEMORY, ir.Constant(I32, 0))
         dev = (fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0))
         dtype_v = (fl.int_cast(device_type, I32) if device_type is not None else ir.Constant(I32, KDL_CUDA))
-
-        set_attribute = dyn_expr is not None and not (
-            isinstance(dyn_expr, IntImm) and dyn_expr.value <= DYN_SHMEM_DEFAULT_LIMIT)
-        if not flags and not set_attribute:  # the common launch: a call of the helper
-            msg = fl.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="cuda_msg")
-            stream = self._stream(fl, dtype_v, dev)
-            params = self._params(fl, name, values)
-            # the loader's address, as a ptr (llvmlite types a function's address as
-            # a typed pointer)
-            loader = formatted_constant(PTR, self.load_fns[kernel.image].get_reference())
-            r = b.call(self.launch_fn, [self._func_slots(name), self.ready[kernel.image], loader,
-                                        dev, stream, *dims, dyn, params, fl.string(name),
-                                        fl.string(kernel.symbol), msg])
-            self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
-            return ir.Constant(I32, 0)
-        run, end = fl.block("launch"), fl.block("launch_end")
-        grid = b.mul(b.mul(dims[0], dims[1]), dims[2])
-        block = b.mul(b.mul(dims[3], dims[4]), dims[5])
-        empty = b.or_(b.icmp_unsigned("==", grid, ir.Constant(I32, 0)),
-                      b.icmp_unsigned("==", block, ir.Constant(I32, 0)))
-        b.cbranch(empty, end, run)
-        b.position_at_end(run)
         msg = fl.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="cuda_msg")
-        in_range = b.icmp_unsigned("<", dev, ir.Constant(I32, MAX_DEVICES))
-        self._check_or_fail(fl, in_range, fl.string(
-            f"launching kernel '{name}': the device id is outside 0..{MAX_DEVICES - 1}"))
-        ready = self._elem(b, self.ready[kernel.image], I32, dev)
-        is_ready = b.icmp_signed("!=", b.load_atomic(ready, "acquire", 4, typ=I32), ir.Constant(I32, 0))
-        load_bb, loaded = fl.block("cuda_load"), fl.block("cuda_loaded")
-        b.cbranch(is_ready, loaded, load_bb)
-        b.position_at_end(load_bb)
-        r = b.call(self.load_fns[kernel.image], [dev, msg])
-        self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
-        b.branch(loaded)
-        b.position_at_end(loaded)
-        func = b.load(self._elem(b, self._func_slots(name), PTR, dev), typ=PTR, name=f"{name}.func")
-        ctx = b.load(self._elem(b, self.ctxs, PTR, dev), typ=PTR)
         stream = self._stream(fl, dtype_v, dev)
-        self._check_cuda(fl, msg, self.api_call(b, "cuCtxPushCurrent_v2", [ctx]), "cuCtxPushCurrent", False)
-        if set_attribute:
-            big = b.icmp_unsigned(">", dyn, ir.Constant(I32, DYN_SHMEM_DEFAULT_LIMIT))
-            with b.if_then(big, likely=isinstance(dyn_expr, IntImm)):
-                r = self.api_call(b, "cuFuncSetAttribute",
-                                  [func, ir.Constant(I32, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES), dyn])
-                self._check_cuda(fl, msg, r, f"cuFuncSetAttribute({kernel.symbol}, "
-                                        "MAX_DYNAMIC_SHARED_SIZE_BYTES)", True)
         params = self._params(fl, name, values)
+        attrs, no_ex = ir.Constant(PTR, None), ir.Constant(PTR, None)
         if flags:
-            r = self._launch_ex(fl, msg, func, dims, dyn, stream, params, flags, kernel.symbol)
-            self._check_cuda(fl, msg, r, f"cuLaunchKernelEx({kernel.symbol})", True)
-        else:
-            r = self.api_call(b, "cuLaunchKernel", [func, *dims, dyn, stream, params, ir.Constant(PTR, None)])
-            self._check_cuda(fl, msg, r, f"cuLaunchKernel({kernel.symbol})", True)
-        self._check_cuda(fl, msg, self.api_call(b, "cuCtxPopCurrent_v2", [fl.alloca(PTR)]),
-                         "cuCtxPopCurrent", False)
-        b.branch(end)
-        b.position_at_end(end)
+            attrs = self._launch_attributes(fl, kernel.symbol, flags)
+            no_ex = fl.string(f"launching kernel '{kernel.symbol}': the CUDA driver has no "
+                              "cuLaunchKernelEx (CUDA 12), which its "
+                              + " and ".join(_LAUNCH_KIND[f] for f in flags) + " needs")
+        # the loader's address, as a ptr (llvmlite types a function's address as a typed
+        # pointer)
+        loader = formatted_constant(PTR, self.load_fns[kernel.image].get_reference())
+        r = b.call(self.launch_fn, [self._func_slots(name), self.ready[kernel.image], loader,
+                                    dev, stream, *dims, dyn, params, attrs,
+                                    ir.Constant(I32, len(flags)), no_ex, fl.string(name),
+                                    fl.string(kernel.symbol), msg])
+        self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
         return ir.Constant(I32, 0)
 
     def _stream(self, fl, device_type: ir.Value, dev: ir.Value) -> ir.Value:
@@ -658,32 +643,22 @@ class CudaLauncher:
                                 source_etype=array_t))
         return params
 
-    def _launch_ex(self, fl, msg, func, dims, dyn, stream, params, flags, symbol) -> ir.Value:
-        """``cuLaunchKernelEx`` with a launch attribute set to 1 for each of ``flags``
-        (programmatic dependent launch, cooperative launch), as TVM's CUDA runtime
-        launches them; a located failure when the driver has no cuLaunchKernelEx."""
+    def _launch_attributes(self, fl, symbol: str, flags: list[str]) -> ir.Value:
+        """The launch attributes of ``cuLaunchKernelEx``, one set to 1 for each of
+        ``flags`` (programmatic dependent launch, cooperative launch), as TVM's CUDA
+        runtime launches them."""
         b = fl.b
-        slot = b.gep(self.api, [ir.Constant(I64, 0), ir.Constant(I64, _API_INDEX["cuLaunchKernelEx"])],
-                     source_etype=self.api_type)
-        have = b.icmp_unsigned("!=", b.load(slot, typ=PTR), ir.Constant(PTR, None))
-        self._check_or_fail(fl, have, fl.string(
-            f"launching kernel '{symbol}': the CUDA driver has no cuLaunchKernelEx (CUDA 12), "
-            "which its " + " and ".join(_LAUNCH_KIND[f] for f in flags) + " needs"))
-        attrs = fl.alloca(ir.ArrayType(_LAUNCH_ATTR, len(flags)), name=f"{symbol}.launch_attrs")
+        array_t = ir.ArrayType(_LAUNCH_ATTR, len(flags))
+        attrs = fl.alloca(array_t, name=f"{symbol}.launch_attrs")
         for i, flag in enumerate(flags):
             item = [ir.Constant(I64, 0), ir.Constant(I64, i)]
-            b.store(ir.Constant(_LAUNCH_ATTR, None),
-                    b.gep(attrs, item, source_etype=ir.ArrayType(_LAUNCH_ATTR, len(flags))))
+            b.store(ir.Constant(_LAUNCH_ATTR, None), b.gep(attrs, item, source_etype=array_t))
             b.store(ir.Constant(I32, LAUNCH_ATTRIBUTE[flag]),
-                    b.gep(attrs, item + [ir.Constant(I32, 0)], source_etype=ir.ArrayType(_LAUNCH_ATTR, len(flags))))
+                    b.gep(attrs, item + [ir.Constant(I32, 0)], source_etype=array_t))
             b.store(ir.Constant(I64, 1),  # the value's first int: 1
                     b.gep(attrs, item + [ir.Constant(I32, 2), ir.Constant(I64, 0)],
-                          source_etype=ir.ArrayType(_LAUNCH_ATTR, len(flags))))
-        config = fl.alloca(_LAUNCH_CONFIG, name=f"{symbol}.launch_config")
-        fields = [*dims, dyn, stream, attrs, ir.Constant(I32, len(flags))]
-        for i, v in enumerate(fields):
-            b.store(v, b.gep(config, [ir.Constant(I64, 0), ir.Constant(I32, i)], source_etype=_LAUNCH_CONFIG))
-        return self.api_call(b, "cuLaunchKernelEx", [config, func, params, ir.Constant(PTR, None)])
+                          source_etype=array_t))
+        return attrs
 
     def _u32(self, fl, v: ir.Value) -> ir.Value:
         if isinstance(v, ir.Constant) and isinstance(v.constant, int):
@@ -699,15 +674,3 @@ class CudaLauncher:
         fl.fail(fl.string("RuntimeError"), message)
         fl.b.position_at_end(good)
 
-    def _check_cuda(self, fl, msg: ir.Value, status: ir.Value, what: str, pop: bool) -> None:
-        """A checked driver call in host code: on failure raise (popping the context
-        first when it was pushed) and return -1."""
-        b = fl.b
-        good, bad = fl.block("cuda_ok"), fl.block("cuda_fail")
-        b.cbranch(b.icmp_signed("==", status, ir.Constant(I32, 0)), good, bad)
-        b.position_at_end(bad)
-        b.call(self.error_fn, [status, fl.string(what), msg])
-        if pop:
-            self.api_call(b, "cuCtxPopCurrent_v2", [fl.alloca(PTR)])
-        fl.fail(fl.string("RuntimeError"), msg)
-        b.position_at_end(good)
