@@ -11,7 +11,7 @@ tools as the same text:
   bench/scheduled/cpu/ (made by bench/scheduled/gen_scheduled.py, which says how each is
   scheduled; this script needs no TVM to read them).
 
-* tirc: ``tirc.build.build(text, TARGET, None, DIR, NAME, shared=True)`` -> ``NAME.so``;
+* tirc: ``tirc.build.stages.build(text, TARGET, None, DIR, NAME, shared=True)`` -> ``NAME.so``;
 * TVM:  ``tvm.compile(tvm.script.from_source(text), target=TARGET)`` +
   ``export_library`` -> ``NAME.tvm.so`` (when TVM is importable; ``--no-tvm``: tirc
   alone, ``--tvm``: insist);
@@ -376,7 +376,7 @@ def target_string(mcpu: str | None) -> str:
 
 
 def build_tirc(k: Kernel, out: Path, target: str) -> Path:
-    from tirc.build import build
+    from tirc.build.stages import build
     build(k.text, target, None, out, k.name, shared=True)
     return out / f"{k.name}.so"
 

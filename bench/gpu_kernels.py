@@ -27,7 +27,7 @@ Kernels (TIR text in the form TVM 0.27 prints, thread-bound loops; see KERNELS):
   serial (the dlight stages are separate thread loops, so this computes the same thing);
   with ``--quick`` the matmul's is skipped (2048^3 serially).
 
-Each kernel is built with ``tirc.build.build(text, "cuda -arch=ARCH", "llvm", ...,
+Each kernel is built with ``tirc.build.stages.build(text, "cuda -arch=ARCH", "llvm", ...,
 shared=True)`` (device code as a cubin through nvJitLink when it is installed, PTX
 otherwise) and with ``tvm.compile(mod, target=Target({"kind": "cuda", "arch": ARCH},
 host="llvm"))`` + ``export_library``; TVM's library holds CUDA C that is compiled when it
@@ -327,12 +327,12 @@ def size_label(k: Kernel, n: int) -> str:
 
 # -- tirc -------------------------------------------------------------------------------
 def device_format() -> str:
-    from tirc.backends import nvptx_cubin
+    from tirc.backends.cuda import cubin as nvptx_cubin
     return "cubin" if nvptx_cubin.available() else "ptx"
 
 
 def build_tirc(k: Kernel, n: int, arch: str, out: Path, fmt: str) -> Path:
-    from tirc.build import build
+    from tirc.build.stages import build
     out.mkdir(parents=True, exist_ok=True)
     build(k.text(n), f"cuda -arch={arch}", "llvm", out, k.name, shared=True,
           filename=f"{k.name}.tir", device_format=fmt)
@@ -360,9 +360,9 @@ def cpu_check(k: Kernel, work: Path) -> str:
     """Run the kernel's logic on the CPU (thread loops as serial loops): 'ok', or why
     not / what is wrong."""
     from tirc import runtime as rt
-    from tirc.build import build
+    from tirc.build.stages import build
     from tirc.diagnostics import Diagnostic
-    from tirc.parser import parse
+    from tirc.frontend.parse import parse
     from tirc.passes.lower.serialize_threads import serialize_threads
 
     n = 4096 if k.name != "matmul" else 64

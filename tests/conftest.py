@@ -16,7 +16,7 @@ ALL_TIR = SAMPLES + TVM_CORPUS + TEST_MODULES
 def parsed_modules(paths) -> list[tuple[str, object]]:
     """``(path relative to the repository, module)`` for each of ``paths`` that parses."""
     from tirc.diagnostics import Diagnostic
-    from tirc.parser import parse
+    from tirc.frontend.parse import parse
     out = []
     for path in paths:
         try:
@@ -30,7 +30,7 @@ def modules_before_and_after(paths, ctx):
     """For each of ``paths`` that parses and lowers under ``ctx``: ``(path, [the parsed
     module, the module after the whole pipeline])``."""
     from tirc.diagnostics import Diagnostic
-    from tirc.parser import parse
+    from tirc.frontend.parse import parse
     from tirc.passes.pipeline import run_pipeline
     for path in paths:
         try:
@@ -99,7 +99,7 @@ def check_pass(transform, before: str, expected: str, *, header: str = HEADER,
     (each test file's ``check`` is one of these, made by :func:`pass_checker`).
     Returns the result, or ``(input, result)`` with ``with_input=True``."""
     from tirc.ir.equal import assert_structural_equal
-    from tirc.parser import parse
+    from tirc.frontend.parse import parse
     from tirc.passes.prepare.verify import verify
 
     mod = parse(header + before, "before.tir")

@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from conftest import check_pass
-from tirc.parser import parse
-from tirc.passes.pipeline import PassContext
-from tirc.target import parse_target
+from tirc.frontend.parse import parse
+from tirc.passes.pass_context import PassContext
+from tirc.target.kinds import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 CUDA = parse_target("cuda -arch=sm_90", host="llvm")

@@ -23,7 +23,7 @@ import pytest
 np = pytest.importorskip("numpy")
 tvm_ffi = pytest.importorskip("tvm_ffi")
 
-from tirc.build import build  # noqa: E402
+from tirc.build.stages import build  # noqa: E402
 
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 

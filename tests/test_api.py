@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import tirc
-from tirc.backends import nvptx_cubin
+from tirc.backends.cuda import cubin as nvptx_cubin
 
 ROOT = Path(__file__).resolve().parent.parent
 SAMPLES = ROOT / "samples"
@@ -45,7 +45,7 @@ UNDEFINED = HEAD + textwrap.dedent("""
 def private_tmp(tmp_path, monkeypatch):
     """The temporary directory compile() builds in, checked empty afterwards (the
     parser, built first, keeps its own cache in the real one)."""
-    from tirc.lalr_parser import parser
+    from tirc.syntax.lalr_parser import parser
     parser()
     where = tmp_path / "tmp"
     where.mkdir()
@@ -289,7 +289,7 @@ def test_lower_error():
 # -- import cost, the CLI's CMake directory --------------------------------------------------
 def test_import_tirc_imports_nothing_else():
     code = ("import sys, tirc; first = sorted(m for m in sys.modules if m.startswith('tirc'));"
-            " tirc.CompileError; print(first, 'lark' in sys.modules, 'tirc.build' in sys.modules)")
+            " tirc.CompileError; print(first, 'lark' in sys.modules, 'tirc.build.stages' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT).stdout
     assert out.strip() == "['tirc'] False False"

@@ -11,7 +11,7 @@ import textwrap
 import numpy as np
 import pytest
 
-from tirc.build import build
+from tirc.build.stages import build
 
 tvm_ffi = pytest.importorskip("tvm_ffi")
 pytestmark = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")

@@ -8,12 +8,12 @@ import textwrap
 
 import pytest
 
-from tirc.backends.cpu import generate, lower_to_llvm
+from tirc.backends.cpu.backend import generate, lower_to_llvm
 from tirc.backends.registry import get_backend
 from tirc.diagnostics import Diagnostic
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 

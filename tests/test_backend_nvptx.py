@@ -12,12 +12,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-import tirc.backends.nvptx as nvptx
+import tirc.backends.cuda.nvptx as nvptx
 from conftest import ptxas_check
-from tirc.build import bind_target_from, build, split_module
+from tirc.build.stages import build, split_module
+from tirc.build.options import bind_target_from
 from tirc.diagnostics import Diagnostic
 from tirc.driver import cli
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -344,7 +345,7 @@ def test_cli_device_only_misuse(tmp_path):
 
 
 def test_cubin_through_nvjitlink(tmp_path):
-    from tirc.backends import nvptx_cubin
+    from tirc.backends.cuda import cubin as nvptx_cubin
     src = SAMPLES / "two_kernels.tir"
     kwargs = dict(target="cuda -arch=sm_90", out_dir=tmp_path, name="two_kernels",
                   device_only=True, device_format="cubin")

@@ -7,8 +7,8 @@ import struct
 import pytest
 
 from conftest import SAMPLES
-from tirc.backends import nvptx_cubin
-from tirc.build import build
+from tirc.backends.cuda import cubin as nvptx_cubin
+from tirc.build.stages import build
 
 pytestmark = pytest.mark.skipif(not nvptx_cubin.available(), reason="nvJitLink is not installed")
 CUDA_SAMPLES = [p for p in SAMPLES if p.name != "cpu_matmul.tir"]

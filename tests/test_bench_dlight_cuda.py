@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from conftest import ptxas_check
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 
 ROOT = Path(__file__).resolve().parent.parent / "bench" / "scheduled"

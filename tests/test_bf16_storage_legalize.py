@@ -12,12 +12,12 @@ from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
 from tirc.ir.buffer import Buffer
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.legalize.bf16_storage_legalize import BF16, bf16_native, bf16_storage_legalize
 from tirc.passes.legalize.narrow_float import legalize_module
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 CTX = PassContext(parse_target("llvm"))
@@ -335,7 +335,7 @@ def test_dtype_scan_finds_what_dtypes_yields():
     ``_dtypes``, on every sample and every module of the TVM corpus."""
     from conftest import ROOT
     from tirc.passes.legalize import narrow_float
-    from tirc.build import bind_target_from
+    from tirc.build.options import bind_target_from
     from tirc.passes.pipeline import run_pipeline
     ctx = PassContext(bind_target_from("cuda -arch=sm_90", "llvm"))
     paths = sorted((ROOT / "samples").glob("*.tir")) + sorted((ROOT / "tests/corpus/tvm").glob("*.tir"))

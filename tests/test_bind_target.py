@@ -7,9 +7,9 @@ from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
 from tirc.ir.visitor import walk
 from tirc.ir.expr import Var
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.prepare.bind_target import bind_target
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 CUDA = parse_target("cuda -arch=sm_90", host="llvm")
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

@@ -20,9 +20,9 @@ import pytest
 
 from conftest import ROOT
 from tirc.ir.attrs import TARGET
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.prepare.bind_target import bind_target
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 REFERENCE = json.loads((ROOT / "tests" / "corpus" / "tvm" / "bound_targets.json").read_text())
 BINDS = {"cuda -arch=sm_90 --host llvm": ("cuda -arch=sm_90", "llvm"), "llvm": ("llvm", None)}

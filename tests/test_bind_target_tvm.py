@@ -9,9 +9,9 @@ import pytest
 from conftest import ROOT
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.printer import print_module
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.prepare.bind_target import bind_target
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 tvm = pytest.importorskip("tvm", reason="apache-tvm is not installed (pip install '.[tvm]')")
 pytestmark = pytest.mark.tvm

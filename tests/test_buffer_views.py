@@ -12,7 +12,7 @@ import tirc
 from conftest import ROOT
 from tirc.diagnostics import Diagnostic
 from tirc.ir.printer import print_module
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 MODULE = ROOT / "tests" / "tir" / "buffer_views.tir"
 HEADER = "# from tvm.script import tirx as T\n@T.prim_func\n"

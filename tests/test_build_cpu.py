@@ -1,4 +1,4 @@
-"""``tirc.build.build`` and ``tirc build``: files written, atomically and deterministically;
+"""``tirc.build.stages.build`` and ``tirc build``: files written, atomically and deterministically;
 ELF objects for the target's machine; diagnostics for what this slice cannot build."""
 from __future__ import annotations
 
@@ -11,10 +11,11 @@ import pytest
 from click.testing import CliRunner
 from conftest import ROOT, TVM_CORPUS, ids
 
-from tirc.build import bind_target_from, build, host_target_of, split_module
+from tirc.build.stages import build, host_target_of, split_module
+from tirc.build.options import bind_target_from
 from tirc.diagnostics import Diagnostic
 from tirc.driver import cli
-from tirc.target import TargetError
+from tirc.target.kinds import TargetError
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 SCALE = HEAD + textwrap.dedent("""
@@ -47,7 +48,7 @@ def test_aarch64_object(tmp_path):
 
 
 def test_host_option_picks_the_host_target_of_a_device_build():
-    from tirc.parser import parse
+    from tirc.frontend.parse import parse
     from tirc.passes.pipeline import PassContext, run_pipeline
     bind = bind_target_from("cuda", "llvm -mtriple=aarch64-linux-gnu")
     mod = parse((ROOT / "samples" / "device_call_add.tir").read_text(), "d.tir")
@@ -119,7 +120,7 @@ def test_device_host_is_a_usage_error(tmp_path):
 
 
 def test_split_module_separates_device_functions():
-    from tirc.parser import parse
+    from tirc.frontend.parse import parse
     from tirc.passes.pipeline import PassContext, run_pipeline
     mod = parse((ROOT / "samples" / "device_call_add.tir").read_text(), "d.tir")
     mod = run_pipeline(mod, PassContext(bind_target_from("cuda", None)))

@@ -12,10 +12,10 @@ import ast
 import textwrap
 
 from conftest import ROOT
-from tirc.facts import BuildFacts, LaunchSizes, Param
-from tirc.parser import parse
+from tirc.ir.facts import BuildFacts, LaunchSizes, Param
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 VECTOR_ADD = (ROOT / "samples" / "vector_add.tir").read_text()
 
@@ -90,7 +90,7 @@ def _runtime_imports(path) -> list[str]:
 def test_the_outputs_read_the_record_and_no_ir():
     """manifest.py, header.py, run.py and the runtime's loader import nothing from the
     passes or the IR's nodes and traversal; the build hands them the record."""
-    for name in ("manifest.py", "header.py", "run.py", "runtime/loader.py"):
+    for name in ("build/manifest.py", "build/header.py", "run.py", "runtime/loader.py"):
         modules = _runtime_imports(ROOT / "tirc" / name)
         assert not [m for m in modules if m.startswith("tirc.passes")], name
         assert not set(modules) & {"tirc.ir.function", "tirc.ir.stmt", "tirc.ir.visitor",

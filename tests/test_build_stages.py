@@ -9,9 +9,10 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import ROOT
-from tirc.build import STAGE_NAMES, build, check_stop_names
+from tirc.build.stages import STAGE_NAMES, build
+from tirc.build.options import check_stop_names
 from tirc.driver import cli
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 SAMPLE = ROOT / "samples" / "vector_add.tir"
 CUDA = "cuda -arch=sm_90"

@@ -11,17 +11,18 @@ import pytest
 from click.testing import CliRunner
 from conftest import ROOT
 
-from tirc.build import bind_target_from, build
+from tirc.build.stages import build
+from tirc.build.options import bind_target_from
 from tirc.diagnostics import Diagnostic
 from tirc.driver import cli
-from tirc.c_names import c_identifier
-from tirc.header import make_header
+from tirc.ir.c_names import c_identifier
+from tirc.build.header import make_header
 from tirc.ir.describe import c_type
 from tirc.ir.dtype import DataType
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.printer import print_module
-from tirc.manifest import manifest, manifest_json
-from tirc.parser import parse
+from tirc.build.manifest import manifest, manifest_json
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import (
     PIPELINE,
     PassContext,

@@ -19,10 +19,10 @@ from click.testing import CliRunner
 
 from conftest import ROOT, check_expected_outputs
 from tirc.api import build_and_load
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic, SourceFile
 from tirc.driver import cli
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.testing.differential import compare_args, check_module, make_inputs, public_functions
 from tirc.testing.evaluate import Unsupported
 from tirc.testing.gen import generate
@@ -128,7 +128,7 @@ def test_generated_modules_as_c_match_the_evaluator(seed, tmp_path):
 def test_float16_conversions_round_as_ieee(tmp_path):
     """The file's float <-> float16 conversions against NumPy's (round to nearest even):
     every float16, the midpoints between neighbours, subnormals, overflow, NaN."""
-    from tirc.backends.c_source_text import BASE, HALF
+    from tirc.backends.c.text import BASE, HALF
     program = BASE + HALF + textwrap.dedent("""
         #include <stdio.h>
         int main(void) {

@@ -83,7 +83,7 @@ def test_the_program_flushes_before_its_quick_exit(tmp_path):
     """``main`` ends with os._exit: buffered output (a pipe) must still arrive whole,
     and statuses keep their meaning."""
     from tirc.ir.printer import print_module
-    from tirc.parser import parse_file
+    from tirc.frontend.parse import parse_file
 
     vector_add = next(p for p in SAMPLES if p.name == "vector_add.tir")
     proc = subprocess.run([sys.executable, "-m", "tirc", "print", str(vector_add)],

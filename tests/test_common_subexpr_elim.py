@@ -13,11 +13,11 @@ import pytest
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.stmt import For, LetStmt, SeqStmt
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.lower.common_subexpr_elim import common_subexpr_elim
 from tirc.passes.pipeline import Instrument, PassContext, VerifyEach, run_pipeline
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 from tirc.testing.evaluate import run
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

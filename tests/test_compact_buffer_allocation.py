@@ -11,10 +11,10 @@ import pytest
 
 from tirc.diagnostics import Diagnostic
 from tirc.ir.equal import assert_structural_equal
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.blocks.compact_buffer_allocation import compact_buffer_allocation
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEADER = "# from tvm.script import tirx as T\n\n"
 

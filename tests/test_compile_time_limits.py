@@ -16,7 +16,7 @@ from conftest import ROOT
 
 from tirc.diagnostics import Diagnostic
 from tirc.driver import cli
-from tirc.target import CUDA_AXIS_LIMITS, TargetError, parse_target, thread_axis_limits
+from tirc.target.kinds import CUDA_AXIS_LIMITS, TargetError, parse_target, thread_axis_limits
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 

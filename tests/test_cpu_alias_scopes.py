@@ -1,5 +1,5 @@
 """Buffers known distinct do not alias, and tile rows a constant apart are seen disjoint,
-in the CPU backend's LLVM IR (tirc/backends/llvm_alias.py, llvm_expr.split_index_constant).
+in the CPU backend's LLVM IR (tirc/backends/llvm/alias.py, llvm_expr.split_index_constant).
 
 Found by bench/cpu_kernels.py's scheduled matmul (bench/scheduled/cpu/sch_matmul_acc.tir:
 ``decompose_reduction`` accumulating in C): tirc reloaded and stored the 8 x 32 C tile on
@@ -13,11 +13,11 @@ import textwrap
 import numpy as np
 import pytest
 
-from tirc.backends.cpu import generate, lower_to_llvm
-from tirc.build import build
-from tirc.parser import parse
+from tirc.backends.cpu.backend import generate, lower_to_llvm
+from tirc.build.stages import build
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 tvm_ffi = pytest.importorskip("tvm_ffi")
 

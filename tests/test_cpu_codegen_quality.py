@@ -9,10 +9,10 @@ import textwrap
 import pytest
 from llvmlite import binding as llvm
 
-from tirc.backends.cpu import generate, lower_to_llvm, target_machine
-from tirc.parser import parse
+from tirc.backends.cpu.backend import generate, lower_to_llvm, target_machine
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEAD = "# from tvm.script import tirx as T\n"
 
@@ -128,7 +128,7 @@ def test_latency_bound_accumulator_chain_does_not_contract():
     at an add's latency, the multiply off the chain (bench matmul_serial with --mcpu
     native: 0.83x..0.99x TVM with FMAs). With 4 accumulators (a register tile) every
     add contracts; an update of a location that moves with the loop is no chain."""
-    from tirc.backends.accumulator_chains import THROUGHPUT_CHAINS
+    from tirc.backends.llvm.accumulator_chains import THROUGHPUT_CHAINS
     assert THROUGHPUT_CHAINS == 4
     text, _ = lower_to_llvm(*lowered(MATMUL, "llvm -mcpu=haswell"))
     assert re.search(r"fmul contract float", text)  # still contracts elsewhere

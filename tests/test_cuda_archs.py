@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from tirc.backends.cuda_launch import image_preference
-from tirc.build import build
-from tirc.cuda_arch import image_rule
+from tirc.backends.cuda.launch import image_preference
+from tirc.build.stages import build
+from tirc.target.cuda_arch import image_rule
 from tirc.diagnostics import Diagnostic
-from tirc.target import CUDA_ARCHS, parse_target
+from tirc.target.kinds import CUDA_ARCHS, parse_target
 
 ROOT = Path(__file__).resolve().parent
 SOFTMAX = (ROOT / "tir" / "sblock_dlight_softmax_cuda.tir").read_text()
@@ -38,7 +38,7 @@ def test_blackwell_families_build_ptx(arch, tmp_path):
 
 
 def test_a_cubin_nvjitlink_cannot_make_is_a_located_error_and_writes_nothing(tmp_path):
-    from tirc.backends import nvptx_cubin
+    from tirc.backends.cuda import cubin as nvptx_cubin
     if not nvptx_cubin.available():
         pytest.skip("nvJitLink is not installed")
     from cuda.bindings import nvjitlink

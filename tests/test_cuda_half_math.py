@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
-from tirc.backends.nvptx import HALF_MATH
+from tirc.backends.cuda.nvptx import HALF_MATH
 
 HEADER = "# from tvm.script import tirx as T\n@T.prim_func\n"
 

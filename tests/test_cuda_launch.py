@@ -1,4 +1,4 @@
-"""The host side of GPU kernel launches (``tirc/backends/cuda_launch.py``).
+"""The host side of GPU kernel launches (``tirc/backends/cuda/launch.py``).
 
 Without a GPU: FileCheck patterns on the host LLVM IR; every CUDA sample builds with
 ``--shared`` and its library needs no CUDA library at load time; calls through tvm-ffi
@@ -19,11 +19,13 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tirc.backends import cpu, nvptx
-from tirc.backends.cuda_launch import DeviceCode
-from tirc.build import bind_target_from, build, host_target_of, split_module
+from tirc.backends.cpu import backend as cpu
+from tirc.backends.cuda import nvptx
+from tirc.backends.cuda.launch import DeviceCode
+from tirc.build.stages import build, host_target_of, split_module
+from tirc.build.options import bind_target_from
 from tirc.driver import cli
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -168,7 +170,7 @@ def test_every_cuda_sample_builds_shared(name, tmp_path):
 
 
 def test_cubin_is_embedded(tmp_path):
-    from tirc.backends import nvptx_cubin
+    from tirc.backends.cuda import cubin as nvptx_cubin
     if not nvptx_cubin.available():
         pytest.skip("nvJitLink is not installed")
     r = build((SAMPLES / "vector_add.tir").read_text(), "cuda -arch=sm_90", out_dir=tmp_path,

@@ -8,12 +8,12 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import CALLING_CONV, KERNEL_LAUNCH_PARAMS, CallingConv
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 from tirc.testing import simt
 
 SOURCE = (ROOT / "tests" / "corpus" / "tvm" / "cuda_device_scope.tir").read_text()

@@ -21,7 +21,7 @@ import pytest
 np = pytest.importorskip("numpy")
 pytest.importorskip("tvm_ffi")
 
-from tirc.build import build  # noqa: E402
+from tirc.build.stages import build  # noqa: E402
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 needs_cc = pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")

@@ -295,7 +295,7 @@ def test_samples_makefile_from_a_clean_tree(tmp_path):
 def test_both_device_formats_can_be_asked_for(tmp_path):
     """--device-format ptx,cubin (or the flag twice) writes both images."""
     from click.testing import CliRunner
-    from tirc.backends import nvptx_cubin
+    from tirc.backends.cuda import cubin as nvptx_cubin
     from tirc.driver import cli
     if not nvptx_cubin.available():
         pytest.skip("nvJitLink is not installed")
@@ -312,21 +312,22 @@ def test_both_device_formats_can_be_asked_for(tmp_path):
 def test_build_turns_the_cycle_collector_off_only_while_building(tmp_path, monkeypatch):
     import gc
 
-    import tirc.build
-    from tirc.jobs import BuildOptions, build_one
+    import tirc.build.stages
+    from tirc.build.jobs import build_one
+    from tirc.build.options import build_options
 
     seen = []
-    original = tirc.build.build
+    original = tirc.build.stages.build
 
     def spy(*args, **kwargs):
         seen.append(gc.isenabled())
         return original(*args, **kwargs)
 
-    monkeypatch.setattr(tirc.build, "build", spy)
+    monkeypatch.setattr(tirc.build.stages, "build", spy)
     assert gc.isenabled()
-    outcome = build_one(str(ROOT / "samples" / "cpu_matmul.tir"), BuildOptions(out_dir=str(tmp_path)))
+    outcome = build_one(str(ROOT / "samples" / "cpu_matmul.tir"), build_options(out_dir=str(tmp_path)))
     assert outcome.status == 0 and seen == [False]
     assert gc.isenabled()
     (tmp_path / "bad.tir").write_text("@T.prim_func\ndef f(:\n")
-    assert build_one(str(tmp_path / "bad.tir"), BuildOptions(out_dir=str(tmp_path))).status == 1
+    assert build_one(str(tmp_path / "bad.tir"), build_options(out_dir=str(tmp_path))).status == 1
     assert gc.isenabled()

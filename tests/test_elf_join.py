@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 from llvmlite import binding as llvm
 
-from tirc.backends.elf_join import join, joinable_triple
-from tirc.backends.llvm_context import init_llvm
-from tirc.target import host_triple
+from tirc.backends.cpu.elf_join import join, joinable_triple
+from tirc.backends.llvm.context import init_llvm
+from tirc.target.kinds import host_triple
 
 # ``shared`` is defined by the first module and used by the second; the join makes it
 # local. Both define a private @.str (the same local name, two different strings) and

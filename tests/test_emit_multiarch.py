@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from tirc.build import build, parse_emit
+from tirc.build.stages import build
+from tirc.build.options import parse_emit
 from tirc.driver import cli
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -37,9 +38,9 @@ def test_emit_everything_with_a_depfile(tmp_path):
                             "multi_target.sm_80.device.ll", "multi_target.sm_80.ptx",
                             "multi_target.sm_90.device.ll", "multi_target.sm_90.ptx"])
     from tirc.ir.printer import print_module
-    from tirc.parser import parse
+    from tirc.frontend.parse import parse
     from tirc.passes.pipeline import PassContext, run_pipeline
-    from tirc.target import parse_target
+    from tirc.target.kinds import parse_target
     lowered = (tmp_path / "multi_target.lowered.tir").read_text()
     src = parse((SAMPLES / "multi_target.tir").read_text(), "multi_target.tir")
     assert lowered == print_module(run_pipeline(src, PassContext(parse_target("llvm"))))
@@ -64,7 +65,7 @@ def test_emit_llvm_single_device_image_and_unknown_kind(tmp_path):
 
 
 def test_emit_ptx_with_cubins(tmp_path):
-    from tirc.backends import nvptx_cubin
+    from tirc.backends.cuda import cubin as nvptx_cubin
     if not nvptx_cubin.available():
         pytest.skip("nvJitLink is not installed")
     r = build((SAMPLES / "vector_add.tir").read_text(), "cuda -arch=sm_90", out_dir=tmp_path,
@@ -88,7 +89,7 @@ def test_emit_is_atomic_on_failure(tmp_path):
 
 # -- several archs of one kind --------------------------------------------------------------
 def test_multi_arch_target_parsing_and_canonical_form():
-    from tirc.target import TargetError, cuda_archs, for_arch, parse_target
+    from tirc.target.kinds import TargetError, cuda_archs, for_arch, parse_target
     t = parse_target("cuda -arch=sm_90,sm_80")
     assert t.get("arch") == ("sm_80", "sm_90") and cuda_archs(t) == ("sm_80", "sm_90")
     assert t.to_dict()["arch"] == ["sm_80", "sm_90"] and t.describe() == "cuda -arch=sm_80,sm_90"
@@ -132,7 +133,7 @@ def test_multi_arch_build_files_manifest_and_embedding(tmp_path):
 
 
 def test_multi_arch_build_result_and_emit(tmp_path):
-    from tirc.target import for_arch, parse_target
+    from tirc.target.kinds import for_arch, parse_target
     t = parse_target("cuda -arch=sm_80,sm_90")
     r = build((SAMPLES / "vector_add.tir").read_text(), t, out_dir=tmp_path, name="vector_add",
               emit=("llvm",))
@@ -155,7 +156,7 @@ def test_multi_arch_device_only_and_fatbin_with_cubin_usage_error(tmp_path):
 
 def _pick(archs, cc):
     """What the loader's chain picks on a device of capability ``cc`` (x10)."""
-    from tirc.backends.cuda_launch import image_preference
+    from tirc.backends.cuda.launch import image_preference
     for i, rule, major, minor in image_preference(archs):
         if (rule == "exact" and (major, minor) == divmod(cc, 10)
                 or rule == "major" and major == cc // 10 and minor <= cc % 10
@@ -219,7 +220,7 @@ def test_a_device_too_old_for_every_image_is_a_clear_error(multi_arch_so, fake_l
 
 
 def test_multi_arch_cubins(tmp_path):
-    from tirc.backends import nvptx_cubin
+    from tirc.backends.cuda import cubin as nvptx_cubin
     if not nvptx_cubin.available():
         pytest.skip("nvJitLink is not installed")
     r = _build([SAMPLES / "vector_add.tir", "--target", "cuda -arch=sm_80,sm_90",

@@ -1,8 +1,8 @@
-"""The fast parser (:mod:`tirc.fast_parser`, issue 17) against Lark's LALR parser of the
-same grammar (:mod:`tirc.lalr_parser`): on every ``.tir`` file of the repository and on
+"""The fast parser (:mod:`tirc.syntax.fast_parser`, issue 17) against Lark's LALR parser of the
+same grammar (:mod:`tirc.syntax.lalr_parser`): on every ``.tir`` file of the repository and on
 seeded mutations of small inputs, either both give the same tree (rule names, children,
 tokens and every position Lark sets), or Lark rejects the text, the fast parser gives up
-and :func:`tirc.parser.parse_tree` raises Lark's diagnostic. The fast parser never takes
+and :func:`tirc.frontend.parse.parse_tree` raises Lark's diagnostic. The fast parser never takes
 a text Lark rejects, and a build never imports Lark's parser."""
 from __future__ import annotations
 
@@ -15,11 +15,14 @@ import sys
 import pytest
 
 from conftest import ROOT
-from tirc import fast_parser, grammar_parser, lalr_parser, syntax_tree
+from tirc.syntax import fast_parser
+from tirc.syntax import grammar_parser
+from tirc.syntax import lalr_parser
+from tirc.syntax import tree as syntax_tree
 from tirc.diagnostics import Diagnostic
-from tirc.fast_lexer import GiveUp
-from tirc.parser import parse_tree
-from tirc.syntax_tree import Token, Tree
+from tirc.syntax.lexer import GiveUp
+from tirc.syntax.read import parse_tree
+from tirc.syntax.tree import Token, Tree
 
 _META = ("empty", "line", "column", "start_pos", "end_line", "end_column", "end_pos",
          "container_line", "container_column", "container_start_pos", "container_end_line",
@@ -215,8 +218,8 @@ def _repository_files() -> list:
 
 
 def test_written_for_this_grammar():
-    """A change to grammar.lark needs the same change in tirc/fast_parser.py (and
-    tirc/fast_lexer.py for terminals), then this hash."""
+    """A change to grammar.lark needs the same change in tirc/syntax/fast_parser.py (and
+    tirc/syntax/lexer.py for terminals), then this hash."""
     digest = hashlib.sha256((ROOT / "tirc" / "grammar.lark").read_bytes()).hexdigest()
     assert fast_parser.GRAMMAR_SHA256 == digest
 
@@ -307,11 +310,11 @@ def test_deep_nesting_falls_back_to_lark():
 
 
 def test_a_build_imports_no_lark_parser(tmp_path):
-    code = ("import sys; from tirc.build import build; "
+    code = ("import sys; from tirc.build.stages import build; "
             f"build(open({str(ROOT / 'samples' / 'vector_add.tir')!r}).read(), "
             f"'cuda -arch=sm_90', None, {str(tmp_path)!r}, 'va'); "
             "print(sorted(m for m in sys.modules if m in "
-            "('tirc.grammar_parser', 'tirc.lalr_parser')))")
+            "('tirc.syntax.grammar_parser', 'tirc.syntax.lalr_parser')))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          check=True, cwd=ROOT).stdout
     assert out.strip() == "[]"

@@ -1,4 +1,4 @@
-"""``--device-format fatbin`` (``tirc/backends/nvfatbin.py``, ``tirc/build.py``): one
+"""``--device-format fatbin`` (``tirc/backends/cuda/fatbin.py``, ``tirc/build/stages.py``): one
 fatbin per cuda target through nvFatbin, with a cubin per arch and the PTX of the newest,
 embedded in the host object as the module's one image. No GPU and no CUDA toolkit:
 skipped where the nvFatbin or nvJitLink wheels are missing; the launch goes through the
@@ -13,9 +13,10 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import ROOT
-from tirc.backends import nvfatbin, nvptx_cubin
-from tirc.build import build
-from tirc.device_images import fatbin_entries
+from tirc.backends.cuda import fatbin as nvfatbin
+from tirc.backends.cuda import cubin as nvptx_cubin
+from tirc.build.stages import build
+from tirc.backends.cuda.device_stage import fatbin_entries
 from tirc.driver import cli
 
 pytestmark = pytest.mark.skipif(not (nvfatbin.available() and nvptx_cubin.available()),

@@ -8,11 +8,11 @@ from tirc.diagnostics import Diagnostic
 from tirc.ir.expr import BufferLoad
 from tirc.ir.stmt import AllocBuffer, BufferStore
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.lower.flatten_buffer import flatten_buffer
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 CTX = PassContext(parse_target("cuda -arch=sm_90", host="llvm"))

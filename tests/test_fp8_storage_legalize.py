@@ -11,12 +11,12 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.printer import print_module
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.legalize.bf16_storage_legalize import bf16_storage_legalize
 from tirc.passes.legalize.fp8_storage_legalize import SPECS, fp8_native, fp8_storage_legalize
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 CTX = PassContext(parse_target("llvm"))

@@ -8,7 +8,7 @@ import shutil
 import numpy as np
 import pytest
 
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.testing.differential import check_module, compare
 from tirc.testing.evaluate import Evaluator, Undefined
 from tirc.testing.gen import generate

@@ -9,8 +9,8 @@ import textwrap
 import numpy as np
 import pytest
 
-from tirc.build import build
-from tirc.parser import parse
+from tirc.build.stages import build
+from tirc.frontend.parse import parse
 from tirc.testing.evaluate import Evaluator
 
 tvm_ffi = pytest.importorskip("tvm_ffi")

@@ -3,7 +3,7 @@ their sha256, so that any change of generated code (an intended one included) sh
 here and is accepted on purpose.
 
 Pinned builds (``CASES``), each from a sample into a temporary directory with
-``tirc.build.build``:
+``tirc.build.stages.build``:
 
 * ``cuda_sm_90``: ``samples/vector_add.tir`` for ``cuda -arch=sm_90`` with the host
   ``llvm -mtriple=x86_64-linux-gnu -mcpu=x86-64``: ``vector_add.ptx``, the host object
@@ -37,7 +37,7 @@ import os
 import pytest
 
 from conftest import ROOT
-from tirc.build import build
+from tirc.build.stages import build
 
 GOLDEN = ROOT / "tests" / "golden"
 UPDATE_COMMAND = ("TIRC_UPDATE_GOLDEN=1 .venv/bin/python -m pytest -q -p no:cacheprovider "

@@ -1,4 +1,4 @@
-"""The stand-alone parser ``tirc/grammar_parser.py`` (issue 17: no Lark import and no
+"""The stand-alone parser ``tirc/syntax/grammar_parser.py`` (issue 17: no Lark import and no
 grammar cache at build time) is the grammar's: not stale, and it gives the trees Lark
 builds from ``tirc/grammar.lark`` with the same options, on every sample and corpus file."""
 from __future__ import annotations
@@ -12,8 +12,8 @@ from lark.indenter import Indenter as LarkIndenter
 import pytest
 
 from conftest import ROOT
-from tirc import lalr_parser
-from tirc import parser as tirc_parser
+from tirc.syntax import lalr_parser
+from tirc.frontend import parse as tirc_parser
 
 FILES = sorted([*ROOT.glob("samples/*.tir"), *ROOT.glob("tests/corpus/**/*.tir")])
 
@@ -57,7 +57,7 @@ def test_same_trees_as_lark(lark_parser):
 
 
 def test_a_build_imports_no_lark(tmp_path):
-    code = ("import sys; from tirc.build import build; "
+    code = ("import sys; from tirc.build.stages import build; "
             f"build(open({str(ROOT / 'samples' / 'vector_add.tir')!r}).read(), "
             f"'cuda -arch=sm_90', None, {str(tmp_path)!r}, 'va'); "
             "print(sorted(m for m in sys.modules if m.split('.')[0] == 'lark'))")

@@ -91,7 +91,7 @@ def test_output_directory_that_cannot_be_made_is_a_diagnostic(tmp_path):
     (28, "write", "No space left on device"),  # a full disk
 ])
 def test_unwritable_outputs_are_diagnostics(tmp_path, monkeypatch, errno_, where, message):
-    import tirc.build as tb
+    import tirc.build.stages as tb
     from tirc.diagnostics import Diagnostic
 
     def fail(*args, **kwargs):
@@ -145,7 +145,7 @@ def test_failed_rebuild_leaves_every_previous_output(tmp_path):
 
 
 def test_interrupted_write_removes_temporaries(tmp_path, monkeypatch):
-    import tirc.build as tb
+    import tirc.build.stages as tb
     assert tirc("build", MATMUL, "-o", tmp_path).exit_code == 0
     before = _snapshot(tmp_path)
 

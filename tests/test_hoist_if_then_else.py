@@ -14,7 +14,7 @@ from tirc.ir.equal import assert_structural_equal
 from tirc.ir.expr import BinOp
 from tirc.ir.stmt import For
 from tirc.ir.visitor import Mutator, walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.lower.hoist_if_then_else import hoist_if_then_else
 
 HEADER = "# from tvm.script import tirx as T\n\n"
@@ -243,7 +243,7 @@ def test_built_code_stores_what_the_nested_ifs_say(tmp_path):
     tvm_ffi = pytest.importorskip("tvm_ffi")
     if shutil.which("cc") is None:
         pytest.skip("needs a C compiler")
-    from tirc.build import build
+    from tirc.build.stages import build
 
     build(HEADER + """
 @T.prim_func

@@ -1,5 +1,5 @@
 """The host object made in chunks side by side (``build(..., jobs=N)``, ``tirc build -j N``
-on one input: ``backends.cpu_chunks``, ``tirc.forked``): how a module is cut, and that
+on one input: ``backends.cpu_chunks``, ``tirc.backends.cpu.forked``): how a module is cut, and that
 the object of N chunks does what the object of one does (packed and C ABI, CPU and CUDA
 modules, errors), with the module-wide state defined once."""
 from __future__ import annotations
@@ -16,12 +16,13 @@ from click.testing import CliRunner
 
 from conftest import ROOT
 from test_cuda_launch import CALLER, fake_driver  # noqa: F401 (a fixture)
-from tirc.backends.cpu_chunks import chunks
-from tirc.build import bind_target_from, build, split_module
+from tirc.backends.cpu.chunks import chunks
+from tirc.build.stages import build, split_module
+from tirc.build.options import bind_target_from
 from tirc.diagnostics import Diagnostic, InternalError
 from tirc.driver import cli
-from tirc.forked import run_forked
-from tirc.parser import parse
+from tirc.backends.cpu.forked import run_forked
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
@@ -307,7 +308,7 @@ def test_cli_j_on_one_input_builds_it_in_chunks(tmp_path):
 
 
 def test_plan_cuts_large_modules_even_for_one_process(monkeypatch):
-    from tirc.backends import cpu_chunks
+    from tirc.backends.cpu import chunks as cpu_chunks
     host = host_module(CPU)  # 5 functions, 4 components
     assert [len(s) for s in cpu_chunks.plan(host, 1)] == [1]
     monkeypatch.setattr(cpu_chunks, "CHUNK_FUNCTIONS", 2)
@@ -320,7 +321,7 @@ def test_plan_cuts_large_modules_even_for_one_process(monkeypatch):
 
 @needs_cc
 def test_many_chunks_in_one_process_run_as_whole(tmp_path, monkeypatch):
-    from tirc.backends import cpu_chunks
+    from tirc.backends.cpu import chunks as cpu_chunks
     tvm_ffi = pytest.importorskip("tvm_ffi")
     np = pytest.importorskip("numpy")
     monkeypatch.setattr(cpu_chunks, "CHUNK_FUNCTIONS", 1)
@@ -341,15 +342,15 @@ BAD_DEVICE = CUDA.replace("A[tx] = T.float32(0)",
 @pytest.fixture
 def forked_pids(monkeypatch):
     """The process ids of the children the build forks."""
-    import tirc.forked
-    pids, fork = [], tirc.forked._fork
+    import tirc.backends.cpu.forked
+    pids, fork = [], tirc.backends.cpu.forked._fork
 
     def recording(task):
         pid, fd = fork(task)
         pids.append(pid)
         return pid, fd
 
-    monkeypatch.setattr(tirc.forked, "_fork", recording)
+    monkeypatch.setattr(tirc.backends.cpu.forked, "_fork", recording)
     return pids
 
 
@@ -376,7 +377,7 @@ def test_a_build_stopped_after_the_device_code_ends_the_started_host_chunks(tmp_
 
 
 def test_the_process_that_compiles_the_device_code_gets_a_smaller_share():
-    from tirc.backends import cpu_chunks
+    from tirc.backends.cpu import chunks as cpu_chunks
     host = exported_functions(40)
     shares = cpu_chunks.plan(host, 2, head_start=10)  # 10 functions' worth of device code
     assert [sum(len(p.functions) for p in s) for s in shares] == [15, 25]  # (40 + 10) / 2 - 10

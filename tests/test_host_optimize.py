@@ -7,11 +7,12 @@ import textwrap
 
 import pytest
 
-import tirc.backends.cpu as cpu
-from tirc.build import host_target_of, split_module
-from tirc.parser import parse
+import tirc.backends.cpu.backend as cpu
+import tirc.backends.cpu.context as cpu_context
+from tirc.build.stages import host_target_of, split_module
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 
@@ -48,13 +49,13 @@ def host_module(text: str, target: str):
 def code_gen_levels(monkeypatch):
     """The code generation levels of the machines the backend makes."""
     levels = []
-    original = cpu.target_machine
+    original = cpu_context.target_machine
 
     def recording(target, opt=None):
         levels.append(int(target.get("opt-level", 3)) if opt is None else opt)
         return original(target, opt)
 
-    monkeypatch.setattr(cpu, "target_machine", recording)
+    monkeypatch.setattr(cpu_context, "target_machine", recording)
     return levels
 
 
@@ -80,7 +81,7 @@ def test_loop_free_module_gets_the_short_pipeline_and_fast_isel(code_gen_levels)
 
 def test_kernel_launch_module_takes_the_fast_path_with_cold_helpers(code_gen_levels):
     host, target, devices = host_module(LAUNCH, "cuda -arch=sm_80")
-    from tirc.backends.cuda_launch import DeviceCode
+    from tirc.backends.cuda.launch import DeviceCode
     code = DeviceCode()
     (device,) = devices.values()
     code.add(device, ("f_kernel",), b"// ptx", "ptx", "sm_80")

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from test_build_cpu import EM_AARCH64, EM_X86_64, ET_REL, elf_header
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 from tirc.driver import cli
 

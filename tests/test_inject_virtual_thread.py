@@ -10,11 +10,11 @@ import pytest
 from test_backend_nvptx import filecheck, images
 from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.lower.inject_virtual_thread import inject_virtual_thread
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 CTX = PassContext(parse_target("cuda -arch=sm_90", host="llvm"))

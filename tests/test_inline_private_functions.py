@@ -5,11 +5,11 @@ import pytest
 
 from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.lower.inline_private_functions import inline_private_functions
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 CTX = PassContext(parse_target("cuda -arch=sm_90", host="llvm"))
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

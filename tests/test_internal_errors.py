@@ -10,7 +10,7 @@ from click.testing import CliRunner
 
 from conftest import ROOT
 from tirc.driver import cli
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 SAMPLE = ROOT / "samples" / "vector_add.tir"
 
@@ -32,7 +32,7 @@ def test_a_bug_in_a_pass_names_the_pass_and_the_input(tmp_path, monkeypatch):
 
 
 def test_a_bug_in_a_backend_names_the_stage(tmp_path, monkeypatch):
-    import tirc.backends.cpu as cpu
+    import tirc.backends.cpu.backend as cpu
     monkeypatch.setattr(cpu, "generate", _broken)
     r = CliRunner().invoke(cli, ["build", str(SAMPLE), "--target", "cuda", "-o", str(tmp_path)])
     assert r.exit_code == 3, r.output
@@ -41,7 +41,7 @@ def test_a_bug_in_a_backend_names_the_stage(tmp_path, monkeypatch):
 
 
 def test_a_bug_in_device_codegen_names_the_stage(tmp_path, monkeypatch):
-    import tirc.backends.nvptx as nvptx
+    import tirc.backends.cuda.nvptx as nvptx
     monkeypatch.setattr(nvptx, "generate", _broken)
     r = CliRunner().invoke(cli, ["build", str(SAMPLE), "--target", "cuda", "-o", str(tmp_path)])
     assert r.exit_code == 3 and "internal error in stage device-codegen" in r.output, r.output

@@ -9,7 +9,7 @@ from tirc.diagnostics import Span
 from tirc.ir import FloatImm, IntImm, Var, INT32, parse_dtype
 from tirc.ir.dtype import DataType
 from tirc.ir.visitor import Mutator, Visitor, walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 SRC = """@T.prim_func
 def f(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "float32")):
@@ -97,13 +97,13 @@ def _holds_node(value) -> bool:
 
 
 def test_fields_the_walkers_skip_hold_no_nodes():
-    """The visitors, mutators and ``walk`` skip the fields ``_child_fields`` leaves out
+    """The visitors, mutators and ``walk`` skip the fields ``child_fields`` leaves out
     (plain-data names, and fields declared int, float, str, bool or tuple[str, ...]):
     none of them holds a node or a buffer anywhere in the samples and the TVM corpus,
     parsed and lowered."""
     from conftest import SAMPLES, TVM_CORPUS, modules_before_and_after
-    from tirc.build import bind_target_from
-    from tirc.ir.visitor import _child_fields
+    from tirc.build.options import bind_target_from
+    from tirc.ir.visitor import child_fields
     from tirc.passes.pipeline import PassContext
     ctx = PassContext(bind_target_from("cuda -arch=sm_90", "llvm"))
     checked = 0
@@ -111,7 +111,7 @@ def test_fields_the_walkers_skip_hold_no_nodes():
         for m in mods:
             for func in m.functions.values():
                 for node in walk(func.body):
-                    kept = _child_fields(type(node))
+                    kept = child_fields(type(node))
                     for f in dataclasses.fields(node):
                         if f.name not in kept:
                             assert not _holds_node(getattr(node, f.name)), (path.name, f.name)
@@ -127,12 +127,12 @@ def test_rebuild_is_dataclasses_replace():
 
     from conftest import SAMPLES
     from tirc.ir.equal import structural_equal
-    from tirc.ir.visitor import _child_fields, rebuild
+    from tirc.ir.visitor import child_fields, rebuild
     checked = 0
     for path in SAMPLES:
         for func in parse(path.read_text(), str(path)).functions.values():
             for node in walk(func.body):
-                for name in _child_fields(type(node)):
+                for name in child_fields(type(node)):
                     value = getattr(node, name)
                     for new in (value, copy.copy(value)):
                         a = rebuild(node, {name: new})
@@ -149,13 +149,13 @@ def test_walk_is_pre_order_left_to_right():
     child fields, tuples flattened in order, yields: on every function of the samples
     and the TVM corpus, parsed and lowered."""
     from conftest import SAMPLES, TVM_CORPUS, modules_before_and_after
-    from tirc.build import bind_target_from
-    from tirc.ir.visitor import _child_fields, is_node
+    from tirc.build.options import bind_target_from
+    from tirc.ir.visitor import child_fields, is_node
     from tirc.passes.pipeline import PassContext
 
     def reference(node, out):
         out.append(node)
-        for name in _child_fields(type(node)):
+        for name in child_fields(type(node)):
             flat(getattr(node, name), out)
         return out
 

@@ -18,9 +18,9 @@ import pytest
 
 from conftest import ROOT
 from tirc.ir.attrs import CALLING_CONV, CallingConv
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 EXPECTED = json.loads((ROOT / "tests" / "corpus" / "tvm" / "kernel_params.json").read_text())
 

@@ -7,7 +7,7 @@ import pytest
 
 from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.blocks.lift_thread_binding import lift_thread_binding
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from conftest import ROOT, ptxas_check
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 from tirc.ir.stmt import Evaluate, SeqStmt, Stmt
 from tirc.ir.visitor import Mutator, carry_span, fill_span, walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
 
 CORPORA = [ROOT / "tests" / "corpus" / c for c in ("tvm", "sblock", "simt")]
@@ -66,7 +66,7 @@ def _check_locations(path: Path, abi: str) -> None:
     text = path.read_text()
     mod = parse(text, str(path))
     assert not _unlocated(mod), "the parser locates every statement"
-    from tirc.build import bind_target_from
+    from tirc.build.options import bind_target_from
     ctx = PassContext(bind_target_from(_target_for(text), None), abi, "p_")
     if f"{path.parent.name}/{path.name}" in REFUSED[abi]:
         with pytest.raises(Diagnostic):
@@ -175,7 +175,7 @@ def test_lineinfo_changes_only_line_information(tmp_path):
 
 
 def test_lineinfo_is_kept_in_the_cubin(tmp_path):
-    from tirc.backends import nvptx_cubin
+    from tirc.backends.cuda import cubin as nvptx_cubin
     if not nvptx_cubin.available():
         pytest.skip("nvJitLink is not installed")
     lined = _ptx(tmp_path, REDUCTION, True, "cubin")["shared_reduction.cubin"]

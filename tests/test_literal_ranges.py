@@ -8,7 +8,7 @@ import textwrap
 
 import pytest
 
-from tirc.build import build
+from tirc.build.stages import build
 
 HEAD = "# from tvm.script import tirx as T\n"
 

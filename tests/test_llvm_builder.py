@@ -9,10 +9,14 @@ import pytest
 from llvmlite import ir
 
 from conftest import ROOT, ids
-from tirc.backends import cpu, cuda_launch, llvm_lower, llvm_text, nvptx
-from tirc.backends import llvm_types as lt
-from tirc.backends.llvmlite_compat import opaque
-from tirc.build import build
+from tirc.backends.cpu import backend as cpu
+from tirc.backends.cuda import launch as cuda_launch
+from tirc.backends.llvm import lower as llvm_lower
+from tirc.backends.llvm import text as llvm_text
+from tirc.backends.cuda import nvptx
+from tirc.backends.llvm import types as lt
+from tirc.backends.llvm.llvmlite_compat import opaque
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 
 INPUTS = sorted((ROOT / "samples").glob("*.tir")) + sorted((ROOT / "tests/corpus/tvm").glob("*.tir"))

@@ -6,8 +6,10 @@ from __future__ import annotations
 import pytest
 
 from conftest import ROOT, ids
-from tirc.backends import cpu, llvm_text, nvptx
-from tirc.build import build
+from tirc.backends.cpu import backend as cpu
+from tirc.backends.llvm import text as llvm_text
+from tirc.backends.cuda import nvptx
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 
 INPUTS = sorted((ROOT / "samples").glob("*.tir")) + sorted((ROOT / "tests/corpus/tvm").glob("*.tir"))

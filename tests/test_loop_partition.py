@@ -11,11 +11,11 @@ from tirc.ir.equal import assert_structural_equal
 from tirc.ir.expr import Call
 from tirc.ir.stmt import AttrStmt, For
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.lower.loop_partition import loop_partition
 from tirc.passes.pipeline import PassContext, run_pipeline
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 from tirc.testing.evaluate import run
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

@@ -11,7 +11,7 @@ import pytest
 
 from tirc.diagnostics import Diagnostic
 from tirc.ir.equal import assert_structural_equal
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.blocks.lower_match_buffer import lower_match_buffer
 
 HEADER = "# from tvm.script import tirx as T\n\n"
@@ -51,7 +51,7 @@ def test_accesses_and_bound_strides_resolve_to_the_source():
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_matched_buffers_build_and_run(tmp_path):
     tvm_ffi = pytest.importorskip("tvm_ffi")
-    from tirc.build import build
+    from tirc.build.stages import build
     build(ROWS, "llvm", None, tmp_path, "m", shared=True)
     a = np.arange(64, dtype="float32").reshape(4, 16)
     b = np.zeros((4, 16), "float32")

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tirc.ir.stmt import SeqStmt
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.blocks.lower_opaque_block import lower_opaque_block
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

@@ -13,11 +13,11 @@ from tirc.ir.equal import assert_structural_equal
 from tirc.ir.printer import print_module, quote
 from tirc.ir.stmt import AssertStmt, LetStmt
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.abi.make_packed_api import make_packed_api
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 CTX = PassContext(parse_target("llvm"))
@@ -524,7 +524,7 @@ def test_calls_of_exported_functions_are_rewritten_only_where_the_body_has_one(m
     those made when every body is rewritten, on the samples and the TVM corpus
     (module_public_calls_public.tir has such calls)."""
     from conftest import ROOT, SAMPLES, TVM_CORPUS
-    from tirc.build import bind_target_from
+    from tirc.build.options import bind_target_from
     from tirc.passes.abi import make_packed_api as mpa
     from tirc.passes.pipeline import run_pipeline
     ctx = PassContext(bind_target_from("cuda -arch=sm_90", "llvm"))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import textwrap
 
-from tirc.build import build
+from tirc.build.stages import build
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 

@@ -7,14 +7,14 @@ from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
 from tirc.ir.stmt import AllocBuffer
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.split.annotate_device_regions import annotate_device_regions
 from tirc.passes.split.lower_device_kernel_launch import lower_device_kernel_launch
 from tirc.passes.lower.merge_shared_memory_allocations import merge_shared_memory_allocations
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 from tirc.passes.split.split_host_device import split_host_device
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 CTX = PassContext(parse_target("cuda -arch=sm_80", host="llvm"))
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

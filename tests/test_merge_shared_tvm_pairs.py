@@ -29,7 +29,7 @@ from tirc.ir.describe import expr_text
 from tirc.ir.expr import BinOp, BufferLoad, IntImm
 from tirc.ir.stmt import AllocBuffer, BufferStore, DeclBuffer
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.lower.merge_shared_memory_allocations import merge_shared_memory_allocations
 

@@ -10,11 +10,11 @@ import sys
 import pytest
 from click.testing import CliRunner
 
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 from tirc.driver import cli
 from tirc.nesting import MAX_BLOCK_DEPTH, MAX_EXPR_DEPTH
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 HEADER = "# from tvm.script import tirx as T\n@T.prim_func\n"
 PYTHON_DEFAULT_LIMIT = 1000

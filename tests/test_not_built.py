@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from conftest import ROOT
 from tirc.diagnostics import Diagnostic
 from tirc.driver import cli
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 HEADER = "# from tvm.script import tirx as T\n@T.prim_func\n"
 

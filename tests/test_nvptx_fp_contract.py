@@ -4,7 +4,7 @@ lowering marks float add/sub/mul ``contract``. CPU code keeps separate operation
 (no GPU needed; found by bench/gpu_kernels.py's matmul, which had mul.rn + add.rn)."""
 from __future__ import annotations
 
-from tirc.build import build
+from tirc.build.stages import build
 
 KERNEL = """# from tvm.script import tirx as T
 

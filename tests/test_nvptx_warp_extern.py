@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-import tirc.backends.nvptx as nvptx
+import tirc.backends.cuda.nvptx as nvptx
 from test_backend_nvptx import HEAD, _libdevice_path, filecheck, images
 from tirc.diagnostics import Diagnostic
 

@@ -10,7 +10,7 @@ import pytest
 
 import tirc
 from conftest import ptxas_check
-from tirc.build import build
+from tirc.build.stages import build
 
 HEADER = "# from tvm.script import tirx as T\n@T.prim_func\n"
 

@@ -1,4 +1,4 @@
-"""T.call_packed / T.call_cpacked from host code (tirc/backends/cpu_packed_call.py).
+"""T.call_packed / T.call_cpacked from host code (tirc/backends/cpu/packed_call.py).
 
 The module of the first test is TVM 0.27's print (tests/corpus/tvm/call_packed_host.tir,
 from gen_tvm_corpus.py); the values it must give are those TVM 0.27's own build gave

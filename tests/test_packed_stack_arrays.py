@@ -13,7 +13,7 @@ import tvm_ffi
 
 import tirc
 from tirc.diagnostics import Diagnostic
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 HEADER = "# from tvm.script import tirx as T\n\n@T.prim_func\n"
 # TVM 0.27's print of the source form below (tvm.script.from_source(...).script())

@@ -7,8 +7,8 @@ from tirc.diagnostics import Diagnostic
 from tirc.ir import (AllocBuffer, AttrStmt, BinOp, BufferStore, Call, DeclBuffer, FloatImm,
                      For, GlobalVar, IntImm, LetStmt, IterVar)
 from tirc.ir.equal import assert_structural_equal, structural_equal
-from tirc.parser import parse
-from tirc.target import parse_target
+from tirc.frontend.parse import parse
+from tirc.target.kinds import parse_target
 
 HEAD = '@T.prim_func\ndef f(A: T.Buffer((16,), "float32"), n: T.int32):\n'
 

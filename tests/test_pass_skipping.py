@@ -7,8 +7,8 @@ from dataclasses import replace
 import pytest
 
 from conftest import ROOT, SAMPLES, lowered_texts, parsed_modules
-from tirc.build import bind_target_from
-from tirc.parser import parse
+from tirc.build.options import bind_target_from
+from tirc.frontend.parse import parse
 from tirc.passes import pipeline as pl
 from tirc.passes.analysis.features import module_features
 from tirc.passes.pipeline import PassContext, PrintAfter, run_pipeline

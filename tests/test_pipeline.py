@@ -6,9 +6,9 @@ from click.testing import CliRunner
 
 from conftest import SAMPLES
 from tirc.driver import cli
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PIPELINE, PassContext, TimePasses, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 
 def test_every_pass_runs_after_the_passes_it_requires():

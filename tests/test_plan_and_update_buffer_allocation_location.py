@@ -6,7 +6,7 @@ from tirc.ir.block import SBlock, SBlockRealize
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.stmt import For
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.blocks.lower_init_block import lower_init_block
 from tirc.passes.blocks.plan_and_update_buffer_allocation_location import (
     plan_and_update_buffer_allocation_location as plan)

@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from tirc.ir.printer import print_module
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 
 def printed(src: str) -> str:

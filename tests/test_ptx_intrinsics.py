@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from conftest import ptxas_check
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 from tirc.ir import ptx_ops
 from tirc.ir.equal import structural_equal
 from tirc.ir.expr import Call
 from tirc.ir.printer import print_module
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 CORPUS = Path(__file__).parent / "corpus" / "tvm_tests"
 INDEX = json.loads((CORPUS / "index.json").read_text())

@@ -9,13 +9,13 @@ import json
 import numpy as np
 
 from conftest import ROOT
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.ir.attrs import KERNEL_LAUNCH_PARAMS, TARGET, is_kernel
 from tirc.ir.expr import Call
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 from tirc.testing import simt
 
 SOURCE = (ROOT / "tests" / "corpus" / "tvm" / "cuda_public_device_function.tir").read_text()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.printer import print_module
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 TEXT = '''# from tvm.script import tirx as T
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from conftest import pass_checker
 from tirc.ir.stmt import LetStmt, SeqStmt
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.lower.remove_no_op import remove_no_op
 from tirc.passes.prepare.verify import verify
 

@@ -15,7 +15,7 @@ from click.testing import CliRunner
 
 from tirc.diagnostics import Diagnostic
 from tirc.driver import cli
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 BODY = '@T.prim_func\ndef f(A: T.Buffer((4,), "float32")):\n    A[0] = T.float32(1)\n'
@@ -67,7 +67,7 @@ def test_long_string_literal_uses_memory_in_proportion():
 
 NESTED = """
 import sys, time
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.lower.simplify import simplify
 d = 40
 fs = []

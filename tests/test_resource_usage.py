@@ -1,7 +1,7 @@
 """Resource usage of cubins: read by the cubin stage from nvJitLink's ``-verbose`` info
-log (``tirc/backends/nvptx_cubin.py``), recorded per kernel and arch in ``NAME.json``,
+log (``tirc/backends/cuda/cubin.py``), recorded per kernel and arch in ``NAME.json``,
 printed by ``--resource-usage`` as ``nvcc --resource-usage`` does, and the warning for
-a block whose registers cannot fit one SM (``tirc/resource_usage.py``). The log parser
+a block whose registers cannot fit one SM (``tirc/backends/cuda/resource_usage.py``). The log parser
 and the report run everywhere; builds need nvJitLink; the figures are compared with
 ``ptxas -c -v`` where a ptxas is installed (the project itself never runs it)."""
 from __future__ import annotations
@@ -16,11 +16,11 @@ import pytest
 from click.testing import CliRunner
 
 from conftest import ROOT
-from tirc.backends import nvptx_cubin
-from tirc.backends.nvptx_cubin import FIELDS, parse_info_log
-from tirc.build import build
+from tirc.backends.cuda import cubin as nvptx_cubin
+from tirc.backends.cuda.cubin import FIELDS, parse_info_log
+from tirc.build.stages import build
 from tirc.driver import cli
-from tirc.resource_usage import block_registers, nvcc_report, register_overflows
+from tirc.backends.cuda.resource_usage import block_registers, nvcc_report, register_overflows
 
 SAMPLES = ROOT / "samples"
 CUDA_SAMPLES = sorted(p for p in SAMPLES.glob("*.tir") if p.name != "cpu_matmul.tir")

@@ -7,7 +7,7 @@ import pytest
 from conftest import ALL_TIR, ids
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.printer import print_module
-from tirc.parser import parse, parse_file
+from tirc.frontend.parse import parse, parse_file
 from tirc.passes.prepare.verify import verify
 
 

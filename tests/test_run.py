@@ -9,7 +9,7 @@ from click.testing import CliRunner
 from conftest import ROOT
 
 from tirc.driver import cli
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.diagnostics import Diagnostic
 from tirc.passes.lower.serialize_threads import serialize_threads
 from tirc.run import (

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import pytest
 
 from conftest import ROOT
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.runtime import loader
 from tirc.runtime.errors import IncompatibleDeviceImage
 

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from conftest import check_expected_outputs, ptxas_check
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 
 tvm_ffi = pytest.importorskip("tvm_ffi")

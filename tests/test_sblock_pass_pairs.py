@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from tirc.ir.equal import assert_structural_equal
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.prepare.verify import verify
 
 CORPUS = Path(__file__).resolve().parent / "corpus" / "sblock_passes"

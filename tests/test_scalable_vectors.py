@@ -15,13 +15,13 @@ import pytest
 
 from conftest import ROOT
 from test_backend_llvm_ir import filecheck, llvm_ir
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 from tirc.ir.dtype import DataType, parse_dtype
 from tirc.ir.printer import print_module
-from tirc.parser import parse, parse_file
+from tirc.frontend.parse import parse, parse_file
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target, vscale_range
+from tirc.target.kinds import parse_target, vscale_range
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 SVE = "llvm -mtriple=aarch64-linux-gnu -mattr=+sve"

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 
 from conftest import ROOT
-from tirc.build import build
+from tirc.build.stages import build
 
 MODULE = ROOT / "tests" / "tir" / "scalable_vectors.tir"
 SOFTMAX = [ROOT / "tests" / "corpus" / "tvm_tests" / f"test_cpu_reduction__{n}.tir" for n in (2, 4)]

@@ -15,7 +15,7 @@ from tirc.ir.expr import BinOp, BufferLoad, Call, Var
 from tirc.ir.printer import print_module
 from tirc.ir.stmt import BufferStore
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 

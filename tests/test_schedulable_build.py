@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 
 tvm_ffi = pytest.importorskip("tvm_ffi")

@@ -5,12 +5,12 @@ from pathlib import Path
 
 from conftest import pass_checker
 from tirc.ir.equal import assert_structural_equal
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.prepare.bind_target import bind_target
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 from tirc.passes.lower.simplify import simplify
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 CUDA = parse_target("cuda -arch=sm_90", host="llvm")
 CTX = PassContext(CUDA)

@@ -13,7 +13,7 @@ import pytest
 from tirc.diagnostics import Diagnostic
 
 from tirc.ir.dtype import parse_dtype
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.testing import lanes, simt
 from tirc.testing.evaluate import Undefined, binop, convert
 

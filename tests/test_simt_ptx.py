@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.testing import simt
 from tirc.testing.evaluate import Unsupported
 

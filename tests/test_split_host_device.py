@@ -167,7 +167,7 @@ def test_renew_defs_with_a_substitution_is_substitute_then_renew():
     from tirc.ir.freevars import region_uses
     from tirc.ir.renew import renew_defs, substitute
     from tirc.ir.printer import print_func
-    from tirc.parser import parse
+    from tirc.frontend.parse import parse
     checked = 0
     for path in SAMPLES + TVM_CORPUS:
         try:

@@ -11,9 +11,9 @@ from conftest import ROOT, SAMPLES
 from tirc.ir.expr import Call, IntImm
 from tirc.ir.printer import print_module
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 tvm = pytest.importorskip("tvm", reason="apache-tvm is not installed (pip install '.[tvm]')")
 pytestmark = pytest.mark.tvm

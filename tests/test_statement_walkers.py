@@ -7,10 +7,10 @@ import inspect
 import pkgutil
 
 from conftest import ROOT, SAMPLES, TVM_CORPUS, lowered_texts, parsed_modules
-from tirc.build import bind_target_from
+from tirc.build.options import bind_target_from
 from tirc.ir import expr
 from tirc.ir.visitor import _Walk
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 
 _EXPRESSIONS = {n for n, c in vars(expr).items()
                 if inspect.isclass(c) and issubclass(c, expr.PrimExpr)}

@@ -14,11 +14,11 @@ import pytest
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.stmt import AllocBuffer, DeclBuffer, For
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
 from tirc.passes.lower.storage_rewrite import storage_rewrite
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 from tirc.testing.evaluate import run
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

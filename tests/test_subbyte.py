@@ -26,10 +26,10 @@ import pytest
 
 from conftest import ptxas_check
 from test_backend_llvm_ir import filecheck, llvm_ir
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 from tirc.ir.dtype import parse_dtype
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 

@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 
 import tirc
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 from tirc.driver import cli
 

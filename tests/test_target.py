@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from tirc.target import DEFAULT_CUDA_ARCH, KINDS, TargetError, host_triple, parse_target
+from tirc.target.kinds import DEFAULT_CUDA_ARCH, KINDS, TargetError, host_triple, parse_target
 
 
 def test_command_line_form_with_typed_options():

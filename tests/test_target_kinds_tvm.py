@@ -8,10 +8,10 @@ import re
 import pytest
 
 from conftest import ROOT
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
-from tirc.parser import parse
-from tirc.target import KINDS, UNSUPPORTED_KINDS, TargetError, parse_target
+from tirc.frontend.parse import parse
+from tirc.target.kinds import KINDS, UNSUPPORTED_KINDS, TargetError, parse_target
 
 # TVM 0.27's TVM_REGISTER_TARGET_KIND names (src/**/target_kind.cc)
 TVM_KINDS = {"c", "composite", "cuda", "ext_dev", "hexagon", "llvm", "metal", "nvptx",

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from tirc.build import build
-from tirc.target import KINDS, TargetError, fast_math_flags, parse_target
+from tirc.build.stages import build
+from tirc.target.kinds import KINDS, TargetError, fast_math_flags, parse_target
 
 TVM_OPTIONS = {
     "cuda": ["arch", "device", "from_device", "keys", "l2_cache_size_bytes", "libs",

@@ -4,12 +4,12 @@ from __future__ import annotations
 from conftest import ROOT, pass_checker
 
 from tirc.ir.equal import assert_structural_equal
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.lower.lower_thread_bindings import lower_thread_bindings
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 from tirc.passes.lower.thread_sync import thread_sync
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 CTX = PassContext(parse_target("cuda -arch=sm_80", host="llvm"))
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"

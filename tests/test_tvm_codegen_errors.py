@@ -19,7 +19,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from tirc.build import build
+from tirc.build.stages import build
 
 tvm_ffi = pytest.importorskip("tvm_ffi")
 

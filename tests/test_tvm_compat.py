@@ -6,7 +6,7 @@ import pytest
 
 from conftest import ALL_TIR, ids
 from tirc.ir.printer import print_module
-from tirc.parser import parse_file
+from tirc.frontend.parse import parse_file
 
 tvm = pytest.importorskip("tvm", reason="apache-tvm is not installed (pip install '.[tvm]')")
 pytestmark = pytest.mark.tvm

@@ -20,7 +20,7 @@ import pytest
 
 from tirc.diagnostics import Diagnostic
 from tirc.ir.printer import print_module
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.prepare.verify import verify
 
 tvm = pytest.importorskip("tvm", reason="apache-tvm is not installed (pip install '.[tvm]')")

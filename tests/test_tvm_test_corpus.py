@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
 
 CORPUS = Path(__file__).parent / "corpus" / "tvm_tests"

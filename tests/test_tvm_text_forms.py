@@ -19,7 +19,7 @@ from tirc.ir.expr import BinOp, Call, IntImm, Var
 from tirc.ir.printer import print_module
 from tirc.ir.stmt import AttrStmt, DeclBuffer, IfThenElse, IterVar
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.prepare.verify import verify
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
@@ -297,7 +297,7 @@ def test_if_on_a_float_is_a_located_error():
 @pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
 def test_integer_condition_holds_when_nonzero(tmp_path):
     tvm_ffi = pytest.importorskip("tvm_ffi")
-    from tirc.build import build
+    from tirc.build.stages import build
     build(HEAD + textwrap.dedent("""
         @T.prim_func
         def f(A: T.Buffer((4,), "int32"), B: T.Buffer((4,), "int32")):
@@ -413,7 +413,7 @@ def test_unknown_offset_is_bound_from_the_tensor_and_checked_against_its_factor(
     from tirc.ir.stmt import AssertStmt, LetStmt
     from tirc.passes.abi.make_packed_api import make_packed_api
     from tirc.passes.pipeline import PassContext
-    from tirc.target import parse_target
+    from tirc.target.kinds import parse_target
     mod = verify(read("""
         @I.ir_module
         class Module:

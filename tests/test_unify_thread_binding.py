@@ -9,10 +9,10 @@ from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
 from tirc.ir.stmt import AttrStmt, For, IterVar
 from tirc.ir.visitor import walk
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
 from tirc.passes.blocks.unify_thread_binding import unify_thread_binding
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from tirc.build import build
+from tirc.build.stages import build
 from tirc.diagnostics import Diagnostic
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.blocks.inject_double_buffer import inject_double_buffer
 from tirc.passes.blocks.inject_software_pipeline import inject_software_pipeline
 

@@ -7,11 +7,11 @@ from tirc.ir.equal import assert_structural_equal
 from tirc.ir.expr import Var
 from tirc.ir.stmt import AllocBuffer, For, LetStmt
 from tirc.ir.visitor import walk
-from tirc.parser import parse
-from tirc.passes.pipeline import PassContext
+from tirc.frontend.parse import parse
+from tirc.passes.pass_context import PassContext
 from tirc.passes.lower.unroll_loop import MAX_COPIES, unroll_loop
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 CTX = PassContext(parse_target("cuda -arch=sm_90", host="llvm"))

@@ -5,11 +5,11 @@ from conftest import pass_checker
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.stmt import For
 from tirc.ir.visitor import walk
-from tirc.parser import parse
-from tirc.passes.pipeline import PassContext
+from tirc.frontend.parse import parse
+from tirc.passes.pass_context import PassContext
 from tirc.passes.lower.vectorize_loop import vectorize_loop
 from tirc.passes.prepare.verify import verify
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 CTX = PassContext(parse_target("cuda -arch=sm_90", host="llvm"))

@@ -10,7 +10,7 @@ import pytest
 from tirc.diagnostics import Diagnostic
 from tirc.ir import (IRModule, PrimFunc, Var, Buffer, BufferStore, IntImm, Call, GlobalVar,
                      INT32, HANDLE, PointerType, AllocBuffer, DataType, Evaluate)
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.prepare.verify import verify
 
 CASES_FILE = Path(__file__).parent / "errors" / "verify.tir"

@@ -10,10 +10,10 @@ import textwrap
 import pytest
 
 from tirc.diagnostics import Diagnostic
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, pass_names, run_pipeline
 from tirc.passes.lower.verify_constants import verify_constants
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 CTX = PassContext(parse_target("llvm"))

@@ -5,9 +5,9 @@ import pytest
 
 from split_helpers import run
 from tirc.diagnostics import Diagnostic
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 FORGOT_TO_BIND = """
 @T.prim_func
@@ -74,7 +74,7 @@ class Module:
 def test_kernel_allocating_global_memory_is_refused(scope, tmp_path):
     """Each thread got a private alloca of what the program shares (B read other threads'
     uninitialised copies): a located error, as TVM's CUDA code generator gives."""
-    from tirc.build import build
+    from tirc.build.stages import build
     text = KERNEL_WITH_GLOBAL.replace("{scope}", scope)
     with pytest.raises(Diagnostic, match=f"'tmp' is allocated in '{scope}' memory inside device "
                                          "code") as err:
@@ -84,7 +84,7 @@ def test_kernel_allocating_global_memory_is_refused(scope, tmp_path):
 
 
 def test_kernel_shared_and_local_allocations_build(tmp_path):
-    from tirc.build import build
+    from tirc.build.stages import build
     for scope in ("shared", "local"):
         build(KERNEL_WITH_GLOBAL.replace("{scope}", scope), "cuda", "llvm", tmp_path / scope, "m")
         ptx = (tmp_path / scope / "m.ptx").read_text()
@@ -99,7 +99,7 @@ def test_kernel_shared_and_local_allocations_build(tmp_path):
 def test_kernel_allocating_warp_memory_is_refused(tmp_path):
     """'warp' memory is shared by a warp through shuffles (TVM's LowerWarpMemory, not
     ported); it used to become a per-thread alloca."""
-    from tirc.build import build
+    from tirc.build.stages import build
     with pytest.raises(Diagnostic, match="'tmp' is allocated in 'warp' memory.*not supported"):
         build(KERNEL_WITH_GLOBAL.replace("{scope}", "warp"), "cuda", "llvm", tmp_path, "m")
     assert not list(tmp_path.iterdir())
@@ -124,7 +124,7 @@ def test_corpus_schedule_leaving_global_buffer_in_kernel_is_refused(name, tmp_pa
     B_rf: a located error at the buffer's allocation, and no output written."""
     from pathlib import Path
 
-    from tirc.build import build
+    from tirc.build.stages import build
     path = Path(__file__).resolve().parent / "tir" / name
     text = path.read_text()
     buf, alloc = GLOBAL_IN_KERNEL_CORPUS[name]

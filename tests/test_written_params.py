@@ -8,10 +8,10 @@ import textwrap
 
 import pytest
 
-from tirc.parser import parse
+from tirc.frontend.parse import parse
 from tirc.passes.analysis.written_params import written_params
 from tirc.passes.pipeline import PassContext, run_pipeline
-from tirc.target import parse_target
+from tirc.target.kinds import parse_target
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 
@@ -109,7 +109,7 @@ def test_kernel_launches_after_the_split():
 
 @pytest.mark.parametrize("abi", ["packed", "c"])
 def test_the_record_and_the_manifest(tmp_path, abi):
-    from tirc.build import build
+    from tirc.build.stages import build
     text = HEADER + textwrap.dedent('''
         @T.prim_func
         def scale(A: T.Buffer((8,), "float32"), B: T.Buffer((8,), "float32"), s: T.float32):

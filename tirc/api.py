@@ -1,14 +1,14 @@
-"""The Python API: ``tirc.compile`` and ``tirc.lower`` (issue 16, item 4).
+"""The Python API: ``tirc.compile`` and ``tirc.lower``.
 
     import numpy as np, tirc
     k = tirc.compile("samples/cpu_matmul.tir")       # or TVMScript text, or mod (.script())
     k["matmul"](A, B, C)                              # NumPy arrays, through DLPack
     k.manifest["kernels"], k.ptx, k.cubin             # what the build decided and made
 
-``compile`` builds with :func:`tirc.build.build` (the core ``tirc build`` runs) into a
-private temporary directory, loads the library with tvm-ffi, reads every output into
-memory and removes the directory: nothing is left behind (the loaded library stays
-mapped). ``lower`` runs the pass pipeline as ``tirc lower`` does and returns the module
+``compile`` builds with :func:`tirc.build.stages.build` (the core ``tirc build`` runs),
+keeps the outputs in memory as the build made them, and, to load the library with
+tvm-ffi, links it in a private temporary directory that it removes: nothing is left
+behind (the loaded library stays mapped); with ``load=False`` nothing is written. ``lower`` runs the pass pipeline as ``tirc lower`` does and returns the module
 as text. A source is TVMScript text (a ``str`` holding a newline), a path (``os.PathLike``
 or a ``str`` without a newline), or any object with a ``.script()`` method that returns
 the text (a ``tvm.IRModule`` or ``PrimFunc``; TVM itself is never imported).
@@ -21,7 +21,7 @@ imports nothing of the compiler: that happens on the first call.
 from __future__ import annotations
 
 import os
-from dataclasses import field
+from dataclasses import field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -99,7 +99,7 @@ def compile(source, target=None, host=None, abi: str = "packed", *,  # noqa: A00
     and the build's facts.
 
     ``target``/``host``: as ``tirc build --target/--host`` (strings or
-    ``tirc.target.Target``); functions without a target get ``target``, default
+    ``tirc.target.kinds.Target``); functions without a target get ``target``, default
     ``llvm``. ``abi``: ``"packed"`` (tvm-ffi functions, callable from Python) or
     ``"c"`` (plain C functions: nothing to call from Python, but the object, header
     and manifest are made). ``device_format``: ``"ptx"``, ``"cubin"`` (nvJitLink) or
@@ -147,7 +147,7 @@ def lower_source(src: SourceFile | IRModule, target=None, host=None, abi: str = 
                  stop_after: str | None = None, passes=None, verify_each: bool = False,
                  instruments=(), symbol_prefix: str = "") -> str:
     """:func:`lower` of a read source (the command line's ``tirc lower``)."""
-    from tirc.build import check_symbol_prefix
+    from tirc.build.options import check_symbol_prefix
     from tirc.passes.pipeline import PassContext, VerifyEach, pass_names, run_passes, run_pipeline
 
     names = pass_names(abi)  # ValueError for an unknown ABI
@@ -179,19 +179,23 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
                    load: bool = True, out_dir: str | os.PathLike | None = None,
                    symbol_prefix: str = "", line_info: bool = False,
                    debug: bool = False, serial_threads: bool = False) -> Compiled:
-    """Build ``src`` into ``out_dir`` (None: a private temporary directory, removed
-    before returning) and load the library; raises Diagnostic for errors in the input.
-    ``tirc run`` calls it with its ``-o`` directory. ``serial_threads``: device
-    functions first become CPU functions whose thread-bound loops run serially
+    """Build ``src`` and load the library; raises Diagnostic for errors in the input.
+    The outputs stay in memory as the build made them; they are written only where a
+    file is needed: ``out_dir`` (``tirc run -o``) gets them all, and ``load`` links and
+    loads ``NAME.so`` from a private temporary directory (None: removed before
+    returning) when no ``out_dir`` is given. ``serial_threads``: device functions
+    first become CPU functions whose thread-bound loops run serially
     (:func:`tirc.passes.lower.serialize_threads.serialize_threads`, a Diagnostic for
     kernels that need threads to run together), to check a device build on the CPU."""
     import contextlib
-    import json
     import tempfile
 
-    from tirc.build import build, check_symbol_prefix
+    from tirc.build.options import build_options
+    from tirc.build.stages import build
 
-    check_symbol_prefix(symbol_prefix)
+    opts = build_options(None, None, abi=abi, device_format=device_format, emit=emit,
+                         symbol_prefix=symbol_prefix, line_info=line_info, debug=debug,
+                         shared=load)  # ValueError for a bad option
     try:
         bind = _bind_target(target, host)
         mod = _parse(src)
@@ -200,23 +204,27 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
             mod = serialize_threads(mod)
         name = name or mod.name or (next(iter(mod.functions)) if len(mod.functions) == 1
                                     else "module")
-        with (tempfile.TemporaryDirectory(prefix="tirc-") if out_dir is None
-              else contextlib.nullcontext(out_dir)) as where:
-            out = Path(where)
-            result = build(mod, bind, None, out, name, shared=load, emit=emit,
-                           filename=_filename(src, mod), device_format=device_format, abi=abi,
-                           also_ptx=device_format in ("cubin", "fatbin"),
-                           symbol_prefix=symbol_prefix, line_info=line_info, debug=debug)
-            files = {p.name: p.read_bytes() for p in result.files}
+        write = load or out_dir is not None
+        with (contextlib.nullcontext(out_dir) if out_dir is not None or not write
+              else tempfile.TemporaryDirectory(prefix="tirc-")) as where:
+            opts = replace(opts, target=bind, out_dir=os.fspath(where or "."),
+                           also_ptx=device_format in ("cubin", "fatbin"))
+            result = build(mod, options=opts, name=name, filename=_filename(src, mod),
+                           write=write)
+            files = {p.name: data for p, data in result.outputs.items()}
             module = None
             if load:
                 from tirc.runtime import load as load_library
-                module = load_library(out / f"{name}.so")
+                so = Path(where) / f"{name}.so"
+                module = load_library(so)
+                files[so.name] = so.read_bytes()  # linked by the C compiler, not the build
     except RecursionError:
         raise _too_deep(src) from None
-    manifest = json.loads(files[f"{name}.json"])
     source = src if isinstance(src, SourceFile) else None
-    return Compiled(name, module, manifest, files, *_images(name, files, result.images),
+    labelled = result.labelled
+    return Compiled(name, module, result.manifest, files,
+                    {k: v.decode() for k, v in labelled.get("ptx", {}).items()},
+                    dict(labelled.get("cubin", {})), dict(labelled.get("fatbin", {})),
                     warnings=tuple(render(w, source) for w in result.warnings))
 
 
@@ -254,7 +262,7 @@ def _resolve(source, filename: str | None, name: str | None) -> tuple[SourceFile
 def _parse(src: SourceFile | IRModule) -> IRModule:
     if not isinstance(src, SourceFile):
         return src
-    from tirc.parser import parse
+    from tirc.frontend.parse import parse
     return parse(src.text, src.name)
 
 
@@ -266,8 +274,8 @@ def _filename(src: SourceFile | IRModule, mod: IRModule) -> str:
 
 def _bind_target(target, host):
     """The bind target; a bad target string is a Diagnostic (no place in the source)."""
-    from tirc.build import bind_target_from
-    from tirc.target import TargetError
+    from tirc.build.options import bind_target_from
+    from tirc.target.kinds import TargetError
     try:
         return bind_target_from(target, host)
     except TargetError as e:
@@ -277,33 +285,3 @@ def _bind_target(target, host):
 def _too_deep(src: SourceFile | IRModule) -> Diagnostic:
     where = src.name if isinstance(src, SourceFile) else "<input>"
     return Diagnostic("input nested too deeply", Span(where, 1, 1))
-
-
-def _images(name: str, files: dict[str, bytes], images: dict[str, Path]
-            ) -> tuple[dict[str, str], dict[str, bytes], dict[str, bytes]]:
-    """PTX, cubins and fatbins by arch: the part of ``NAME.<arch>[.n].ext`` between NAME
-    and the extension, or, for the one image of ``NAME.ext``, its target's arch (archs,
-    ``sm_80-sm_90``, for a fatbin)."""
-    import json
-
-    only = archs = None
-    if len(images) == 1:
-        arch = json.loads(next(iter(images))).get("arch")
-        only = arch[0] if isinstance(arch, list) else arch
-        archs = "-".join(arch) if isinstance(arch, list) else arch
-    ptx: dict[str, str] = {}
-    cubin: dict[str, bytes] = {}
-    fatbin: dict[str, bytes] = {}
-    for file, data in files.items():
-        stem, dot, ext = file.rpartition(".")
-        if not dot or ext not in ("ptx", "cubin", "fatbin") \
-                or not (stem == name or stem.startswith(name + ".")):
-            continue
-        key = stem[len(name) + 1:] or (archs if ext == "fatbin" else only) or "image"
-        if ext == "ptx":
-            ptx[key] = data.decode()
-        elif ext == "cubin":
-            cubin[key] = data
-        else:
-            fatbin[key] = data
-    return ptx, cubin, fatbin

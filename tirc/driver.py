@@ -40,7 +40,7 @@ def load_checked(path: str):
 
 def _parse_checked(source: SourceFile, path: str):
     """Parse and verify ``source``; Diagnostic for an error."""
-    from tirc.parser import parse
+    from tirc.frontend.parse import parse
     from tirc.passes.prepare.verify import verify
 
     try:
@@ -101,7 +101,7 @@ def _target_option(ctx, param, value):
     """--target / --host: parsed here so a bad one is a usage error listing valid values."""
     if value is None:
         return None
-    from tirc.target import TargetError, parse_target
+    from tirc.target.kinds import TargetError, parse_target
     try:
         return parse_target(value)
     except TargetError as e:
@@ -109,14 +109,20 @@ def _target_option(ctx, param, value):
 
 
 def bind_target_from(target, host):
-    """The bind target of ``--target``/``--host`` (tirc.build.bind_target_from); a device
-    ``--host`` is a usage error."""
-    from tirc.build import bind_target_from as bind
-    from tirc.target import TargetError
+    """The bind target of ``--target``/``--host`` (tirc.build.options.bind_target_from); a
+    device ``--host`` is a usage error."""
+    from tirc.build.options import bind_target_from as bind
+    from tirc.target.kinds import TargetError
     try:
         return bind(target, host)
     except TargetError as e:
         raise click.BadParameter(str(e), param_hint="'--host'") from None
+
+
+def usage_error(e) -> click.UsageError:
+    """A bad build option (:class:`tirc.build.options.OptionError`) as a usage error."""
+    text = str(e)
+    return click.UsageError(text if text.startswith(e.flag) else f"{e.flag}: {text}")
 
 
 def target_options(command):
@@ -174,18 +180,18 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
     """Run the pass pipeline on FILE and print the module (TVMScript) at the end."""
     from tirc.api import lower_source
     from tirc.diagnostics import InternalError
-    from tirc.jobs import internal_error_report
+    from tirc.build.jobs import internal_error_report
     from tirc.passes.pipeline import DumpIR, PrintAfter, TimePasses, pass_names
 
     if passes and stop_after is not None:
         raise click.BadParameter("--passes runs exactly the passes named; it does not take "
                                  "--stop-after", param_hint="'--passes'")
     bind = bind_target_from(target, host)
-    from tirc.build import check_symbol_prefix
+    from tirc.build.options import OptionError, check_symbol_prefix
     try:
         check_symbol_prefix(symbol_prefix)
-    except ValueError as e:
-        raise click.UsageError(f"--symbol-prefix: {e}") from None
+    except OptionError as e:
+        raise usage_error(e) from None
     if stop_after is not None and stop_after not in pass_names(abi):
         raise click.BadParameter(f"pass '{stop_after}' does not run with --abi {abi}",
                                  param_hint="'--stop-after'")
@@ -296,36 +302,20 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
     order. Outputs are written atomically and are byte-identical for the same input
     and flags. Exit status: 0 when every input built, 1 when any failed (each failure
     reported as its diagnostic), 2 for command-line misuse."""
-    from tirc.jobs import BuildOptions, build_many
+    from tirc.build.jobs import build_many
+    from tirc.build.options import OptionError, build_options
 
     bind_target_from(target, host)  # usage errors first
-    from tirc.build import check_stop_names, check_symbol_prefix, parse_emit
     try:
-        check_symbol_prefix(symbol_prefix)
-    except ValueError as e:
-        raise click.UsageError(f"--symbol-prefix: {e}") from None
-    try:
-        check_stop_names(print_after, stop_after, abi)
-    except ValueError as e:
-        raise click.UsageError(str(e)) from None
-    formats = {f.strip() for value in device_format for f in value.split(",") if f.strip()} or {"ptx"}
-    unknown = sorted(formats - {"ptx", "cubin", "fatbin"})
-    if unknown:
-        raise click.UsageError(f"unknown device format '{unknown[0]}'; valid: ptx, cubin, "
-                               "fatbin")
-    if "fatbin" in formats and len(formats) > 1:
-        raise click.UsageError("--device-format fatbin holds the cubins and the PTX itself: "
-                               "it goes alone (--emit ptx also writes the PTX files)")
-    if resource_usage and formats == {"ptx"}:
-        raise click.UsageError("--resource-usage reports what the cubins use: build them with "
-                               "--device-format cubin or fatbin")
-    try:
-        emit = parse_emit(emit)
-    except ValueError as e:
-        raise click.UsageError(str(e)) from None
-    if device_only and (shared or emit):
-        raise click.UsageError("--device-only writes no host object: it cannot go with "
-                               "--shared or --emit")
+        opts = build_options(target, host, out_dir=out_dir, shared=shared, emit=emit,
+                             device_format=device_format, device_only=device_only, abi=abi,
+                             resource_usage=resource_usage, symbol_prefix=symbol_prefix,
+                             line_info=line_info, debug=debug, dump_ir=dump_ir,
+                             time_passes=time_passes, print_after=print_after,
+                             stop_after=stop_after, depfile=depfile_path or depfile,
+                             depfile_targets=depfile_targets, verbose=verbose)
+    except OptionError as e:
+        raise usage_error(e) from None
     if verbose and quiet:
         raise click.UsageError("-v/--verbose and -q/--quiet cannot go together")
     if depfile_path is not None and len(files) > 1:
@@ -346,16 +336,6 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
                                    "different directories")
         stems[stem] = path
     files = list(dict.fromkeys(files))  # one build per input, even if named twice
-    opts = BuildOptions(target=target, host=host, out_dir=out_dir, shared=shared,
-                        emit=tuple(emit), device_format=("fatbin" if "fatbin" in formats else
-                                                         "cubin" if "cubin" in formats else "ptx"),
-                        also_ptx=formats == {"ptx", "cubin"}, device_only=device_only, abi=abi,
-                        resource_usage=resource_usage, symbol_prefix=symbol_prefix,
-                        line_info=line_info, debug=debug, dump_ir=dump_ir,
-                        time_passes=time_passes, print_after=tuple(print_after),
-                        stop_after=stop_after, depfile=depfile or depfile_path is not None or bool(depfile_targets),
-                        depfile_path=depfile_path, depfile_targets=tuple(depfile_targets),
-                        verbose=verbose)
     status = build_many(files, opts, jobs, quiet, lambda line: click.echo(line, err=True),
                         lambda text: click.echo(text, nl=False))
     if status:
@@ -439,7 +419,7 @@ def passes() -> None:
 @cli.command()
 def targets() -> None:
     """List target kinds with their options, types and defaults."""
-    from tirc.target import describe_kinds
+    from tirc.target.kinds import describe_kinds
     click.echo(describe_kinds())
 
 
@@ -469,7 +449,7 @@ def main() -> None:
         click.echo("tirc: interrupted", err=True)
         status = 130
     except Exception as e:  # a bug in tirc, not in the input: say so, without a traceback
-        from tirc.jobs import internal_error_report
+        from tirc.build.jobs import internal_error_report
         click.echo(internal_error_report(e, None), err=True)
         status = EXIT_INTERNAL
     _exit_now(status)

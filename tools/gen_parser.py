@@ -1,4 +1,4 @@
-"""Regenerate ``tirc/grammar_parser.py``, the stand-alone LALR parser of
+"""Regenerate ``tirc/syntax/grammar_parser.py``, the stand-alone LALR parser of
 ``tirc/grammar.lark`` (Lark's stand-alone generator: the parser's code and tables in one
 module, so a build imports neither Lark nor a grammar cache):
 
@@ -19,12 +19,12 @@ that nothing it logs is ever printed (a logger that drops everything stands in),
 ``pickle``, ``zlib`` and ``base64``, for the grammar cache and compressed tables.
 
 Lark's ``Meta``, ``Tree`` and ``Token`` classes are cut out and imported from
-:mod:`tirc.syntax_tree` instead (``_CUTS``), the classes :mod:`tirc.fast_parser` builds
+:mod:`tirc.syntax.tree` instead (``_CUTS``), the classes :mod:`tirc.syntax.fast_parser` builds
 too: the frontend's ``isinstance`` checks hold for trees from either parser, and it need
 not import this module for the classes.
 
 Lark's ``PropagatePositions`` stays as Lark wrote it: this parser runs only on text
-:mod:`tirc.fast_parser` gives up on (a syntax error, or nesting past its recursion
+:mod:`tirc.syntax.fast_parser` gives up on (a syntax error, or nesting past its recursion
 limit), to report Lark's diagnostic, so its speed no longer matters to a build.
 """
 from __future__ import annotations
@@ -36,7 +36,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 GRAMMAR = ROOT / "tirc" / "grammar.lark"
-MODULE = ROOT / "tirc" / "grammar_parser.py"
+MODULE = ROOT / "tirc" / "syntax" / "grammar_parser.py"
 OPTIONS = ["-l", "basic", "--propagate_positions", "--maybe_placeholders"]
 
 
@@ -66,7 +66,7 @@ _TRIMS = (
 )
 
 
-_SYNTAX_TREE_IMPORT = "from tirc.syntax_tree import Meta, Tree, Token\n"
+_SYNTAX_TREE_IMPORT = "from tirc.syntax.tree import Meta, Tree, Token\n"
 
 # (first line of a class of Lark's module, the line just past its end, what replaces it)
 _CUTS = (
@@ -84,7 +84,7 @@ def _once(code: str, text: str) -> int:
 
 def trim(code: str) -> str:
     """Lark's module without the imports the parser does not use, and with the tree
-    classes of :mod:`tirc.syntax_tree` (module docstring)."""
+    classes of :mod:`tirc.syntax.tree` (module docstring)."""
     for text, replacement in _TRIMS:
         _once(code, text)
         code = code.replace(text, replacement)

@@ -3,7 +3,7 @@
 A backend is an object registered for a target kind. A host backend compiles the host
 module into an object file (:meth:`Backend.host_object`); a device backend compiles the
 device modules of its kind, all targets of that kind at once, into device images
-(:meth:`Backend.device_images`, returning a ``device_images.DeviceOutputs``) and makes
+(:meth:`Backend.device_images`, returning a :class:`~tirc.backends.outputs.DeviceOutputs`) and makes
 the table of images the host object embeds and launches (:meth:`Backend.launch_table`).
 ``build()`` asks the registry for the backend of each kind and names none itself.
 
@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from tirc.backends.outputs import DeviceOutputs
 from tirc.diagnostics import Diagnostic, Span
 
 
@@ -41,9 +42,9 @@ class Backend:
         return None
 
     def device_images(self, devices: dict, out, name: str, *, device_format: str,
-                      device_code=None, emit: tuple[str, ...] = (),
-                      line_info: bool = False) -> Any:
-        """The images of the device modules ``devices`` (by target), as DeviceOutputs."""
+                      emit: tuple[str, ...] = (), line_info: bool = False) -> DeviceOutputs:
+        """The images of the device modules ``devices`` (by target), and what the host's
+        launch table needs of them (:class:`~tirc.backends.outputs.DeviceOutputs`)."""
         raise NotImplementedError(f"'{self.kind}' is not a device target")
 
     def launch_table(self, devices: dict) -> Any:
@@ -60,11 +61,11 @@ class CPUBackend(Backend):
 
     def host_object(self, mod, target, name, *, keep_ir=False, debug=False, device_code=None,
                     jobs=1):
-        from tirc.backends.cpu import generate
+        from tirc.backends.cpu.backend import generate
         return generate(mod, target, name, device_code, keep_ir=keep_ir, debug=debug, jobs=jobs)
 
     def start_host_object(self, mod, target, name, *, device_code, jobs, device_functions):
-        from tirc.backends.cpu import start_chunks
+        from tirc.backends.cpu.backend import start_chunks
         return start_chunks(mod, target, name, device_code, jobs, device_functions)
 
 
@@ -74,7 +75,7 @@ class CSourceBackend(Backend):
 
     def host_object(self, mod, target, name, *, keep_ir=False, debug=False, device_code=None,
                     jobs=1):
-        from tirc.backends.c_source import generate
+        from tirc.backends.c.source import generate
         return generate(mod, target, name)
 
 
@@ -82,14 +83,13 @@ class CUDABackend(Backend):
     kind, name, role = "cuda", "nvptx", "device"
     doc = "NVIDIA GPU code through LLVM's NVPTX target (PTX; cubins, fatbins)"
 
-    def device_images(self, devices, out, name, *, device_format, device_code=None,
-                      emit=(), line_info=False):
-        from tirc.device_images import device_images
-        return device_images(devices, out, name, device_format, device_code, emit, line_info)
+    def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False):
+        from tirc.backends.cuda.device_stage import device_images
+        return device_images(devices, out, name, device_format, emit, line_info)
 
     def launch_table(self, devices):
-        from tirc.backends.cuda_launch import DeviceCode
-        from tirc.backends.nvptx import kernel_symbols
+        from tirc.backends.cuda.launch import DeviceCode
+        from tirc.backends.cuda.nvptx import kernel_symbols
         table = DeviceCode()
         for mod in devices.values():
             table.expect(mod, kernel_symbols(mod))

@@ -14,8 +14,7 @@ from typing import TYPE_CHECKING
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.arith import cast_to, difference
 from tirc.frontend.calls import Construct
-from tirc.frontend.exprs import subscript_items
-from tirc.frontend.values import describe
+from tirc.frontend.values import attr_value, describe
 from tirc.ir.block import (BlockIterVar, BufferRegion, MatchBufferRegion, Range, SBlock,
                            SBlockRealize, full_region)
 from tirc.ir.buffer import Buffer
@@ -23,7 +22,7 @@ from tirc.ir.dtype import BOOL
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import Stmt
 from tirc.records import record
-from tirc.syntax_tree import Tree
+from tirc.syntax.tree import Tree
 
 if TYPE_CHECKING:
     from tirc.frontend.builder import FunctionBuilder
@@ -130,8 +129,7 @@ def block_statement(b: "FunctionBuilder", c: Construct) -> None:
 
 def annotation_items(b: "FunctionBuilder", entries: dict, span: Span | None) -> tuple:
     """A dict of annotations as sorted ``(key, value)`` pairs (TVM prints them sorted)."""
-    from tirc.frontend.constructs import attr_value
-    return tuple(sorted((k, attr_value(b, v, span)) for k, v in entries.items()))
+    return tuple(sorted((k, attr_value(v, span)) for k, v in entries.items()))
 
 
 def init_block(b: "FunctionBuilder", c: Construct, suite: Tree) -> None:
@@ -199,34 +197,6 @@ def _define(b, frame: BlockFrame, name: str, span, dom: Range, kind: str, value:
     b.scope.define(name, var)
     frame.iter_vars.append(BlockIterVar(var, dom, kind, span))
     frame.iter_values.append(value)
-
-
-def buffer_region(b: "FunctionBuilder", tree: Tree) -> BufferRegion | None:
-    """``A[i, 0:16]`` read as a region (a plain index covers one element)."""
-    if not (isinstance(tree, Tree) and tree.data == "subscript"):
-        return None
-    base = b.value(tree.children[0])
-    if not isinstance(base, Buffer):
-        return None
-    span = b.span(tree)
-    items = subscript_items(tree.children[1])
-    if len(items) != len(base.shape):
-        raise Diagnostic(f"buffer '{base.name}' has {len(base.shape)} dimensions but the region "
-                         f"names {len(items)}", span)
-    ranges = []
-    for item, dim in zip(items, base.shape):
-        ispan = b.span(item)
-        if isinstance(item, Tree) and item.data == "slice":
-            start_t, stop_t, step_t = item.children
-            if step_t is not None:
-                raise Diagnostic("a buffer region cannot have a step", ispan)
-            start = b.expr(start_t) if start_t is not None else IntImm(dim.dtype, 0, ispan)
-            stop = b.expr(stop_t, start.dtype) if stop_t is not None else dim
-            ranges.append(Range(start, difference(stop, start, ispan), ispan))
-        else:
-            start = b.index(item)
-            ranges.append(Range(start, IntImm(start.dtype, 1, ispan), ispan))
-    return BufferRegion(base, tuple(ranges), span)
 
 
 def match_buffer(b: "FunctionBuilder", name: str, c: Construct, nspan: Span | None) -> None:

@@ -9,7 +9,7 @@ from tirc.frontend.values import TileLayout, describe
 from tirc.ir.buffer import STORAGE_RANKS, Buffer, constant_elements, dtype_view_of, is_storage_scope
 from tirc.ir.dtype import FLOAT32, HANDLE, INT32, DataType
 from tirc.ir.expr import IntImm, PointerType, PrimExpr, Var
-from tirc.syntax_tree import Token, Tree
+from tirc.syntax.tree import Token, Tree
 
 if TYPE_CHECKING:
     from tirc.frontend.builder import FunctionBuilder
@@ -81,7 +81,7 @@ def shape_string(b: "FunctionBuilder", text: str, span: Span | None) -> PrimExpr
     is read as an expression, as TVM's parser does."""
     if text.isidentifier():
         return b.shape_var(text, span)
-    from tirc.parser import parse_tree
+    from tirc.syntax.read import parse_tree
     prefix = "_ = "
     try:
         tree = parse_tree(prefix + text + "\n", span.file if span else "<string>")

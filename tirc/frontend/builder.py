@@ -6,7 +6,6 @@ its block, and becomes a scoped IR statement whose body is that rest.
 """
 from __future__ import annotations
 
-from typing import Callable
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.arith import cast_to
@@ -16,7 +15,7 @@ from tirc.frontend.functions import FunctionHeader, read_header, scan_mutable
 from tirc.frontend.loops import build_for
 from tirc.frontend.buffers import make_buffer
 from tirc.frontend.scope import Scope
-from tirc.frontend.values import LetType, Slot, TName, describe, is_scalar_buffer
+from tirc.frontend.values import Binder, LetType, Slot, TName, describe, is_scalar_buffer
 from tirc.nesting import MAX_BLOCK_DEPTH
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
@@ -25,16 +24,8 @@ from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, DeclBuffer, Break, BufferStore, Continue,
                           Evaluate, IfThenElse, LetStmt, Return, Stmt,
                           While, seq)
-from tirc.records import record
-from tirc.syntax_tree import Tree
+from tirc.syntax.tree import Tree
 
-
-
-@record
-class Binder:
-    """A flat statement: wraps the rest of its block."""
-
-    wrap: Callable[[Stmt], Stmt]
 
 
 def build_module(tree: Tree, filename: str) -> IRModule:
@@ -63,7 +54,8 @@ def root_block(body: Stmt, allocs: list[Buffer], old_blocks: bool, span: Span | 
     """The implicit root block of a block-level function (TVM's ScriptComplete): inserted
     when the function allocates at its root or holds blocks not already under a single
     iterator-free block. Older text allocated at the root with a plain T.alloc_buffer."""
-    from tirc.ir.block import SBlock, SBlockRealize, contains_blocks
+    from tirc.ir.block import SBlock, SBlockRealize
+    from tirc.ir.visitor import contains_blocks
     allocs = list(allocs)
     if old_blocks:
         while isinstance(body, AllocBuffer):

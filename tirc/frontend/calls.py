@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend import not_built
 from tirc.frontend.arith import binary, cast_to
-from tirc.frontend.values import (TileLayout, TName, check_float_range, check_int_range, describe,
+from tirc.frontend.values import (Arg, arity, no_kwargs, TileLayout, TName, check_float_range, check_int_range, describe,
                                   literal_expr)
 from tirc.ir import ptx_ops
 from tirc.ir.buffer import Buffer
@@ -21,12 +21,11 @@ from tirc.ir.expr import (BinOp, Broadcast, Call, Cast, FloatImm, GlobalVar, Int
                           PointerType, PrimExpr, Ramp, Select, Shuffle, StringImm, Var)
 from tirc.ir.ops import INTRINSICS, result_dtype
 from tirc.records import record
-from tirc.target import Target, TargetError, parse_target
+from tirc.target.kinds import Target, TargetError, parse_target
 
 if TYPE_CHECKING:
     from tirc.frontend.exprs import ExprBuilder
 
-Arg = tuple[object, "Span | None"]
 
 # Constructs read by the statement builder, with the statement form they take.
 STATEMENT_CONSTRUCTS = frozenset({
@@ -73,19 +72,6 @@ class VarDecl:
     ptr: PointerType | None = None
 
 
-def _arity(name: str, args: list[Arg], lo: int, hi: int | None, span: Span | None) -> None:
-    n = len(args)
-    if n < lo or (hi is not None and n > hi):
-        want = str(lo) if hi == lo else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
-        raise Diagnostic(f"T.{name} takes {want} argument{'s' if want != '1' else ''}, got {n}", span)
-
-
-def _no_kwargs(name: str, kwargs: dict[str, Arg], allowed: tuple[str, ...] = ()) -> None:
-    for key, (_, span) in kwargs.items():
-        if key not in allowed:
-            raise Diagnostic(f"T.{name} got an unexpected keyword argument '{key}'", span)
-
-
 def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg],
          span: Span | None, node: Any) -> object:
     if isinstance(func, tuple) and func and func[0] == "function":
@@ -100,8 +86,8 @@ def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg]
     if name == "bool" or is_dtype_name(name):
         return dtype_call(b, parse_dtype(name), args, kwargs, span)
     if name in _BINARY_BUILDERS:
-        _no_kwargs(name, kwargs)
-        _arity(name, args, 2, 2, span)
+        no_kwargs(name, kwargs)
+        arity(name, args, 2, 2, span)
         op = _BINARY_BUILDERS[name]
         a, c = (b.as_expr(v, s) if not isinstance(v, (int, float)) else v for v, s in args)
         if isinstance(a, (int, float)) and isinstance(c, (int, float)):
@@ -111,8 +97,8 @@ def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg]
             result = literal_expr(result, span)
         return result
     if name in ("Not", "BitwiseNot"):
-        _no_kwargs(name, kwargs)
-        _arity(name, args, 1, 1, span)
+        no_kwargs(name, kwargs)
+        arity(name, args, 1, 1, span)
         e = b.as_expr(*args[0])
         if name == "Not":
             from tirc.ir.expr import Not
@@ -147,8 +133,8 @@ def make_call(b: "ExprBuilder", name: str, args: list, kwargs: dict[str, Arg], s
         if _DTYPE_KWARG[name] is not None and given != _DTYPE_KWARG[name]:
             raise Diagnostic(f"T.{name} returns {_DTYPE_KWARG[name]}, not {given}", kwargs["dtype"][1])
         kwargs = {k: v for k, v in kwargs.items() if k != "dtype"}
-    _no_kwargs(name, kwargs)
-    _arity(name, args, intr.min_args, intr.max_args, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, intr.min_args, intr.max_args, span)
     if intr.result == "dtype":
         dtype = b.dtype_of(args[0][0], args[0][1])
         rest = [b.as_expr(v, s) for v, s in args[1:]]
@@ -190,8 +176,8 @@ def _pointer_type(v: object):
 def _ffi_kernel_call(b, args, kwargs, span) -> Call:
     """TVM's lowered kernel launch: ``T.call_ffi_kernel("k", args..., launch_params=[...],
     ret_ty="int32")``."""
-    _no_kwargs("call_ffi_kernel", kwargs, ("launch_params", "ret_ty"))
-    _arity("call_ffi_kernel", args, 1, None, span)
+    no_kwargs("call_ffi_kernel", kwargs, ("launch_params", "ret_ty"))
+    arity("call_ffi_kernel", args, 1, None, span)
     exprs = tuple(b.as_expr(v, s) for v, s in args)
     dtype = b.dtype_of(*kwargs["ret_ty"]) if "ret_ty" in kwargs else parse_dtype("int32")
     options = []
@@ -216,10 +202,10 @@ def _match(a: PrimExpr, c: PrimExpr, span: Span | None) -> tuple[PrimExpr, PrimE
 def dtype_call(b: "ExprBuilder", dtype: DataType, args: list[Arg], kwargs: dict[str, Arg],
                span: Span | None) -> object:
     """``T.int32()`` declares; ``T.float32(1.5)`` is a literal; ``T.float32(x)`` casts."""
-    _no_kwargs(str(dtype), kwargs, ("is_size_var",))
+    no_kwargs(str(dtype), kwargs, ("is_size_var",))
     if not args:
         return VarDecl(dtype)
-    _arity(str(dtype), args, 1, 1, span)
+    arity(str(dtype), args, 1, 1, span)
     v, vspan = args[0]
     if isinstance(v, str) and dtype.is_float:
         special = {"inf": math.inf, "-inf": -math.inf, "nan": math.nan}
@@ -264,8 +250,8 @@ def module_call(b: "ExprBuilder", fname: str, args: list[Arg], kwargs: dict[str,
 
 
 def _cast(b, name, args, kwargs, span):
-    _no_kwargs(name, kwargs)
-    _arity(name, args, 2, 2, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, 2, 2, span)
     if name == "Cast":  # T.Cast("float32", x)
         (dt, dspan), (v, vspan) = args
     else:  # T.cast(x, "float32")
@@ -276,8 +262,8 @@ def _cast(b, name, args, kwargs, span):
 
 
 def _select(b, name, args, kwargs, span):
-    _no_kwargs(name, kwargs)
-    _arity(name, args, 3, 3, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, 3, 3, span)
     cond, t, f = (b.as_expr(v, s) for v, s in args)
     if not cond.dtype.element().is_bool:
         raise Diagnostic(f"T.Select needs a bool condition, got {cond.dtype}", args[0][1])
@@ -323,8 +309,8 @@ def check_lanes(lanes: int, span: Span | None, what: str = "a vector") -> None:
 
 
 def _ramp(b, name, args, kwargs, span):
-    _no_kwargs(name, kwargs)
-    _arity(name, args, 3, 3, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, 3, 3, span)
     base = b.as_expr(args[0][0], args[0][1])
     stride = b.as_expr(args[1][0], args[1][1], base.dtype)
     lanes, scalable = _lanes(*args[2])
@@ -332,15 +318,15 @@ def _ramp(b, name, args, kwargs, span):
 
 
 def _broadcast(b, name, args, kwargs, span):
-    _no_kwargs(name, kwargs)
-    _arity(name, args, 2, 2, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, 2, 2, span)
     lanes, scalable = _lanes(*args[1])
     return Broadcast(b.as_expr(*args[0]), lanes, span, scalable)
 
 
 def _shuffle(b, name, args, kwargs, span):
-    _no_kwargs(name, kwargs)
-    _arity(name, args, 2, 2, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, 2, 2, span)
     (vectors, vspan), (indices, ispan) = args
     if not isinstance(vectors, (list, tuple)) or not vectors:
         raise Diagnostic("T.Shuffle needs a list of vectors", vspan)
@@ -361,8 +347,8 @@ def _shuffle(b, name, args, kwargs, span):
 
 
 def _abs(b, name, args, kwargs, span):
-    _no_kwargs(name, kwargs)
-    _arity(name, args, 1, 1, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, 1, 1, span)
     e = b.as_expr(*args[0])
     # as TVM expands it: fabs for floats, the value itself for unsigned integers,
     # Select(x >= 0, x, 0 - x) for signed ones (the backends know no "abs")
@@ -377,15 +363,15 @@ def _abs(b, name, args, kwargs, span):
 
 
 def _limit(b, name, args, kwargs, span):
-    _no_kwargs(name, kwargs)
-    _arity(name, args, 1, 1, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, 1, 1, span)
     dtype = b.dtype_of(*args[0])
     return Call(dtype, name, (StringImm(str(dtype), span),), span)
 
 
 def _target(b, name, args, kwargs, span):
-    _no_kwargs(name, kwargs, ("host",))
-    _arity(name, args, 1, 1, span)
+    no_kwargs(name, kwargs, ("host",))
+    arity(name, args, 1, 1, span)
     spec, sspan = args[0]
     host = kwargs.get("host", (None, None))
     try:
@@ -396,8 +382,8 @@ def _target(b, name, args, kwargs, span):
 
 def _tile_layout(b, name, args, kwargs, span):
     """``T.TileLayout(T.S[shape:strides])``: the layout (see ``values.TileLayout``)."""
-    _no_kwargs(name, kwargs)
-    _arity(name, args, 1, 1, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, 1, 1, span)
     layout, lspan = args[0]
     if not isinstance(layout, TileLayout):
         raise Diagnostic("T.TileLayout takes T.S[shape:strides]; tirc reads no other layout", lspan)
@@ -426,8 +412,8 @@ def _plain(v: object, span: Span | None) -> object:
 def _let(b, name, args, kwargs, span):
     """``T.Let(body, where={v: value})``: ``v`` (declared with ``v = T.uint32()``) is
     bound to ``value`` in ``body``; several entries nest, the first outermost."""
-    _no_kwargs(name, kwargs, ("where",))
-    _arity(name, args, 1, 1, span)
+    no_kwargs(name, kwargs, ("where",))
+    arity(name, args, 1, 1, span)
     where, wspan = kwargs.get("where", (None, span))
     if not isinstance(where, dict) or not where or not all(isinstance(k, Var) for k in where):
         raise Diagnostic("T.Let needs where={var: value, ...}", wspan)
@@ -444,8 +430,8 @@ def _comm_reducer(b, name, args, kwargs, span):
     like its identity element."""
     from tirc.frontend.values import Lambda
     from tirc.ir.reducer import CommReducer
-    _no_kwargs(name, kwargs)
-    _arity(name, args, 2, 2, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, 2, 2, span)
     (fn, fspan), (ids, ispan) = args
     if not isinstance(fn, Lambda):
         raise Diagnostic("T.comm_reducer needs a lambda as its combiner", fspan)

@@ -8,7 +8,7 @@ from tirc.diagnostics import Diagnostic, Span
 from tirc.frontend.buffers import allocate_buffer, make_buffer, view_buffer
 from tirc.frontend.calls import Construct, VarDecl
 from tirc.frontend.loops import THREAD_TAGS
-from tirc.frontend.values import ThreadDecl, describe
+from tirc.frontend.values import Binder, ThreadDecl, attr_value, describe
 from tirc.ir.attrs import REDUCE_SCOPE, THREAD_EXTENT
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32
@@ -16,15 +16,14 @@ from tirc.ir.expr import PrimExpr, StringImm, Var
 from tirc.ir.reducer import CommReducer
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, Continue, DeclBuffer,
                           Evaluate, IterVar, LetStmt, Stmt)
-from tirc.syntax_tree import Token, Tree
-from tirc.target import Target
+from tirc.syntax.tree import Token, Tree
+from tirc.target.kinds import Target
 
 if TYPE_CHECKING:
-    from tirc.frontend.builder import Binder, FunctionBuilder
+    from tirc.frontend.builder import FunctionBuilder
 
 
-def _binder(wrap) -> "Binder":
-    from tirc.frontend.builder import Binder
+def _binder(wrap) -> Binder:
     return Binder(wrap)
 
 
@@ -52,7 +51,7 @@ def statement(b: "FunctionBuilder", c: Construct, top: bool) -> "Stmt | Binder |
         if not isinstance(attrs, dict):
             raise Diagnostic("T.func_attr takes a dict", aspan)
         for key, value in attrs.items():
-            b.attrs[key] = attr_value(b, value, aspan)
+            b.attrs[key] = attr_value(value, aspan)
         return None
     if c.name in ("break_loop", "continue_loop"):
         _arity(c, 0, 0)
@@ -321,16 +320,6 @@ def assert_message(v: object, span: Span | None) -> tuple[str, tuple[str, ...]]:
             and isinstance(v[1], (list, tuple)) and all(isinstance(p, str) for p in v[1])):
         return v[0], tuple(v[1])
     raise Diagnostic("an assertion message is a string or (\"ErrorKind\", [\"text\", ...])", span)
-
-
-def attr_value(b: "FunctionBuilder", value: object, span: Span | None) -> object:
-    if isinstance(value, (str, bool, int, float, Target, PrimExpr)):
-        return value
-    if isinstance(value, (list, tuple)):
-        return tuple(attr_value(b, v, span) for v in value)
-    if isinstance(value, dict):
-        return {k: attr_value(b, v, span) for k, v in value.items()}
-    raise Diagnostic(f"a function attribute cannot hold {describe(value)}", span)
 
 
 def with_stmt(b: "FunctionBuilder", tree: Tree, span: Span | None) -> Stmt:

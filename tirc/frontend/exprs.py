@@ -16,8 +16,9 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
 from tirc.nesting import MAX_EXPR_DEPTH
 from tirc.ir.buffer import access_dtype
+from tirc.ir.block import BufferRegion, Range
 from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp, Var)
-from tirc.syntax_tree import Token, Tree
+from tirc.syntax.tree import Token, Tree
 
 _REGION_CONSTRUCTS = frozenset({"reads", "writes", "match_buffer"})
 
@@ -447,7 +448,7 @@ class ExprBuilder:
 
     def region_argument(self, tree) -> Buffer | None:
         """``A[0:64]`` (or ``A[i, 0:64]``) as an argument of a module call: a view of that
-        region of ``A``, declared around the statement, passed by reference (seed 004)."""
+        region of ``A``, declared around the statement, passed by reference."""
         if not (isinstance(tree, Tree) and tree.data == "subscript"):
             return None
         items = [c for c in tree.children[1].children if c is not None]
@@ -509,7 +510,6 @@ class ExprBuilder:
     def _region_value(self, tree) -> object | None:
         """An argument of T.reads/T.writes/T.match_buffer: regions stay regions, also
         inside a list (``T.reads([A[i, 0:16], B[i]])``)."""
-        from tirc.frontend.blocks import buffer_region
         if isinstance(tree, Tree) and tree.data == "list_lit":
             return [self._region_value(c) or self.value(c) for c in tree.children if c is not None]
         return buffer_region(self, tree)
@@ -550,3 +550,31 @@ def _fold_add(a: PrimExpr, b: PrimExpr, span) -> PrimExpr:
     if isinstance(a, IntImm) and a.value == 0:
         return b
     return typed_binary("add", a, cast_to(b, a.dtype, span), span, True)
+
+
+def buffer_region(b: "ExprBuilder", tree: Tree) -> BufferRegion | None:
+    """``A[i, 0:16]`` read as a region (a plain index covers one element)."""
+    if not (isinstance(tree, Tree) and tree.data == "subscript"):
+        return None
+    base = b.value(tree.children[0])
+    if not isinstance(base, Buffer):
+        return None
+    span = b.span(tree)
+    items = subscript_items(tree.children[1])
+    if len(items) != len(base.shape):
+        raise Diagnostic(f"buffer '{base.name}' has {len(base.shape)} dimensions but the region "
+                         f"names {len(items)}", span)
+    ranges = []
+    for item, dim in zip(items, base.shape):
+        ispan = b.span(item)
+        if isinstance(item, Tree) and item.data == "slice":
+            start_t, stop_t, step_t = item.children
+            if step_t is not None:
+                raise Diagnostic("a buffer region cannot have a step", ispan)
+            start = b.expr(start_t) if start_t is not None else IntImm(dim.dtype, 0, ispan)
+            stop = b.expr(stop_t, start.dtype) if stop_t is not None else dim
+            ranges.append(Range(start, difference(stop, start, ispan), ispan))
+        else:
+            start = b.index(item)
+            ranges.append(Range(start, IntImm(start.dtype, 1, ispan), ispan))
+    return BufferRegion(base, tuple(ranges), span)

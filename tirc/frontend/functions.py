@@ -7,7 +7,7 @@ from tirc.frontend.exprs import ExprBuilder
 from tirc.frontend.scope import Scope
 from tirc.ir.dtype import DataType, is_dtype_name, parse_dtype
 from tirc.records import record
-from tirc.syntax_tree import Tree
+from tirc.syntax.tree import Tree
 
 
 @record

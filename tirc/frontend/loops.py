@@ -11,7 +11,7 @@ from tirc.frontend.values import describe
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import For, Stmt
-from tirc.syntax_tree import Token, Tree
+from tirc.syntax.tree import Token, Tree
 
 if TYPE_CHECKING:
     from tirc.frontend.builder import FunctionBuilder

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from tirc.diagnostics import Diagnostic, Span
+from tirc.frontend.values import Arg, arity, no_kwargs
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import VOID
 from tirc.ir.expr import BufferLoad, Call, PrimExpr
@@ -24,7 +25,6 @@ from tirc.ir.expr import BufferLoad, Call, PrimExpr
 if TYPE_CHECKING:
     from tirc.frontend.exprs import ExprBuilder
 
-Arg = tuple[object, "Span | None"]
 
 
 def _mask(e: PrimExpr, lanes: int, name: str, span: Span | None) -> PrimExpr:
@@ -47,9 +47,8 @@ def _access(b: "ExprBuilder", name: str, buf_arg: Arg, indices: list[Arg], span)
 
 
 def masked_load(b: "ExprBuilder", name: str, args: list[Arg], kwargs: dict, span) -> Call:
-    from tirc.frontend.calls import _arity, _no_kwargs
-    _no_kwargs(name, kwargs)
-    _arity(name, args, 4, None, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, 4, None, span)
     dtype = b.dtype_of(*args[0])
     access = _access(b, name, args[1], args[2:-1], span)
     if access.dtype != dtype:
@@ -60,9 +59,8 @@ def masked_load(b: "ExprBuilder", name: str, args: list[Arg], kwargs: dict, span
 
 
 def masked_store(b: "ExprBuilder", name: str, args: list[Arg], kwargs: dict, span) -> Call:
-    from tirc.frontend.calls import _arity, _no_kwargs
-    _no_kwargs(name, kwargs)
-    _arity(name, args, 4, None, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, 4, None, span)
     value = b.as_expr(*args[1])
     access = _access(b, name, args[0], args[2:-1], span)
     if access.dtype != value.dtype:
@@ -73,9 +71,8 @@ def masked_store(b: "ExprBuilder", name: str, args: list[Arg], kwargs: dict, spa
 
 
 def active_lane_mask(b: "ExprBuilder", name: str, args: list[Arg], kwargs: dict, span) -> Call:
-    from tirc.frontend.calls import _arity, _no_kwargs
-    _no_kwargs(name, kwargs)
-    _arity(name, args, 3, 3, span)
+    no_kwargs(name, kwargs)
+    arity(name, args, 3, 3, span)
     dtype = b.dtype_of(*args[0])
     if not dtype.element().is_bool or dtype.lanes < 2:
         raise Diagnostic(f"T.get_active_lane_mask makes a bool vector, not {dtype}", args[0][1])

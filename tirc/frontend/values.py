@@ -8,14 +8,18 @@ from __future__ import annotations
 
 import math
 
-from typing import Any
+from typing import Any, Callable
 
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.buffer import Buffer
 from tirc.ir.const_fold import int_range
 from tirc.ir.dtype import BOOL, FLOAT32, INT32, INT64, DataType
 from tirc.ir.expr import BufferLoad, FloatImm, IntImm, PrimExpr, StringImm
+from tirc.ir.stmt import Stmt
 from tirc.records import record
+from tirc.target.kinds import Target
+
+Arg = tuple[object, "Span | None"]  # a call's argument and where it is written
 
 _INT32_MIN, _INT32_MAX = -(2**31), 2**31 - 1
 
@@ -214,3 +218,37 @@ def describe(value: object) -> str:
     if isinstance(value, HandleType):
         return "a pointer type"
     return type(value).__name__
+
+
+def arity(name: str, args: list[Arg], lo: int, hi: int | None, span: Span | None) -> None:
+    """Diagnostic unless ``T.name`` got ``lo`` to ``hi`` (None: any number of) arguments."""
+    n = len(args)
+    if n < lo or (hi is not None and n > hi):
+        want = str(lo) if hi == lo else (f"at least {lo}" if hi is None else f"{lo} to {hi}")
+        raise Diagnostic(f"T.{name} takes {want} argument{'s' if want != '1' else ''}, got {n}", span)
+
+
+def no_kwargs(name: str, kwargs: dict[str, Arg], allowed: tuple[str, ...] = ()) -> None:
+    """Diagnostic for a keyword argument of ``T.name`` other than ``allowed``."""
+    for key, (_, span) in kwargs.items():
+        if key not in allowed:
+            raise Diagnostic(f"T.{name} got an unexpected keyword argument '{key}'", span)
+
+
+def attr_value(value: object, span: Span | None) -> object:
+    """A function or block attribute's value: scalars, targets, expressions, and lists
+    and dicts of them."""
+    if isinstance(value, (str, bool, int, float, Target, PrimExpr)):
+        return value
+    if isinstance(value, (list, tuple)):
+        return tuple(attr_value(v, span) for v in value)
+    if isinstance(value, dict):
+        return {k: attr_value(v, span) for k, v in value.items()}
+    raise Diagnostic(f"a function attribute cannot hold {describe(value)}", span)
+
+
+@record
+class Binder:
+    """A flat statement: wraps the rest of its block."""
+
+    wrap: Callable[[Stmt], Stmt]

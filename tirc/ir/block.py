@@ -17,7 +17,7 @@ from typing import Any
 
 from tirc.diagnostics import Span
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.stmt import Stmt
 from tirc.records import record
 
@@ -93,11 +93,6 @@ BLOCK_NODES = (Range, BufferRegion, BlockIterVar, MatchBufferRegion)
 
 def full_region(buffer: Buffer, span: Span | None = None) -> BufferRegion:
     """The whole of ``buffer``."""
-    from tirc.ir.expr import IntImm
     return BufferRegion(buffer, tuple(Range(IntImm(e.dtype, 0, span), e, span) for e in buffer.shape),
                         span)
 
-
-def contains_blocks(stmt: Stmt) -> bool:
-    from tirc.ir.visitor import walk
-    return any(isinstance(n, (SBlock, SBlockRealize)) for n in walk(stmt))

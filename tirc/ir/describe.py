@@ -1,4 +1,4 @@
-"""IR described for the build's facts (:mod:`tirc.facts`): expression text, TIR
+"""IR described for the build's facts (:mod:`tirc.ir.facts`): expression text, TIR
 signatures, parameters, C parameter lists and launch sizes. The passes that decide a
 fact call these when they record it; the outputs read only the record.
 
@@ -8,8 +8,8 @@ a vector element type points at its scalar element.
 """
 from __future__ import annotations
 
-from tirc import facts
-from tirc.c_names import C_KEYWORDS, c_identifier
+from tirc.ir import facts
+from tirc.ir.c_names import C_KEYWORDS, c_identifier
 from tirc.ir.attrs import GLOBAL_SYMBOL, TARGET, USE_DYN_SHARED_MEMORY, sized_launch_params
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, Cast, IntImm, PrimExpr, StringImm, Var
@@ -90,7 +90,7 @@ def value(e: PrimExpr) -> facts.Value:
 
 def target_of(f: PrimFunc) -> tuple[str | None, str | None]:
     """The canonical string and the summary of a function's target (None, None without)."""
-    from tirc.target import Target
+    from tirc.target.kinds import Target
     t = f.attrs.get(TARGET)
     if not isinstance(t, Target):
         return None, None

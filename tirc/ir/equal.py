@@ -11,7 +11,7 @@ from typing import Any
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 
 class StructuralMismatch(AssertionError):

@@ -200,6 +200,11 @@ class Call(PrimExpr):
     ptr: PointerType | None = None
 
 
+def is_one(e: PrimExpr) -> bool:
+    """Whether ``e`` is the integer constant 1."""
+    return isinstance(e, IntImm) and e.value == 1
+
+
 def const(value: int | float | bool, dtype: DataType | None = None) -> PrimExpr:
     """An immediate of ``dtype`` (int32/float32/bool chosen from the Python type if omitted)."""
     if isinstance(value, bool):

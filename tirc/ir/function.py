@@ -5,7 +5,7 @@ from dataclasses import field, replace
 from typing import Any, Iterator
 
 from tirc.diagnostics import Span
-from tirc.facts import BuildFacts
+from tirc.ir.facts import BuildFacts
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import GlobalVar, Var
@@ -51,7 +51,7 @@ class IRModule:
     functions: dict[str, PrimFunc]
     name: str | None = "Module"
     span: Span | None = field(default=None, compare=False, repr=False)
-    # what passes decided for the outputs (kernels, exported signatures): tirc.facts
+    # what passes decided for the outputs (kernels, exported signatures): tirc.ir.facts
     facts: BuildFacts = field(default_factory=BuildFacts, compare=False, repr=False)
 
     def __getitem__(self, name: str) -> PrimFunc:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from tirc.ir.block import BlockIterVar, BufferRegion, SBlock, SBlockRealize
 from tirc.ir.expr import IntImm, PrimExpr, Var
-from tirc.ir.print_expr import _plus, py_value, quote
+from tirc.ir.print_expr import plus, py_value, quote
 from tirc.ir.stmt import For
 
 _AXIS = {"spatial": "spatial", "reduce": "reduce", "scan": "scan", "opaque": "opaque"}
@@ -20,7 +20,7 @@ def implicit_root(body) -> SBlock | None:
     if root.annotations or root.match_buffers or root.reads or root.writes or root.init is not None:
         return None
     inner = root.body
-    from tirc.ir.block import contains_blocks
+    from tirc.ir.visitor import contains_blocks
     if root.alloc_buffers or (isinstance(inner, SBlockRealize) and inner.block.iter_vars) or (
             not isinstance(inner, SBlockRealize) and contains_blocks(inner)):
         return root
@@ -104,7 +104,7 @@ class BlockPrinter:
         if isinstance(dom.min, IntImm) and dom.min.value == 0:
             dom_text = self.expr(dom.extent)
         else:
-            dom_text = f"({self.expr(dom.min)}, {self.expr(_plus(dom.min, dom.extent))})"
+            dom_text = f"({self.expr(dom.min)}, {self.expr(plus(dom.min, dom.extent))})"
         value = self.expr(r.iter_values[i])
         name = self.define(iv.var, iv.var.name)
         self.emit(level, f"{name} = T.axis.{_AXIS[iv.iter_type]}({dom_text}, {value})")
@@ -115,5 +115,5 @@ class BlockPrinter:
             if isinstance(rng.extent, IntImm) and rng.extent.value == 1:
                 items.append(self.expr(rng.min))
             else:
-                items.append(f"{self.expr(rng.min)}:{self.expr(_plus(rng.min, rng.extent))}")
+                items.append(f"{self.expr(rng.min)}:{self.expr(plus(rng.min, rng.extent))}")
         return f"{self.buffer_name(r.buffer)}[{', '.join(items) or '()'}]"

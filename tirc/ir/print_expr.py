@@ -14,7 +14,7 @@ from tirc.ir.const_fold import folds_away, try_const_fold
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar,
                           IntImm, Let, Not, PrimExpr, Ramp, Select, Shuffle, StringImm,
                           Var, scalable_count)
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 # Python operator precedence, higher binds tighter.
 _PREC = {"or": 1, "and": 2, "not": 3, "eq": 4, "ne": 4, "lt": 4, "le": 4, "gt": 4, "ge": 4,
@@ -116,7 +116,7 @@ class ExprPrinter:
                 count = IntImm(i.base.dtype, i.lanes * i.stride.value)
                 if i.scalable:  # A[b:b + T.vscale() * 4]
                     count = scalable_count(i.lanes * i.stride.value, i.base.dtype)
-                stop = _plus(i.base, count)
+                stop = plus(i.base, count)
                 step = f":{i.stride.value}" if i.stride.value != 1 else ""
                 parts.append(f"{self.expr(i.base)}:{self.expr(stop)}{step}")
             else:
@@ -227,7 +227,7 @@ def _lanes_text(e) -> str:
     return f"T.vscale() * {e.lanes}" if e.scalable else str(e.lanes)
 
 
-def _plus(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+def plus(a: PrimExpr, b: PrimExpr) -> PrimExpr:
     """``a + b`` as the text of a bound, folded as TVM's ``+`` folds it (two constants,
     or one of them 0)."""
     if a.dtype == b.dtype or (isinstance(a, IntImm) and isinstance(b, IntImm)):

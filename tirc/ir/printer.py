@@ -17,8 +17,8 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore,
                           SeqStmt, Stmt, While)
 from tirc.ir.scalars import scalar_buffers, scalar_params
 from tirc.ir.freevars import free_vars
-from tirc.target import Target
-from tirc.ir.print_expr import ExprPrinter, _plus, py_value, quote
+from tirc.target.kinds import Target
+from tirc.ir.print_expr import ExprPrinter, plus, py_value, quote
 from tirc.ir.print_block import BlockPrinter, implicit_root
 from tirc.ir.block import SBlockRealize
 
@@ -523,7 +523,7 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
         if zero and s.step is None:
             bounds = self.expr(s.extent)
         else:
-            bounds = f"{self.expr(s.min)}, {self.expr(_plus(s.min, s.extent))}"
+            bounds = f"{self.expr(s.min)}, {self.expr(plus(s.min, s.extent))}"
             if s.step is not None:
                 bounds += f", {self.expr(s.step)}"
         extra = ""

@@ -18,7 +18,7 @@ TVM prints these calls in three namespaces (``python/tvm/backend/cuda/script.py`
   the last is TVM's flag set (``"pred"``, ...), of which tirc takes only "".
 
 :func:`decode` checks a call's arguments (at the call) and returns what the backends
-need. Which arch and PTX ISA version each instruction needs is ``tirc.target``'s
+need. Which arch and PTX ISA version each instruction needs is ``tirc.target.kinds``'s
 ``PTX_FEATURES`` table; :func:`feature` names the row a call needs.
 """
 from __future__ import annotations
@@ -344,7 +344,7 @@ def decode(call: Call):
 
 
 def feature(call: Call) -> str:
-    """The row of ``tirc.target.PTX_FEATURES`` (arch and PTX version) ``call`` needs."""
+    """The row of ``tirc.target.kinds.PTX_FEATURES`` (arch and PTX version) ``call`` needs."""
     d = decode(call)
     if isinstance(d, MmaCall):
         t = d.types[0]

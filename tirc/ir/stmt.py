@@ -56,7 +56,7 @@ class IterVar:
 class AttrStmt(Stmt):
     """``T.attr(node, key, value)`` over ``body``. With key ``thread_extent`` and an
     :class:`IterVar` node this is ``T.launch_thread``; with key ``target`` and a
-    :class:`~tirc.target.Target` node, a region delegated to another target. A ``None``
+    :class:`~tirc.target.kinds.Target` node, a region delegated to another target. A ``None``
     node is TVM's annotation form ``T.attr({key: value})``."""
 
     node: Any

@@ -15,18 +15,18 @@ from typing import Any
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import PrimExpr
-from tirc.ir.block import BLOCK_NODES
+from tirc.ir.block import BLOCK_NODES, SBlock, SBlockRealize
 from tirc.ir.stmt import IterVar, Stmt
 from tirc.ir.trampoline import drive
 
 Node = Any
 
 
-_NODE_TYPES = (PrimExpr, Stmt, IterVar, *BLOCK_NODES)
+NODE_TYPES = (PrimExpr, Stmt, IterVar, *BLOCK_NODES)
 
 
 def is_node(value: object) -> bool:
-    return isinstance(value, _NODE_TYPES)
+    return isinstance(value, NODE_TYPES)
 
 
 # Field types that hold plain data, never a node or a buffer (as the records annotate
@@ -35,7 +35,7 @@ _PLAIN_TYPES = frozenset({"int", "float", "str", "bool", "tuple[str, ...]", int,
 
 
 @lru_cache(maxsize=None)
-def _child_fields(cls: type) -> tuple[str, ...]:
+def child_fields(cls: type) -> tuple[str, ...]:
     """Fields of ``cls`` that may hold nodes or buffers (everything but plain data: the
     fields named here, and those whose declared type is plain data)."""
     skip = {"span", "dtype", "op", "name", "kind", "thread_tag", "lanes", "form", "key",
@@ -185,16 +185,16 @@ class Visitor(_Walk):
         if isinstance(node, Stmt):
             self._run(self.descend(node))
             return
-        for name in _child_fields(type(node)):
+        for name in child_fields(type(node)):
             value = getattr(node, name)
-            if isinstance(value, _NODE_TYPES):
+            if isinstance(value, NODE_TYPES):
                 self.visit(value)
             else:
                 self._visit_value(value)
 
     def descend(self, node: Node):
         """Generator: visit every child of the statement ``node``."""
-        for name in _child_fields(type(node)):
+        for name in child_fields(type(node)):
             value = getattr(node, name)
             if isinstance(value, Stmt):
                 yield value
@@ -213,7 +213,7 @@ class Visitor(_Walk):
             self._visit_value(value)
 
     def _visit_value(self, value: object) -> None:
-        if isinstance(value, _NODE_TYPES):
+        if isinstance(value, NODE_TYPES):
             self.visit(value)
         elif isinstance(value, Buffer):
             self.visit_buffer(value)
@@ -241,9 +241,9 @@ class Mutator(_Walk):
         if isinstance(node, Stmt):
             return self._run(self.descend(node))
         changes: dict[str, object] = {}
-        for name in _child_fields(type(node)):
+        for name in child_fields(type(node)):
             old = getattr(node, name)
-            new = self.visit(old) if isinstance(old, _NODE_TYPES) else self._mutate_value(old)
+            new = self.visit(old) if isinstance(old, NODE_TYPES) else self._mutate_value(old)
             if new is not old:
                 changes[name] = new
         return rebuild(node, changes) if changes else node
@@ -252,7 +252,7 @@ class Mutator(_Walk):
         """Generator: ``node`` (a statement) with every child visited; rebuilt only when
         a child changed."""
         changes: dict[str, object] = {}
-        for name in _child_fields(type(node)):
+        for name in child_fields(type(node)):
             old = getattr(node, name)
             if isinstance(old, Stmt):
                 new = yield old
@@ -277,7 +277,7 @@ class Mutator(_Walk):
         return self._mutate_value(value)
 
     def _mutate_value(self, value: object) -> object:
-        if isinstance(value, _NODE_TYPES):
+        if isinstance(value, NODE_TYPES):
             return self.visit(value)
         if isinstance(value, Buffer):
             return self.visit_buffer(value)
@@ -333,7 +333,7 @@ def fill_span(s: Stmt, span) -> Stmt:
     """``s`` with ``span`` on itself and on every statement under it that has no location,
     down to the statements that have one (those keep theirs, and so does their code)."""
     changes: dict[str, object] = {} if s.span is not None else {"span": span}
-    for name in _child_fields(type(s)):
+    for name in child_fields(type(s)):
         value = getattr(s, name)
         if isinstance(value, Stmt):
             if value.span is None:
@@ -354,30 +354,35 @@ def walk(node: Node):
         yield n
         names = fields.get(type(n))
         if names is None:
-            names = fields[type(n)] = _child_fields(type(n))[::-1]
+            names = fields[type(n)] = child_fields(type(n))[::-1]
         for name in names:  # children pushed last first, so the first is walked next
             value = getattr(n, name)
-            if isinstance(value, _NODE_TYPES):
+            if isinstance(value, NODE_TYPES):
                 push(value)
             elif isinstance(value, tuple):
-                _push_reversed(value, stack)
+                push_reversed(value, stack)
 
 
-_REVERSED_FIELDS: dict[type, tuple[str, ...]] = {}  # walk's copy of _child_fields, reversed
+_REVERSED_FIELDS: dict[type, tuple[str, ...]] = {}  # walk's copy of child_fields, reversed
 
 
-def _push_reversed(value: tuple, stack: list) -> None:
+def push_reversed(value: tuple, stack: list) -> None:
     """The nodes of ``value`` (nested tuples flattened) onto ``stack``, last first."""
     for item in reversed(value):
-        if isinstance(item, _NODE_TYPES):
+        if isinstance(item, NODE_TYPES):
             stack.append(item)
         elif isinstance(item, tuple):
-            _push_reversed(item, stack)
+            push_reversed(item, stack)
 
 
 def _collect(value: object, out: list) -> None:
-    if isinstance(value, _NODE_TYPES):
+    if isinstance(value, NODE_TYPES):
         out.append(value)
     elif isinstance(value, tuple):
         for item in value:
             _collect(item, out)
+
+
+def contains_blocks(stmt: Stmt) -> bool:
+    """Whether ``stmt`` holds a block (``T.sblock`` or its realize)."""
+    return any(isinstance(n, (SBlock, SBlockRealize)) for n in walk(stmt))

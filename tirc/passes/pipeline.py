@@ -1,4 +1,4 @@
-"""The pass manager: one ordered list of named passes (DESIGN §4), instruments that run
+"""The pass manager: one ordered list of named passes (docs/pipeline.md), instruments that run
 before and after each pass (print-after, verify-each, timing), and early stops.
 
 Each pass declares the passes it requires to have run before it; a test checks the
@@ -12,19 +12,8 @@ from typing import Callable
 
 from tirc.diagnostics import Diagnostic, internal_errors
 from tirc.ir.function import IRModule
+from tirc.passes.pass_context import PassContext
 from tirc.records import record
-from tirc.target import Target
-
-
-@record(frozen=True)
-class PassContext:
-    """What passes may read besides the module: the bind target (with its host) and the
-    host ABI of public functions (``"packed"``: MakePackedAPI; ``"c"``: MakeCAPI) and
-    the prefix of their exported symbols (``--symbol-prefix``; "" for none)."""
-
-    target: Target
-    abi: str = "packed"
-    symbol_prefix: str = ""
 
 
 @record(frozen=True)
@@ -63,7 +52,7 @@ PHASES: tuple[tuple[str, str], ...] = (
 
 def has_blocks(mod: IRModule) -> bool:
     """Whether some function of ``mod`` is schedulable TIR (``s_tir`` or with blocks)."""
-    from tirc.ir.block import contains_blocks
+    from tirc.ir.visitor import contains_blocks
     return any(f.s_tir or contains_blocks(f.body) for f in mod.functions.values())
 
 

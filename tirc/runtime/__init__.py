@@ -1,4 +1,4 @@
-"""tirc's runtime: a small Device API (seed 003) for CPU and CUDA, built on cuda-python,
+"""tirc's runtime: a small Device API for CPU and CUDA, built on cuda-python,
 NumPy and DLPack, and the loader for what ``tirc build`` writes.
 
     from tirc import runtime as rt

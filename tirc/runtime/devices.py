@@ -1,5 +1,5 @@
-"""Devices, streams and events: the Device API of seed 003 for two device types, CPU
-and CUDA.
+"""Devices, streams and events: a small Device API for two device types, CPU and
+CUDA (docs/codegen-runtime.md).
 
 ``device("cuda", 0)`` (or ``device("cuda:0")``) is a cheap value; nothing touches the
 driver until an attribute, a stream, an event or memory is asked for. Attribute queries
@@ -312,8 +312,8 @@ class Event:
 
 def use_stream(stream: Stream):
     """A context manager making ``stream`` the current stream of its device for tvm-ffi
-    functions called inside it (the stream built kernels launch on; seed 003's
-    SetStream)."""
+    functions called inside it (the stream built kernels launch on; a Device
+    API's SetStream)."""
     if not isinstance(stream, Stream):
         raise TypeError(f"use_stream takes a tirc.runtime Stream, not {type(stream).__name__}")
     try:

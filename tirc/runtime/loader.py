@@ -6,7 +6,7 @@ import re
 
 from tirc.runtime.errors import IncompatibleDeviceImage, LoadError
 
-from tirc.cuda_arch import image_rule, parse_arch, rule_holds, rule_text
+from tirc.target.cuda_arch import image_rule, parse_arch, rule_holds, rule_text
 
 
 def load(path, check_images: bool = True):

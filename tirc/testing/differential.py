@@ -214,9 +214,9 @@ def check_module(text: str, workdir: str | os.PathLike, seed: int = 0, use_tvm: 
     TVM when ``use_tvm``); inputs come from ``np.random.default_rng(seed)``."""
     import tvm_ffi
 
-    from tirc.build import build
+    from tirc.build.stages import build
     from tirc.diagnostics import Diagnostic
-    from tirc.parser import parse
+    from tirc.frontend.parse import parse
 
     result = ModuleResult(seed, "ok")
     name = name or f"fuzz{seed}"

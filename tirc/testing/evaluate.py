@@ -134,15 +134,15 @@ _NUMPY_MATH = {"exp": np.exp, "exp2": np.exp2, "log": np.log, "log2": np.log2,
                "asinh": np.arcsinh, "acosh": np.arccosh, "atanh": np.arctanh,
                "pow": np.power, "atan2": np.arctan2, "hypot": np.hypot, "fmod": np.fmod,
                "copysign": np.copysign, "nextafter": np.nextafter}
-_EXACT = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint,
+EXACT = {"floor": np.floor, "ceil": np.ceil, "trunc": np.trunc, "round": np.rint,
           "nearbyint": np.rint, "fabs": np.fabs}
 
 
 def math_call(name: str, args: list, d: DataType):
     t = NP[d.base]
     with np.errstate(all="ignore"):
-        if name in _EXACT:
-            return t(_EXACT[name](args[0]))
+        if name in EXACT:
+            return t(EXACT[name](args[0]))
         if name == "sigmoid":
             one = t(1.0)
             return t(one / (one + math_call("exp", [t(-args[0])], d)))
@@ -212,7 +212,7 @@ class Evaluator:
             elif p.dtype.is_handle:
                 env[id(p)] = a.storage if isinstance(a, View) else _flat(a)
             else:
-                env[id(p)] = _scalar(a, p.dtype)
+                env[id(p)] = scalar(a, p.dtype)
         try:
             self.stmt(func.body, env, views)
         except _Return as r:
@@ -441,12 +441,12 @@ class Evaluator:
         if name == "reinterpret":
             src = e.args[1].dtype
             return np.array([args[1]], np_type(src)).view(np_type(d))[0]
-        if d.is_float and name in _MATH_OK:
+        if d.is_float and name in MATH_OK:
             return math_call(name, [np_type(d)(a) for a in args], d)
         raise Unsupported(f"T.{name}")
 
 
-_MATH_OK = frozenset(list(_NUMPY_MATH) + list(_EXACT) + ["sigmoid", "rsqrt", "fma", "erf"])
+MATH_OK = frozenset(list(_NUMPY_MATH) + list(EXACT) + ["sigmoid", "rsqrt", "fma", "erf"])
 
 
 class _Poison(Undefined):
@@ -461,7 +461,7 @@ def _flat(a) -> np.ndarray:
     return a.reshape(-1)
 
 
-def _scalar(a, d: DataType):
+def scalar(a, d: DataType):
     t = np_type(d)
     if d.is_float:
         return t(a)

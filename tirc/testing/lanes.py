@@ -30,7 +30,7 @@ from __future__ import annotations
 import numpy as np
 
 from tirc.ir.dtype import DataType
-from tirc.testing.evaluate import (_EXACT, _MATH_OK, NP, Undefined, Unsupported, int_bounds,
+from tirc.testing.evaluate import (EXACT, MATH_OK, NP, Undefined, Unsupported, int_bounds,
                                    math_call, np_type as scalar_np_type)
 
 _CMP = {"eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
@@ -204,8 +204,8 @@ def math(name: str, args: list, d: DataType):
     """Float math function ``name`` of dtype ``d`` over threads."""
     t = np_type(d)
     with np.errstate(all="ignore"):
-        if name in _EXACT:
-            return as_value(_EXACT[name](np.asarray(args[0], dtype=t)), t)
+        if name in EXACT:
+            return as_value(EXACT[name](np.asarray(args[0], dtype=t)), t)
         if name == "sigmoid":
             e = math("exp", [np.negative(args[0], dtype=t)], d)
             return as_value(np.divide(t(1), np.add(t(1), e, dtype=t), dtype=t), t)
@@ -219,7 +219,7 @@ def math(name: str, args: list, d: DataType):
         if name in _WIDE_MATH:
             w = [np.asarray(a, dtype=np.float64) for a in args]
             return as_value(_WIDE_MATH[name](*w).astype(t), t)
-        if name in _MATH_OK:
+        if name in MATH_OK:
             return per_element(lambda *xs: math_call(name, [t(x) for x in xs], d), args, d)
     raise Unsupported(f"T.{name}")
 

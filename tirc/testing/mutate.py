@@ -98,7 +98,7 @@ _HOSTILE_FLOATS = ("1e39", "-1e39", "3.5e308", "70000.0", "1e-50")
 
 
 def hostile_mutants(text: str, rng: random.Random, per_kind: int):
-    """Valid-looking variants aimed at the limits a compiler must check (issue 15): huge
+    """Valid-looking variants aimed at the limits a compiler must check (docs/cli.md, Limits): huge
     and out-of-range literals, zero divisors, constant indices outside their buffer,
     deep nesting, bad target options. The result may be valid; the compiler must then
     build it or refuse it with a located error — never crash, hang or miscompile."""

@@ -38,7 +38,7 @@ are :mod:`tirc.testing.evaluate`'s, vectorised in :mod:`tirc.testing.lanes`.
   (``Options.strict_warp_sync``).
 * ``T.tvm_warp_shuffle``/``_up``/``_down``/``_xor(mask, value, lane, width, warp_size)``
   follow PTX ``shfl.sync`` (``idx``/``up``/``down``/``bfly``) as
-  :mod:`tirc.backends.nvptx_warp` emits it: ``c = (warp_size - width) << 8 | clamp``
+  :mod:`tirc.backends.cuda.warp` emits it: ``c = (warp_size - width) << 8 | clamp``
   (clamp 0 for ``up``, 31 otherwise), a source lane outside the segment reads the
   thread's own value, a source lane that does not exist or does not execute the shuffle
   reads garbage (all bits set: NaN for floats). A thread whose lane is not in ``mask``,
@@ -77,7 +77,7 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore,
 from tirc.ir.visitor import walk
 from tirc.records import record
 from tirc.testing import lanes, simt_subbyte
-from tirc.testing.evaluate import Evaluator, Undefined, Unsupported, _scalar, wrap
+from tirc.testing.evaluate import Evaluator, Undefined, Unsupported, scalar, wrap
 from tirc.testing.simt_memory import (DataRace, KernelFault, Memory, OutOfBounds, SparseMemory,
                                       Sync, Threads, View, check_load, check_store)
 
@@ -148,10 +148,11 @@ _SHUFFLES = {"tvm_warp_shuffle": ("idx", 31), "tvm_warp_shuffle_up": ("up", 0),
 def lower(source, target="cuda -arch=sm_80", host="llvm", filename: str = "<input>") -> IRModule:
     """``source`` (TIR text or a module) through the pipeline: host functions as after
     ``VerifyMemory``, device functions as the backends receive them."""
-    from tirc.build import bind_target_from, split_module
+    from tirc.build.stages import split_module
+    from tirc.build.options import bind_target_from
     from tirc.passes.pipeline import PassContext, pipeline
     if isinstance(source, str):
-        from tirc.parser import parse
+        from tirc.frontend.parse import parse
         source = parse(source, filename)
     ctx = PassContext(bind_target_from(target, host))
     passes = pipeline(ctx.abi)
@@ -199,7 +200,7 @@ def _scan_extents(func: PrimFunc, args: list) -> dict[str, int]:
     env = {}
     for p, a in zip(func.params, args):
         if not p.dtype.is_handle and func.buffer_of(p) is None:
-            env[id(p)] = _scalar(a, p.dtype)
+            env[id(p)] = scalar(a, p.dtype)
     ev = Evaluator(IRModule({}))
     found: dict[str, int] = {}
     for node in walk(func.body):
@@ -320,7 +321,7 @@ class _Kernel:
                     raise TypeError(f"{self.name}: parameter {p.name} takes an array")
                 self.env[id(p)] = ptr
             else:
-                self.env[id(p)] = _scalar(a, p.dtype)
+                self.env[id(p)] = scalar(a, p.dtype)
 
     # -- the grid --------------------------------------------------------------------------
     def run(self) -> None:

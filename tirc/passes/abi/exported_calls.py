@@ -5,7 +5,7 @@ Once MakePackedAPI has given a public function the packed signature, a call
 directly. As TVM's MakePackedAPI does (its ``SubroutineCallRewriter``), the call becomes
 ``T.call_cpacked("__tvm_ffi_<f>", args...)``: the arguments go through a ``TVMFFIAny``
 array to the exported symbol, which checks them as it checks any caller's, and a failure
-of ``f`` is the caller's failure (``tirc.backends.cpu_packed_call``).
+of ``f`` is the caller's failure (``tirc.backends.cpu.packed_call``).
 
 A buffer argument is passed as a tensor (``DLTensor*``): a parameter buffer of the
 calling exported function passes the tensor its own caller gave (the positions are the

@@ -1,4 +1,4 @@
-"""MakeCAPI: give public host functions a plain C signature (``--abi c``, DESIGN §5).
+"""MakeCAPI: give public host functions a plain C signature (``--abi c``; docs/codegen-runtime.md).
 
 Runs in place of MakePackedAPI (the pipeline picks one by ``PassContext.abi``). Skipped
 as there: kernels, private functions, functions with a calling convention already,
@@ -24,7 +24,7 @@ with a program's, and TVM's ``te.create_prim_func`` always names its function so
 - the function returns 0 on success; a failed check (a NULL buffer pointer when the
   buffer is not empty, a NULL ``out``, a size out of range) or any other assertion of the
   body returns nonzero (-1), and the host backend records ``"Kind: message"`` where
-  ``<module>_last_error()`` returns it (a thread-local buffer; see ``tirc.backends.cpu``).
+  ``<module>_last_error()`` returns it (a thread-local buffer; see ``tirc.backends.cpu.backend``).
 
 Not expressible through a C signature: vector-typed and narrow-float (float16,
 bfloat16, float8) scalar parameters and return values — a Diagnostic.
@@ -34,7 +34,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic
-from tirc.ffi_abi import binop, cast, dtype_range, empty_condition, fits, i32, mul, not_null, wide
+from tirc.ir.ffi_abi import binop, cast, dtype_range, empty_condition, fits, i32, mul, not_null, wide
 from tirc.ir.attrs import C_API, GLOBAL_SYMBOL, SYMBOL_PREFIX
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, INT64
@@ -53,7 +53,7 @@ from tirc.ir.stmt import (
 )
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.abi.make_packed_api import export_functions
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 
 
 def make_c_api(mod: IRModule, ctx: PassContext) -> IRModule:

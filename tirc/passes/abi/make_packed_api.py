@@ -1,6 +1,6 @@
 """MakePackedAPI: give public host functions tvm-ffi's packed (safe-call) signature.
 
-Runs after LowerDeviceKernelLaunch (DESIGN §4.6); every function has a ``target`` and
+Runs after LowerDeviceKernelLaunch (docs/pipeline.md); every function has a ``target`` and
 kernels carry ``"calling_conv": 2``. Skipped: kernels, private functions, functions
 already packed (``calling_conv`` 1), device-target functions without a host. Each other
 ``f`` becomes ``f(self_handle, args, num_args: T.int32, result) -> T.int32`` with
@@ -33,7 +33,7 @@ misaligned byte offset for a symbolic ``elem_offset`` is a ValueError; TVM casts
 field and scalar to its variable's type unchecked and compares the narrowed values; the
 strides of an empty tensor are not checked (NumPy gives a (4, 0) array strides (0, 0)).
 
-Intrinsics introduced, documented with their struct fields in ``tirc.ffi_abi`` (the host
+Intrinsics introduced, documented with their struct fields in ``tirc.ir.ffi_abi`` (the host
 code generator implements them): ``T.tvm_struct_get``, ``T.tvm_struct_set``,
 ``T.handle_add_byte_offset``; also ``T.isnullptr``.
 """
@@ -41,9 +41,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tirc import ffi_abi as abi
+from tirc.ir import ffi_abi as abi
 from tirc.diagnostics import Diagnostic, Span
-from tirc.ffi_abi import (
+from tirc.ir.ffi_abi import (
     any_value,
     binop,
     cast,
@@ -80,10 +80,10 @@ from tirc.ir.stmt import (
     seq,
 )
 from tirc.ir.visitor import Mutator, walk
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 from tirc.passes.abi.exported_calls import rewrite_exported_calls
 from tirc.passes.analysis.written_params import written_params
-from tirc.target import KINDS, Target
+from tirc.target.kinds import KINDS, Target
 
 WHEN, EXPECTED = " when calling:\n  `", "`,\n  expected "
 

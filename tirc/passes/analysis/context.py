@@ -10,7 +10,7 @@ from __future__ import annotations
 from tirc.ir.attrs import DEVICE_SCOPE, TARGET, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import AttrStmt, For, Stmt
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 HOST = "host"
 DEVICE = "device"

@@ -112,9 +112,9 @@ def _path(target: Var, expr: PrimExpr) -> list[PrimExpr]:
 
 
 def _children(n) -> list:
-    from tirc.ir.visitor import _child_fields, is_node
+    from tirc.ir.visitor import child_fields, is_node
     out = []
-    for name in _child_fields(type(n)):
+    for name in child_fields(type(n)):
         v = getattr(n, name)
         for item in (v if isinstance(v, tuple) else (v,)):
             if isinstance(item, PrimExpr) and is_node(item):

@@ -18,7 +18,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tirc.ir.block import BufferRegion, MatchBufferRegion, Range, SBlock, contains_blocks
+from tirc.ir.block import BufferRegion, MatchBufferRegion, Range, SBlock
+from tirc.ir.visitor import contains_blocks
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BinOp, Broadcast, BufferLoad, PrimExpr
 from tirc.ir.function import IRModule

@@ -31,7 +31,7 @@ nested in one of extent 32 into a single loop of extent 32, silently running the
 body on threads it was not written for, and UnifyThreadBinding never sees the two.
 
 Runs on block-level functions only (``s_tir`` or holding blocks): plain TIR passes
-through unchanged (DESIGN §4, 3a), where TVM would lift its loops too.
+through unchanged (its thread axes are read as written), where TVM would lift its loops too.
 
 Precondition: ConvertBlocksToOpaque ran (block iterators bound to thread variables are
 gone, so only loop variables are renamed). Guarantees: within a kernel, no two loops
@@ -43,7 +43,7 @@ from dataclasses import replace
 from typing import Any
 
 from tirc.diagnostics import Diagnostic, Span
-from tirc.ir.block import contains_blocks
+from tirc.ir.visitor import contains_blocks
 from tirc.ir.equal import structural_equal
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.function import IRModule

@@ -18,8 +18,8 @@ As TVM 0.27 does it (``s_tir/transform/unify_thread_binding.cc``):
 - the new loop variable is named after the tag (``threadIdx_x``).
 
 Runs on block-level functions only (``s_tir`` or holding blocks): plain TIR, whose
-``T.launch_thread`` scopes tirc reads as written, passes through unchanged (DESIGN §4,
-3a). LowerThreadBindings, after LowerOpaqueBlock, turns the loops back into
+``T.launch_thread`` scopes tirc reads as written, passes through unchanged.
+LowerThreadBindings, after LowerOpaqueBlock, turns the loops back into
 ``T.launch_thread`` scopes (TVM's LowerOpaqueBlock does that itself).
 
 Precondition: LiftThreadBinding ran (not needed for correctness: nested loops of one tag

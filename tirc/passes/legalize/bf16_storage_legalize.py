@@ -1,5 +1,5 @@
 """BF16StorageLegalize: bfloat16 computed in float32 and stored as uint16 where the
-target's code generator has no native bfloat16 (DESIGN §4.7).
+target's code generator has no native bfloat16 (docs/pipeline.md).
 
 For every function whose target is not bfloat16-native (:func:`bf16_native`, the one
 place that rule lives):
@@ -18,7 +18,7 @@ Functions whose target handles bfloat16 are returned unchanged (today none: see
 :func:`bf16_native`), as is every function that mentions no bfloat16.
 
 Preconditions: every function has a ``target`` attribute (BindTarget); MakePackedAPI has
-run, so argument checks of the packed API still see the user's dtype (seed 001).
+run, so argument checks of the packed API still see the user's dtype.
 Guarantees: no bfloat16 value, buffer or variable is left in a legalized function.
 Unlike TVM's pass this one does not require an empty ``buffer_map``: it rewrites it.
 """
@@ -27,7 +27,7 @@ from __future__ import annotations
 from tirc.ir.function import IRModule
 from tirc.passes.legalize.narrow_float import legalize_module
 from tirc.passes.legalize.narrow_float_ops import Format, Ops
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 
 def bf16_native(target: Target) -> bool:

@@ -1,4 +1,4 @@
-"""FP8StorageLegalize: float8 computed in float32 and stored as uint8 (DESIGN §4.7).
+"""FP8StorageLegalize: float8 computed in float32 and stored as uint8 (docs/pipeline.md).
 
 For every function whose target's code generator lacks native float8 arithmetic
 (:func:`fp8_native`, the one place that rule lives: no tirc target has it; CUDA's fp8
@@ -21,7 +21,7 @@ Functions whose target handles float8 are returned unchanged, as is every functi
 mentions no float8. ``float8_e8m0fnu`` (an exponent-only scale format) is a diagnostic.
 
 Preconditions: every function has a ``target`` attribute (BindTarget); MakePackedAPI has
-run (seed 001). Guarantees: no float8 value, buffer or variable is left in a legalized
+run. Guarantees: no float8 value, buffer or variable is left in a legalized
 function. Unlike TVM's pass this one rewrites a non-empty ``buffer_map``.
 """
 from __future__ import annotations
@@ -31,7 +31,7 @@ from functools import partial
 from tirc.ir.function import IRModule
 from tirc.passes.legalize.narrow_float import legalize_module
 from tirc.passes.legalize.narrow_float_ops import Format, Ops
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 # name: (exponent bits, mantissa bits, exponent bias, kind)
 SPECS: dict[str, tuple[int, int, int, str]] = {

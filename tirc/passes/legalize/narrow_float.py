@@ -33,9 +33,9 @@ from tirc.ir.dtype import FLOAT32, DataType
 from tirc.ir.expr import (ARITH_OPS, COMPARE_OPS, BinOp, Broadcast, Call, Cast, FloatImm,
                           GlobalVar, IntImm, Let, PointerType, PrimExpr, Select, Var)
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.visitor import _NODE_TYPES, Mutator, _child_fields, _push_reversed, walk
+from tirc.ir.visitor import NODE_TYPES, Mutator, child_fields, push_reversed, walk
 from tirc.passes.legalize.narrow_float_ops import Format
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 # Intrinsics computed in float32 when applied to narrow values (result dtype = argument's).
 _MATH = frozenset({"exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
@@ -149,10 +149,10 @@ def _scan_bases(func: PrimFunc) -> frozenset[str]:
                 add(b.dtype.base)
         for name in names:
             value = getattr(node, name)
-            if isinstance(value, _NODE_TYPES):
+            if isinstance(value, NODE_TYPES):
                 push(value)
             elif isinstance(value, tuple):
-                _push_reversed(value, stack)  # the order does not matter here
+                push_reversed(value, stack)  # the order does not matter here
     return frozenset(found)
 
 
@@ -163,7 +163,7 @@ def _scan_plan(cls: type) -> tuple[bool, bool, tuple[str, ...]]:
     """For :func:`_scan_bases`: whether ``cls`` has a ``dtype`` (a field or a property),
     whether it has a ``buffer`` field, and the fields :func:`walk` descends into."""
     names = {f.name for f in fields(cls)}
-    return ("dtype" in names or hasattr(cls, "dtype"), "buffer" in names, _child_fields(cls))
+    return ("dtype" in names or hasattr(cls, "dtype"), "buffer" in names, child_fields(cls))
 
 
 def _mentions(func: PrimFunc, formats: dict[str, Format], unsupported: tuple[str, ...]) -> bool:

@@ -43,7 +43,7 @@ from tirc.ir.renew import substitute
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate,
                           For, IfThenElse, IterVar, LetStmt, Return, SeqStmt, Stmt, While, seq)
 from tirc.ir.trampoline import drive
-from tirc.ir.visitor import Mutator, _child_fields, is_node, walk
+from tirc.ir.visitor import Mutator, child_fields, is_node, walk
 from tirc.records import record
 
 _RECORDED = (BinOp, Not, Cast, Select)
@@ -62,7 +62,7 @@ def common_subexpr_elim(mod: IRModule, ctx=None) -> IRModule:
 
 def _children(e) -> list[PrimExpr]:
     out = []
-    for name in _child_fields(type(e)):
+    for name in child_fields(type(e)):
         v = getattr(e, name)
         for x in (v if isinstance(v, tuple) else (v,)):
             if isinstance(x, PrimExpr) and is_node(x):
@@ -195,7 +195,7 @@ class _Planner:
         elif isinstance(s, (Evaluate, Return)):
             self.expr(s.value)
         else:  # anything else: its expressions, its statements in place
-            for name in _child_fields(type(s)):
+            for name in child_fields(type(s)):
                 v = getattr(s, name)
                 for x in (v if isinstance(v, tuple) else (v,)):
                     if isinstance(x, PrimExpr) and is_node(x):

@@ -1,4 +1,4 @@
-"""FlattenBuffer: multi-dimensional buffers become flat (1-D) ones (DESIGN §4.3).
+"""FlattenBuffer: multi-dimensional buffers become flat (1-D) ones (docs/pipeline.md).
 
 Every buffer with more or fewer than one dimension, with strides, or with an element
 offset is accessed through a flat buffer over the same data pointer:
@@ -46,7 +46,7 @@ from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.index_arith import arith, cast, const_int, constant_layout, widen
 from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Stmt
 from tirc.ir.visitor import Mutator, walk
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 
 
 

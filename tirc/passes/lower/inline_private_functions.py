@@ -1,5 +1,5 @@
 """InlinePrivateFunctions: inline calls of private functions where the code generator
-cannot emit calls (target option ``supports_calls=false``; seed 002, TVM PR 16184).
+cannot emit calls (target option ``supports_calls=false``, as TVM's pass of the same name).
 
 A call site is inlined when the target it runs under lacks calls: the function's own
 target for its top level (the host target when that target carries one), the device
@@ -40,7 +40,7 @@ from tirc.ir.stmt import DeclBuffer, Evaluate, LetStmt, Return, Stmt
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.analysis.context import DEVICE, HOST, body_context, scope_change
 from tirc.passes.analysis.simplify_rules import is_pure
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 
 def inline_private_functions(mod: IRModule, ctx=None) -> IRModule:

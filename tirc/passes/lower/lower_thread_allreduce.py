@@ -41,7 +41,7 @@ from tirc.ir.attrs import REDUCE_SCOPE, TARGET, THREAD_EXTENT, VOLATILE
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, HANDLE, INT32, UINT32, DataType
 from tirc.ir.expr import (BinOp, BufferLoad, Call, Cast, IntImm, PointerType, PrimExpr,
-                          Select, StringImm, Var)
+                          Select, StringImm, Var, is_one)
 from tirc.ir.function import IRModule
 from tirc.ir.reducer import CommReducer
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Evaluate, IfThenElse,
@@ -49,7 +49,7 @@ from tirc.ir.stmt import (AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Evalua
 from tirc.ir.visitor import Mutator
 from tirc.ir.index_arith import arith
 from tirc.records import record
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 _WARP_KINDS = ("cuda", "nvptx")
 
@@ -142,7 +142,7 @@ class _Builder(Mutator):
             raise Diagnostic(f"T.tvm_thread_allreduce of {n} value(s) needs the count {n}, "
                              f"{n} values, a condition and {n} destinations", span)
         cond = call.args[n + 1]
-        values = [call.args[1 + i] if _is_one(cond) else Select(cond, call.args[1 + i], reducer.identity[i])
+        values = [call.args[1 + i] if is_one(cond) else Select(cond, call.args[1 + i], reducer.identity[i])
                   for i in range(n)]
         dtypes = [v.dtype for v in values]
         dests = []
@@ -298,10 +298,6 @@ class _Builder(Mutator):
         if id(dest.data) in self.remap:
             raise Diagnostic(f"buffer '{dest.name}' receives two cross-thread reductions", span)
         self.remap[id(dest.data)] = (new, load)
-
-
-def _is_one(e: PrimExpr) -> bool:
-    return isinstance(e, IntImm) and e.value == 1
 
 
 def _allocate(bufs: list[Buffer], body: Stmt) -> Stmt:

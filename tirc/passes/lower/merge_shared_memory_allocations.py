@@ -1,7 +1,7 @@
 """MergeSharedMemoryAllocations (TVM's ``s_tir.transform.MergeSharedMemoryAllocations``):
 a kernel launch's shared memory in one dynamic buffer, whose bytes buffers never alive
 together share; static shared memory stays static in a kernel without a dynamic
-allocation (DESIGN §4.4, seed 001).
+allocation (docs/pipeline.md).
 
 Every outermost thread scope (``T.launch_thread`` / ``thread_extent``; a
 ``thread_binding`` loop is accepted too) is a kernel launch and is handled on its own.
@@ -98,7 +98,7 @@ from tirc.passes.lower.storage_access import AccessFinder, Entry, InplaceCheck, 
 from tirc.passes.lower.storage_rewrite import const_bits, liveness
 from tirc.passes.lower.thread_sync import Access, BarrierPlanner
 from tirc.records import record
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 STATIC_LIMIT = 48 * 1024  # the most static shared memory a launch gets without opting in
 STATIC_ALIGN = 16  # the alignment of a static .shared array

@@ -17,7 +17,7 @@ from tirc.ir.attrs import TARGET, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AllocBuffer, AttrStmt, Evaluate, For
 from tirc.ir.visitor import Mutator, walk
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 _BARRIERS = ("tvm_storage_sync", "tvm_thread_allreduce")
 

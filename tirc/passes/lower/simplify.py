@@ -1,6 +1,6 @@
 """Simplify: fold constants, apply arithmetic identities, propagate constants, drop
 branches that integer ranges decide, and evaluate calls of pure private functions with
-constant arguments (DESIGN §4.3; seeds 000 and 002).
+constant arguments (docs/pipeline.md).
 
 * Operators, casts, ``Not``, ``Select`` and ``T.if_then_else`` on immediates fold with
   TVM's integer semantics (see :mod:`tirc.passes.analysis.simplify_arith`); nothing that could
@@ -19,7 +19,7 @@ constant arguments (DESIGN §4.3; seeds 000 and 002).
 * ``Module.f(c1, c2)`` with immediate arguments, where ``f`` is a private function whose
   body is pure (LetStmts, IfThenElse and Returns over scalar parameters: no buffer, no
   extern or side-effecting call), becomes the immediate it returns. So a host-side launch
-  extent or condition may use the known result of a device subroutine (seed 002).
+  extent or condition may use the known result of a device subroutine.
 
 Preconditions: Verify (and BindTarget, though targets are not read). Guarantees: the
 module's functions are all kept, with the same signatures; every expression keeps its

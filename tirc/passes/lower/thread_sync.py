@@ -1,5 +1,5 @@
 """ThreadSync: insert the shared-memory barriers ``T.tvm_storage_sync("shared")`` a kernel
-needs between threads (DESIGN §4.3).
+needs between threads (docs/pipeline.md).
 
 Inside each kernel (an outermost ``thread_extent`` scope) every statement is summarised
 by the shared-memory accesses it makes before its first barrier (``head``), after its

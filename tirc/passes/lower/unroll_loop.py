@@ -1,5 +1,5 @@
 """UnrollLoop: ``T.unroll`` loops with a constant trip count become copies of their body
-(DESIGN §4.3).
+(docs/pipeline.md).
 
 A loop of kind ``unrolled`` whose extent (and step, if any) is a constant is replaced by
 one copy of its body per iteration, in order, with the loop variable replaced by that
@@ -45,7 +45,7 @@ from tirc.ir.stmt import (AllocBuffer, AttrStmt, DeclBuffer, Evaluate, For, Iter
 from tirc.ir.renew import map_buffer
 from tirc.ir.visitor import Mutator, walk
 from tirc.ir.index_arith import arith, cast
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 
 MAX_COPIES = 256
 MAX_STATEMENTS = 4096

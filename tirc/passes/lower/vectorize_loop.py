@@ -1,4 +1,4 @@
-"""VectorizeLoop: ``T.vectorized`` loops become straight-line vector code (DESIGN §4.3).
+"""VectorizeLoop: ``T.vectorized`` loops become straight-line vector code (docs/pipeline.md).
 
 A vectorized loop with a constant extent (the lanes) and unit step is replaced by its body
 with the loop variable read as ``T.Ramp(min, 1, lanes)``: loads and stores whose index
@@ -34,7 +34,7 @@ from tirc.ir.renew import substitute
 from tirc.ir.stmt import BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, seq
 from tirc.ir.visitor import Mutator, walk
 from tirc.ir.index_arith import arith, broadcast, cast
-from tirc.passes.pipeline import PassContext
+from tirc.passes.pass_context import PassContext
 
 # Pure element-wise intrinsics: a vector call applies the scalar one to every lane. An
 # explicit list, so that an intrinsic added later falls back to a serial loop (safe).

@@ -1,4 +1,4 @@
-"""BindTarget: give every function a ``target`` attribute (DESIGN §3, §4.2; seeds 000, 002).
+"""BindTarget: give every function a ``target`` attribute (docs/targets.md).
 
 An existing ``target`` is the single source of truth and is never overwritten; the bind
 target (``--target`` with ``--host``) only fills in functions that have none:
@@ -10,8 +10,8 @@ target (``--target`` with ``--host``) only fills in functions that have none:
   rewritten to the duplicate;
 * callers' contexts propagate to callees transitively (host -> a -> b makes b a
   host-called function; a duplicate's callees are host-called too);
-* a private function nobody calls gets the device target without host (seed 000,
-  rule 4.4, kept as TVM has it).
+* a private function nobody calls gets the device target without host
+  (kept as TVM has it).
 
 Where TVM would miscompile, tirc differs and says so here: a private function that is
 called from host code and itself contains device regions (thread bindings) gets the full
@@ -36,9 +36,9 @@ from tirc.ir.expr import Call, GlobalVar
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.renew import renew_defs
 from tirc.ir.visitor import Mutator, Visitor
-from tirc.names import unique_name
+from tirc.ir.names import unique_name
 from tirc.passes.analysis.context import DEVICE, HOST, body_context, scope_change
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 
 class _Calls(Visitor):
@@ -100,7 +100,7 @@ def bind_target(mod: IRModule, target: Target) -> IRModule:
     """Bind ``target`` (a device or CPU target, possibly with a host) to ``mod``."""
     host = target.host if target.host is not None else (target if not target.is_device else None)
     if host is None:
-        from tirc.target import parse_target
+        from tirc.target.kinds import parse_target
         host = parse_target("llvm")
     device = target.without_host()
     full = device.with_host(host) if target.is_device else device

@@ -2,7 +2,7 @@
 and used only inside its scope; stores match their buffer's dtype; indices match a
 buffer's rank; calls name functions of the module with matching arguments; ``return``
 stands only in functions that return a value; storage scopes are known; no constant
-fact makes the program undefined (:mod:`tirc.passes.lower.verify_constants`: an integer
+fact makes the program undefined (:mod:`tirc.passes.analysis.constant_facts`: an integer
 division by a constant 0, a constant index outside its buffer)."""
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore,
                           is_loop_pragma)
 from tirc.ir.visitor import Visitor, walk
 from tirc.ir.block import BufferRegion, SBlock, SBlockRealize
-from tirc.passes.lower.verify_constants import check_function
+from tirc.passes.analysis.constant_facts import check_function
 
 
 def verify(mod: IRModule, buildable_scopes: bool = True) -> IRModule:

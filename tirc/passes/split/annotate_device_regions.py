@@ -22,7 +22,7 @@ from tirc.ir.function import IRModule
 from tirc.ir.stmt import AttrStmt, For, IterVar
 from tirc.ir.visitor import Mutator
 from tirc.passes.analysis.context import HOST, body_context
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 
 class _Annotate(Mutator):

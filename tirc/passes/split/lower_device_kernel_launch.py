@@ -10,7 +10,7 @@ extents written in terms of the call's arguments.
 
 A call is a launch only when the callee is a kernel and the caller is host code — the
 caller's target kind does not matter (a ``cuda`` function with a host is a host caller),
-and host-to-host calls stay plain calls whatever their targets (seed 001). Errors: a
+and host-to-host calls stay plain calls whatever their targets. Errors: a
 thread axis with two different extents, an extent that depends on something other than
 the kernel's parameters, more threads per block than the target allows, a kernel called
 from device code, a device subroutine called from host code.
@@ -19,9 +19,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tirc import facts
+from tirc.ir import facts
 from tirc.diagnostics import Diagnostic
-from tirc.facts import BuildFacts
+from tirc.ir.facts import BuildFacts
 from tirc.ir import describe
 from tirc.ir.attrs import (GLOBAL_SYMBOL, KERNEL_LAUNCH_PARAMS, LAUNCH_FLAGS, TARGET,
                            THREAD_EXTENT, USE_DYN_SHARED_MEMORY, is_kernel, sized_launch_params)
@@ -35,7 +35,7 @@ from tirc.ir.renew import substitute
 from tirc.ir.stmt import AllocBuffer, AttrStmt, IterVar
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.analysis.context import HOST, body_context
-from tirc.target import Target, thread_axis_limits
+from tirc.target.kinds import Target, thread_axis_limits
 
 
 

@@ -20,7 +20,7 @@ and LowerDeviceKernelLaunch launches it as one thread where it is called.
 Device functions that return a value are device subroutines called from kernels and are
 never split; calls inside device code stay direct calls; host functions without device
 regions are untouched — so a value-returning host helper never becomes a kernel, and a
-host caller whose target is ``cuda`` with a host is still a host caller (seed 001).
+host caller whose target is ``cuda`` with a host is still a host caller.
 """
 from __future__ import annotations
 
@@ -36,9 +36,9 @@ from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.renew import renew_defs
 from tirc.ir.stmt import AttrStmt, DeclBuffer, Evaluate, Return
 from tirc.ir.visitor import Mutator, walk
-from tirc.names import unique_name
+from tirc.ir.names import unique_name
 from tirc.passes.analysis.context import HOST, body_context
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 KERNEL_ATTRS = {CALLING_CONV: int(CallingConv.DEVICE_KERNEL_LAUNCH), IS_GLOBAL_FUNC: True}
 

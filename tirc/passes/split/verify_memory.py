@@ -28,7 +28,7 @@ from tirc.ir.stmt import AllocBuffer, BufferStore
 from tirc.ir.visitor import walk
 from tirc.passes.analysis.context import HOST, body_context
 from tirc.passes.split.verify_ptx_calls import check_ptx_calls
-from tirc.target import Target
+from tirc.target.kinds import Target
 
 
 def _check(name: str, func: PrimFunc, target: Target) -> None:

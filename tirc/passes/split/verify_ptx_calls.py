@@ -4,7 +4,7 @@ device code, for an arch that has them.
 Run by VerifyMemory, after the split, when every function's target says where its code
 runs: a PTX call in host code (a CPU target, or the host side of a CUDA function, outside
 its thread launches) is a diagnostic at the call, as is one whose instruction the
-target's arch (each arch of a multi-arch target) lacks (``tirc.target.PTX_FEATURES``).
+target's arch (each arch of a multi-arch target) lacks (``tirc.target.kinds.PTX_FEATURES``).
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from tirc.ir.expr import Call
 from tirc.ir.function import PrimFunc
 from tirc.ir.visitor import walk
 from tirc.passes.analysis.context import DEVICE, body_context
-from tirc.target import Target, cuda_archs, ptx_feature_arch_error
+from tirc.target.kinds import Target, cuda_archs, ptx_feature_arch_error
 
 
 def check_ptx_calls(name: str, func: PrimFunc) -> None:

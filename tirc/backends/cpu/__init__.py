@@ -1,0 +1,1 @@
+"""The CPU host backend: LLVM objects, chunked in processes and joined."""

@@ -1,0 +1,347 @@
+"""The NVPTX device backend: the shared TIR -> LLVM lowering with an NVPTX target
+context, optimised and printed as PTX text through llvmlite's NVPTX target.
+
+Device facts, all from the ``cuda`` target (nothing asks a GPU):
+
+* triple ``nvptx64-nvidia-cuda``; the target machine's CPU is the target's ``arch``
+  (``sm_90``) and its PTX ISA version the target's ``ptx_version`` (feature ``+ptx78``),
+  so the PTX says ``.version 7.8`` / ``.target sm_90``;
+* kernels (``calling_conv`` 2) are ``.visible .entry`` functions (LLVM's ``ptx_kernel``
+  calling convention) whose pointer parameters are global memory (address space 1),
+  with ``.maxntid`` from their constant ``threadIdx`` extents (``nvvm.annotations``,
+  which LLVM turns into the ``"nvvm.maxntid"`` attribute); every other function is a
+  device subroutine, an internal, never-inlined ``.func`` taking generic pointers;
+* ``T.launch_thread`` axes read ``llvm.nvvm.read.ptx.sreg.tid.x``/``ctaid.x``/...;
+* allocations: scope ``shared`` is a static ``.shared`` array (an addrspace(3) global),
+  ``shared.dyn`` the module's one ``.extern .shared .align 16`` array
+  (``buf_dyn_shmem``, sized at launch), anything else a per-thread ``alloca`` (local
+  memory); all need a constant size except ``shared.dyn``;
+* ``T.tvm_storage_sync("shared")`` is ``bar.sync 0`` (``llvm.nvvm.barrier0``, which
+  LLVM 22 upgrades to ``llvm.nvvm.barrier.cta.sync.aligned.all``), ``"warp"`` and the
+  warp shuffles are in :mod:`tirc.backends.cuda.warp`; a failed assertion traps;
+* an integer division by a divisor not proven nonzero gives set values (x / 0 is -1,
+  x % 0 is x, INT_MIN / -1 wraps): the GPU does not trap and LLVM must not see it;
+* math: sqrt, fabs, fma, floor, ceil, trunc, round/nearbyint and copysign are PTX
+  instructions; the rest (exp, log, tanh, pow, erf, ...) are libdevice's ``__nv_*``
+  functions, linked from ``libdevice.10.bc`` as located by ``cuda.pathfinder`` (a
+  Diagnostic when it is not installed).
+"""
+from __future__ import annotations
+
+from llvmlite import binding as llvm
+from llvmlite import ir
+
+from tirc.backends.llvm import types as lt
+from tirc.backends.llvm.context import LIBM, LLVM_MATH, LLVMTargetContext, init_llvm
+from tirc.backends.llvm.lower import ModuleLowering
+from tirc.backends.llvm.text import module_text
+from tirc.backends.llvm.llvmlite_compat import opaque
+from tirc.backends.cuda.ptx_asm import lower_ptx_call, required_ptx_version
+from tirc.backends.cuda.warp import lower_warp_call, sync_warp
+from tirc.diagnostics import Diagnostic
+from tirc.ir import ptx_ops
+from tirc.ir.attrs import GLOBAL_SYMBOL, NOALIAS_KEYS, THREAD_EXTENT, is_kernel
+from tirc.ir.buffer import SHARED_SCOPES
+from tirc.ir.dtype import FLOAT32, DataType
+from tirc.ir.expr import Call, IntImm, StringImm
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.stmt import AttrStmt, IterVar
+from tirc.ir.visitor import walk
+from tirc.records import record
+from tirc.target.kinds import Target
+
+TRIPLE = "nvptx64-nvidia-cuda"
+GLOBAL, SHARED, GENERIC = 1, 3, 0  # NVPTX address spaces
+DYN_SHMEM = "buf_dyn_shmem"
+_SREG = {"threadIdx": "tid", "blockIdx": "ctaid"}
+# math functions that are PTX instructions (f32/f64); the rest come from libdevice
+_NATIVE = {"sqrt", "fabs", "fma", "floor", "ceil", "trunc", "round", "nearbyint", "copysign"}
+_LIBDEVICE = (set(LLVM_MATH) | set(LIBM) | {"exp10"}) - _NATIVE
+_MATH_OPS = _LIBDEVICE | {"sigmoid", "ldexp"}  # TIR calls that may reach libdevice
+
+
+
+_LIBDEVICE_FUNCTIONS: dict[str, frozenset[str]] = {}
+
+
+def libdevice_functions(path: str) -> frozenset[str]:
+    """The names of the functions ``libdevice.10.bc`` at ``path`` defines (read once)."""
+    if path not in _LIBDEVICE_FUNCTIONS:
+        init_llvm()
+        with open(path, "rb") as f:
+            lib = llvm.parse_bitcode(f.read())
+        _LIBDEVICE_FUNCTIONS[path] = frozenset(
+            fn.name for fn in lib.functions if not fn.is_declaration)
+    return _LIBDEVICE_FUNCTIONS[path]
+
+
+def locate_libdevice() -> str | None:
+    """The path of ``libdevice.10.bc`` as ``cuda.pathfinder`` finds it (the PyPI wheels
+    ``nvidia-nvvm``/``nvidia-cuda-nvcc``), or None."""
+    try:
+        from cuda.pathfinder import locate_bitcode_lib
+    except ImportError:
+        return None
+    try:
+        return locate_bitcode_lib("device").abs_path
+    except Exception:  # BitcodeLibNotFoundError and friends: simply not installed
+        return None
+
+
+def target_machine(target: Target, ptx_version: int | None = None) -> llvm.TargetMachine:
+    """``ptx_version``: a newer PTX ISA version than the target's, which the module's
+    instructions need (``nvptx_ptx_asm.required_ptx_version``)."""
+    init_llvm()
+    arch, ptx = str(target.get("arch")), max(int(target.get("ptx_version")), ptx_version or 0)
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(
+        cpu=arch, features=f"+ptx{ptx}", opt=3)
+
+
+def max_threads(func: PrimFunc) -> tuple[int, int, int] | None:
+    """The block size (x, y, z) when every ``threadIdx`` extent is a constant."""
+    dims = {"x": 1, "y": 1, "z": 1}
+    for node in walk(func.body):
+        if isinstance(node, AttrStmt) and node.key == THREAD_EXTENT and isinstance(node.node, IterVar):
+            axis, _, dim = node.node.thread_tag.partition(".")
+            if axis != "threadIdx":
+                continue
+            if not isinstance(node.value, IntImm):
+                return None
+            dims[dim] = node.value.value
+    return dims["x"], dims["y"], dims["z"]
+
+
+class NVPTXContext(LLVMTargetContext):
+    global_addrspace = GLOBAL
+    float_flags = ("contract",)  # FFMA, as nvcc/NVRTC's default -fmad=true (TVM's CUDA C)
+    # integer division does not trap on the GPU (PTX leaves x / 0 machine-specific): x / 0
+    # is -1 and x % 0 is x, INT_MIN / -1 wraps to INT_MIN (llvm_expr.division_guard)
+    division_fails = False
+    byte_atomics = False  # PTX's atom has no 8-bit forms
+    private_local = True
+
+    def __init__(self, target: Target, libdevice: str | None = None, ptx_version: int | None = None):
+        self.machine = target_machine(target, ptx_version)
+        super().__init__(target, TRIPLE, str(self.machine.target_data))
+        self.libdevice = libdevice  # path; None: look it up when first needed
+        self.uses_libdevice = False
+
+    def pointer(self, scope: str = "global") -> ir.PointerType:
+        space = {"shared": SHARED, "shared.dyn": SHARED, "local": GENERIC,
+                 "generic": GENERIC}.get(scope, GLOBAL)
+        return lt.pointer_type(space)
+
+    def param_pointer(self, func: PrimFunc) -> ir.PointerType:
+        return self.pointer("global" if is_kernel(func) else "generic")
+
+    # -- functions --------------------------------------------------------------------
+    def is_exported(self, func: PrimFunc) -> bool:
+        return is_kernel(func)
+
+    def decorate(self, llfunc: ir.Function, func: PrimFunc) -> None:
+        llfunc.attributes.add("nounwind")
+        if not is_kernel(func):
+            llfunc.linkage = "internal"
+            llfunc.attributes.add("noinline")  # keep the subroutine a .func, as the IR says
+            return
+        if func.ret_type is not None and not func.ret_type.is_void:
+            raise Diagnostic(f"kernel '{llfunc.name}' returns a value", func.span)
+        llfunc.linkage = "external"
+        llfunc.calling_convention = "ptx_kernel"
+        if any(func.attrs.get(k) for k in NOALIAS_KEYS):
+            for arg in llfunc.args:
+                if isinstance(arg.type, ir.PointerType):
+                    arg.add_attribute("noalias")
+        bounds = max_threads(func)
+        if bounds is not None:
+            m = llfunc.module
+            notes = m.add_named_metadata("nvvm.annotations")
+            for dim, n in zip("xyz", bounds):
+                notes.add(m.add_metadata([llfunc, f"maxntid{dim}", ir.Constant(lt.I32, n)]))
+
+    # -- math -------------------------------------------------------------------------
+    def math(self, name: str, dtype_base: str) -> tuple[str, str] | None:
+        if name in _NATIVE:
+            return super().math(name, dtype_base)
+        if name in _LIBDEVICE:
+            self.uses_libdevice = True
+            return "libm", f"__nv_{name}" + ("" if dtype_base == "float64" else "f")
+        return None
+
+    def extern_symbol(self, name: str, call: Call) -> str:
+        """The libdevice function an extern call on the GPU names, as CUDA C resolves the
+        names TVM's code uses: ``expf``/``exp`` -> ``__nv_expf``/``__nv_exp``, the fast
+        intrinsics ``__expf`` -> ``__nv_fast_expf``, ``__fdividef`` ->
+        ``__nv_fast_fdividef``, ``__saturatef`` -> ``__nv_saturatef``. Device code links
+        nothing else, so any other name is a diagnostic at the call."""
+        path = self.find_libdevice()
+        if path is None:
+            raise Diagnostic(f"the extern function '{name}' on the GPU needs libdevice "
+                             "(libdevice.10.bc), which was not found: install the PyPI wheel "
+                             "nvidia-nvvm", call.span)
+        defined = libdevice_functions(path)
+        if name.startswith("__nv_"):
+            tries = [name]
+        elif name.startswith("__"):
+            tries = [f"__nv_fast_{name[2:]}", f"__nv_{name[2:]}"]
+        else:
+            tries = [f"__nv_{name}"]
+        for t in tries:
+            if t in defined:
+                self.uses_libdevice = True
+                return t
+        raise Diagnostic(f"unknown extern function '{name}' on the GPU: device code links "
+                         "only libdevice (CUDA math names such as expf, __expf)", call.span)
+
+    def find_libdevice(self) -> str | None:
+        if self.libdevice is None:
+            self.libdevice = locate_libdevice() or ""
+        return self.libdevice or None
+
+    # -- hooks ------------------------------------------------------------------------
+    def allocate_buffer(self, fl, buf, nbytes, const_bytes, elem, count):
+        scope, m = buf.scope, fl.module.ir
+        if scope == "shared.dyn":
+            g = m.globals.get(DYN_SHMEM)
+            if g is None:
+                g = ir.GlobalVariable(m, ir.ArrayType(lt.I8, 0), DYN_SHMEM, addrspace=SHARED)
+                g.linkage, g.align = "external", 16
+                opaque(g, self.pointer("shared.dyn"))
+            return g, 16, False
+        if const_bytes is None:
+            raise Diagnostic(f"buffer '{buf.name}' (scope '{scope}') needs a constant size in "
+                             "device code", buf.span or fl.func.span)
+        if scope == "shared":
+            ty = ir.ArrayType(elem, count)
+            g = ir.GlobalVariable(m, ty, m.get_unique_name(f"{fl.llfunc.name}_{buf.name}"),
+                                  addrspace=SHARED)
+            g.linkage, g.align, g.initializer = "internal", 16, ir.Constant(ty, ir.Undefined)
+            opaque(g, self.pointer("shared"))
+            return g, 16, False
+        # VerifyMemory allows nothing else in a kernel (a global allocation would be a
+        # private copy per thread)
+        assert scope.startswith("local"), scope
+        return fl.alloca(elem, max(count, 1), name=buf.name, align=16), 16, False
+
+    def lower_attr(self, fl, s: AttrStmt) -> bool:
+        if s.key != THREAD_EXTENT or not isinstance(s.node, IterVar):
+            return False
+        axis, _, dim = s.node.thread_tag.partition(".")
+        if axis not in _SREG or dim not in ("x", "y", "z"):
+            raise Diagnostic(f"unknown thread axis '{s.node.thread_tag}'", s.span)
+        fn = fl.module.declare(f"llvm.nvvm.read.ptx.sreg.{_SREG[axis]}.{dim}",
+                               ir.FunctionType(lt.I32, []))
+        var = s.node.var
+        fl.vars[id(var)] = fl.int_cast(fl.b.call(fn, [], name=var.name), ir.IntType(var.dtype.bits),
+                                       signed=False)
+        fl.stmt(s.body)
+        return True
+
+    def lower_call(self, fl, call: Call) -> ir.Value | None:
+        if ptx_ops.is_ptx(call.op):
+            return lower_ptx_call(fl, call)
+        if call.op == "tvm_storage_sync":
+            scope = call.args[0].value if call.args and isinstance(call.args[0], StringImm) else ""
+            if scope in SHARED_SCOPES:
+                fl.b.call(fl.module.declare("llvm.nvvm.barrier0", ir.FunctionType(ir.VoidType(), [])), [])
+            elif scope == "warp":
+                sync_warp(fl)
+            else:
+                raise Diagnostic(f"T.tvm_storage_sync(\"{scope}\") is not supported on the GPU",
+                                 call.span)
+            return ir.Constant(lt.I32, 0)
+        warp = lower_warp_call(fl, call)
+        if warp is not None:
+            return warp
+        if (call.op in ("call_pure_extern", "call_extern") and call.args
+                and isinstance(call.args[0], StringImm) and call.args[0].value in HALF_MATH):
+            return self.half_math(fl, call)
+        if call.op in _MATH_OPS and call.dtype.is_float and self.find_libdevice() is None:
+            raise Diagnostic(f"the math function T.{call.op} needs libdevice (libdevice.10.bc), "
+                             "which was not found: install the PyPI wheel nvidia-nvvm (or "
+                             "nvidia-cuda-nvcc) so that cuda.pathfinder finds it", call.span)
+        return None
+
+    def half_math(self, fl, call: Call) -> ir.Value:
+        """A CUDA half-precision math function (``hexp``, ``hlog``, ... of cuda_fp16.h,
+        which TVM's CUDA code calls, on a float32 value too after BF16 legalization): the
+        argument rounded to float16, the float function of libdevice, the result rounded
+        to float16, then converted to the call's type."""
+        name = call.args[0].value
+        if (len(call.args) != 2 or not call.args[1].dtype.is_float or call.args[1].dtype.lanes != 1
+                or not call.dtype.is_float or call.dtype.lanes != 1):
+            raise Diagnostic(f"'{name}' takes one scalar floating-point value", call.span)
+        arg = call.args[1]
+        x = fl.convert(fl.convert(fl.expr(arg), arg.dtype, FLOAT16, call.span), FLOAT16,
+                       FLOAT32, call.span)
+        fn = self.extern_symbol(HALF_MATH[name], call)
+        y = fl.b.call(fl.module.declare(fn, ir.FunctionType(x.type, [x.type])), [x])
+        y = fl.convert(fl.convert(y, FLOAT32, FLOAT16, call.span), FLOAT16, call.dtype, call.span)
+        return y
+
+    def raise_error(self, fl, kind, message) -> None:
+        fl.b.call(fl.module.declare("llvm.trap", ir.FunctionType(ir.VoidType(), [])), [])
+
+
+FLOAT16 = DataType("float16")
+# cuda_fp16.h's half-precision math functions and the float function each rounds
+HALF_MATH = {"hexp": "expf", "hexp2": "exp2f", "hexp10": "exp10f", "hlog": "logf",
+             "hlog2": "log2f", "hlog10": "log10f", "hsin": "sinf", "hcos": "cosf",
+             "htan": "tanf", "htanh": "tanhf", "hsqrt": "sqrtf", "hrsqrt": "rsqrtf",
+             "hceil": "ceilf", "hfloor": "floorf", "htrunc": "truncf", "hrint": "rintf"}
+
+
+@record(frozen=True)
+class DeviceImage:
+    """What the NVPTX backend makes of a device module."""
+
+    ptx: str
+    llvm_ir: str  # the optimised module the PTX was printed from ("" unless asked for)
+    arch: str  # sm_90
+    kernels: tuple[str, ...]  # entry symbols, in module order
+
+
+def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
+                  line_info: bool = False) -> tuple[str, NVPTXContext]:
+    """The device module as LLVM IR text, before optimisation and libdevice;
+    ``line_info``: with ``.file``/``.loc`` directives for the ``.tir`` lines."""
+    ctx = NVPTXContext(target, ptx_version=required_ptx_version(mod))
+    lowering = ModuleLowering(mod, ctx, name, "directives" if line_info else None)
+    return module_text(lowering.lower()), ctx
+
+
+def generate(mod: IRModule, target: Target, name: str = "module",
+             keep_ir: bool = True, line_info: bool = False) -> DeviceImage:
+    """The PTX of ``mod``; ``line_info``: with ``.loc`` directives (``-lineinfo``)."""
+    text, ctx = lower_to_llvm(mod, target, name, line_info)
+    parsed = llvm.parse_assembly(text)
+    parsed.verify()
+    if ctx.uses_libdevice:
+        _link_libdevice(parsed, ctx)
+    pb = llvm.create_pass_builder(ctx.machine, llvm.create_pipeline_tuning_options(speed_level=3))
+    pb.getModulePassManager().run(parsed, pb)
+    return DeviceImage(ctx.machine.emit_assembly(parsed), str(parsed) if keep_ir else "",
+                       str(target.get("arch")), kernel_symbols(mod))
+
+
+def kernel_symbols(mod: IRModule) -> tuple[str, ...]:
+    """The entry symbols of ``mod``'s kernels, in module order: what its images export
+    (``NVPTXContext.symbol`` of a kernel), known before they are compiled."""
+    return tuple(str(f.attrs.get(GLOBAL_SYMBOL, n)) for n, f in mod.functions.items()
+                 if is_kernel(f))
+
+
+def _link_libdevice(parsed: llvm.ModuleRef, ctx: NVPTXContext) -> None:
+    """Link libdevice in and make its functions internal, so the optimiser keeps only
+    those the module calls (and NVVMReflect folds its ``__nvvm_reflect`` queries)."""
+    path = ctx.find_libdevice()
+    if path is None:  # lower_call stops this earlier, with the call's location
+        raise Diagnostic("the module's math functions need libdevice (libdevice.10.bc), which "
+                         "was not found")
+    with open(path, "rb") as f:
+        lib = llvm.parse_bitcode(f.read())
+    lib.triple, lib.data_layout = parsed.triple, parsed.data_layout
+    parsed.link_in(lib)
+    for fn in parsed.functions:
+        if not fn.is_declaration and fn.name.startswith("__nv_"):
+            fn.linkage = "internal"

@@ -1,0 +1,16 @@
+"""What every pass is given besides the module."""
+from __future__ import annotations
+
+from tirc.records import record
+from tirc.target.kinds import Target
+
+
+@record(frozen=True)
+class PassContext:
+    """What passes may read besides the module: the bind target (with its host) and the
+    host ABI of public functions (``"packed"``: MakePackedAPI; ``"c"``: MakeCAPI) and
+    the prefix of their exported symbols (``--symbol-prefix``; "" for none)."""
+
+    target: Target
+    abi: str = "packed"
+    symbol_prefix: str = ""

@@ -1,0 +1,1 @@
+"""Targets: the target kinds, their options and defaults, and the facts of each device arch."""
