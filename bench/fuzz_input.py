@@ -1,4 +1,4 @@
-"""Input fuzzer for `tirc build` (issue 7, the long run; tests/test_fuzz_build_input.py
+"""Input fuzzer for `tirc build` (issue 7, the long run; tests/testing/test_fuzz_build_input.py
 is the CI-sized one): mutated inputs (always-broken mutations and blind byte flips,
 token deletions, swapped lines) of the samples and of the TVM-printed corpus
 (tests/corpus/tvm/*.tir, text TVM 0.27 itself wrote), hostile variants aimed at the

@@ -22,7 +22,7 @@ Kernels (TIR text in the form TVM 0.27 prints, thread-bound loops; see KERNELS):
   2048^3, softmax and layernorm over 4096 x 4096, GEMV y = W x with W 4096 x 4096, all
   float32, fixed sizes (``--quick`` runs them as they are). The same text goes to both
   tools. Where tirc refuses one with a located error (a pass not ported yet) it is
-  reported as "refused", not as a failure; tests/test_bench_dlight_cuda.py holds the
+  reported as "refused", not as a failure; tests/corpora/test_bench_dlight_cuda.py holds the
   exact list. Their CPU check runs the block-level module with its thread loops made
   serial (the dlight stages are separate thread loops, so this computes the same thing);
   with ``--quick`` the matmul's is skipped (2048^3 serially).
@@ -226,7 +226,7 @@ class Kernel:
 
     def refusal_ok(self) -> bool:
         """A located error from tirc is reported, not counted as a failure (modules
-        tirc does not build yet; tests/test_bench_dlight_cuda.py holds the exact list)."""
+        tirc does not build yet; tests/corpora/test_bench_dlight_cuda.py holds the exact list)."""
         return False
 
 

@@ -2,11 +2,20 @@
 before/expected check of the pass tests (:func:`check_pass`, :func:`pass_checker`)."""
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
+TESTS = ROOT / "tests"  # the corpora and other data of the tests live here
+
+# Tests are grouped in folders as the code is; a test module may use another's helpers
+# by its name (``from test_cuda_launch import fake_driver``) from any folder.
+for _folder in sorted({p.parent for p in TESTS.rglob("test_*.py")} - {TESTS}):
+    if "corpus" not in _folder.parts and str(_folder) not in sys.path:
+        sys.path.append(str(_folder))
+
 SAMPLES = sorted((ROOT / "samples").glob("*.tir"))
 TVM_CORPUS = sorted((ROOT / "tests" / "corpus" / "tvm").glob("*.tir"))
 TEST_MODULES = sorted((ROOT / "tests" / "tir").glob("*.tir"))

@@ -1,6 +1,6 @@
 """How deep tirc's input may nest. tirc never changes Python's recursion limit: within
 these limits every input builds under Python's default limit (1000 frames), with room
-left for the caller's own frames (tests/test_nesting.py checks it).
+left for the caller's own frames (tests/syntax/test_nesting.py checks it).
 
 Limits checked where the text is read, each a located error:
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python
 """Regenerate the scheduled benchmark workloads in bench/scheduled/ (issue 19 item 5,
 issue 17): block-level TIR printed by TVM 0.27, which tirc and TVM then build from the
-same text (bench/cpu_kernels.py, bench/gpu_kernels.py, tests/test_bench_dlight_cuda.py).
+same text (bench/cpu_kernels.py, bench/gpu_kernels.py, tests/corpora/test_bench_dlight_cuda.py).
 
 Made with TVM ``apache-tvm==0.27.0.post1`` (plus numpy); the benchmarks themselves do not
 need TVM to build the texts with tirc. Run with that venv's python:

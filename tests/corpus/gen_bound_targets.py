@@ -2,7 +2,7 @@
 tests/corpus/tvm/bound_targets.json, {bind target: {module file: {function: [kind,
 arch, host kind]}}} for every module of the samples, the TVM corpus and the block-level
 corpus that TVM reads, bound to {"kind": "cuda", "arch": "sm_90"} with host llvm and to
-{"kind": "llvm"}. tests/test_bind_target_reference.py compares tirc's BindTarget with it.
+{"kind": "llvm"}. tests/passes/prepare/test_bind_target_reference.py compares tirc's BindTarget with it.
 
     python tests/corpus/gen_bound_targets.py
 """

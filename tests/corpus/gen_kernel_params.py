@@ -2,7 +2,7 @@
 0.27 installed): tests/corpus/tvm/kernel_params.json, {module file: {kernel: [param, ...]}}
 for each module with CUDA kernels among the samples, the TVM corpus and the block-level
 corpus, built for {"kind": "cuda", "arch": "sm_90"} with host llvm through the pass list
-of gen_tvm_corpus.py. tests/test_kernel_param_order.py compares tirc's kernels with it.
+of gen_tvm_corpus.py. tests/passes/split/test_kernel_param_order.py compares tirc's kernels with it.
 
     python tests/corpus/gen_kernel_params.py
 """

@@ -26,7 +26,7 @@ For every case below this writes, into tests/corpus/sblock/:
                      CUDA runtime here) run the unscheduled module the case was made from (the
                      one ``te_mod`` built inside its ``make``), compiled for llvm: the same
                      computation, so the expected values of the scheduled kernel, which
-                     tests/test_simt.py checks on tirc's SIMT interpreter.
+                     tests/testing/test_simt.py checks on tirc's SIMT interpreter.
   index.json         one entry per case.
   README.md          provenance, formats, module table, what TVM could not produce (generated).
 
@@ -1227,7 +1227,7 @@ Regenerate / verify (needs the TVM venv; CI does not):
 * `expected/NAME.npz` -- built with `tvm.compile(mod, target=llvm)` and run on the CPU: for
   llvm modules the module itself, for cuda modules (this TVM has no CUDA runtime) the
   unscheduled module the case was made from (its `te.create_prim_func`, before the schedule
-  or dlight), the same computation; tests/test_simt.py runs the cuda modules on tirc's SIMT
+  or dlight), the same computation; tests/testing/test_simt.py runs the cuda modules on tirc's SIMT
   interpreter against them. Keys: `arg0, arg1, ...` = the initial value of every buffer parameter in
   parameter order (outputs start as zeros), `out0, out1, ...` = the value of every buffer
   parameter after the call (inputs are asserted unchanged), `scalar<i>` for scalar parameters

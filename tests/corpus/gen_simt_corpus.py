@@ -1,6 +1,6 @@
 #!/usr/bin/env python
 """Cross-thread reductions of every shape LowerThreadAllreduce lowers differently, printed by
-TVM 0.27, for the SIMT interpreter's tests (tests/test_simt.py), in tests/corpus/simt/.
+TVM 0.27, for the SIMT interpreter's tests (tests/testing/test_simt.py), in tests/corpus/simt/.
 
 The block-level corpus (gen_sblock_corpus.py, whose machinery this reuses) has the common
 shapes: one warp, whole warps, dlight's rules. These add the others: reductions over

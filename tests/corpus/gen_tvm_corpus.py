@@ -744,7 +744,7 @@ def externs(A: T.Buffer((16,), "float32"), B: T.Buffer((16,), "int32"), n: T.int
     T.evaluate(T.tvm_access_ptr(T.type_annotation("float32"), A.data, 0, 16, 1))
 '''
 
-# Calls of tvm-ffi's global registry from host code: run by tests/test_packed_calls.py
+# Calls of tvm-ffi's global registry from host code: run by tests/backends/cpu/test_packed_calls.py
 # against the values TVM 0.27's own build gives (recorded there).
 SOURCES["call_packed_host"] = '''
 @I.ir_module
@@ -758,7 +758,7 @@ class Module:
 '''
 
 # A public function calling another public one (TVM 0.27's own build stops at an
-# internal error on it; tirc calls the callee's packed symbol): tests/test_packed_calls.py.
+# internal error on it; tirc calls the callee's packed symbol): tests/backends/cpu/test_packed_calls.py.
 SOURCES["module_public_calls_public"] = '''
 @I.ir_module
 class Module:

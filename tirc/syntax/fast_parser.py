@@ -12,7 +12,7 @@ its first token and the end of its last (``_Parser.node``).
 
 The parser only takes texts it is sure of: any token it does not expect raises
 :class:`~tirc.syntax.lexer.GiveUp`, and :func:`tirc.frontend.parse.parse_tree` then runs Lark's
-parser, which gives the diagnostics. ``tests/test_fast_parser.py`` compares the two on
+parser, which gives the diagnostics. ``tests/syntax/test_fast_parser.py`` compares the two on
 every ``.tir`` file of the repository and on mutations of them.
 
 Expressions are parsed by precedence climbing over the grammar's levels (``_LEVEL``),

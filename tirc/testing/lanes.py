@@ -8,7 +8,7 @@ per thread otherwise; a vector dtype (``float32x4``) adds a trailing axis of its
 
 The scalar functions of ``evaluate`` (``binop``, ``convert``, ``math_call``) are the
 specification. :func:`binop` and :func:`convert` compute the same values over whole
-arrays (``tests/test_simt.py`` checks them against the scalar functions element by
+arrays (``tests/testing/test_simt.py`` checks them against the scalar functions element by
 element, for every operation and dtype pair it covers); math functions without a NumPy
 counterpart, and ``clz``, are the scalar function applied per element. Two differences,
 both because SIMT code computes on values it then discards (lanes past a reduction's
