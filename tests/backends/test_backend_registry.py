@@ -1,4 +1,4 @@
-"""The build as a table of stages and backends as registered objects (issue 18 item 2):
+"""The build as a table of stages and backends as registered objects:
 ``build()`` names no target kind; a new kind is a target-kind entry plus a backend object
 registered for it, and nothing else. Shown with a toy emit-only host target (not shipped)."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The build's facts (issue 18 item 1): the passes that decide what the outputs report
+"""The build's facts: the passes that decide what the outputs report
 record it once, in ``IRModule.facts``; NAME.json and NAME.h are functions of that record.
 
 - LowerDeviceKernelLaunch records each kernel: symbol, target, parameters, launch

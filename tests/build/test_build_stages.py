@@ -1,5 +1,5 @@
-"""``tirc build --print-after`` / ``--stop-after`` on stage names as well as pass names
-(issue 18 item 2): what each stage shows, that a stopped build writes nothing, and that
+"""``tirc build --print-after`` / ``--stop-after`` on stage names as well as pass names:
+what each stage shows, that a stopped build writes nothing, and that
 an unknown name is a usage error naming the stages."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Limits checked at compile time (issue 15 items 7-9): thread extents below 1, the
+"""Limits checked at compile time: thread extents below 1, the
 target's grid and block axis limits, vector widths beyond a vector's lanes, --dim values
 beyond this machine's memory; -mcpu/-mattr/-mtriple checked against what LLVM knows
 before LLVM sees them, with the error at the target text and the accepted values listed;

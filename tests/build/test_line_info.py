@@ -1,4 +1,4 @@
-"""Source lines through the pipeline and into the outputs (issue 16 item 3).
+"""Source lines through the pipeline and into the outputs.
 
 Every statement the pipeline leaves carries the location of the ``.tir`` statement it
 came from (code a pass writes takes the location of what it replaces; the ABI wrapper

@@ -1,4 +1,4 @@
-"""``--symbol-prefix P`` (issue 16 item 6): modules whose function is ``main``, as
+"""``--symbol-prefix P``: modules whose function is ``main``, as
 ``te.create_prim_func`` makes them, built with ``--abi c`` (or packed) and linked next to
 each other; the refusal of a bare ``main`` names the option; a prefix that cannot start
 a C identifier is a usage error. No GPU and no TVM needed."""

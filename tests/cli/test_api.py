@@ -1,4 +1,4 @@
-"""The Python API (issue 16 item 4): ``tirc.compile`` and ``tirc.lower`` on text, paths
+"""The Python API: ``tirc.compile`` and ``tirc.lower`` on text, paths
 and objects with ``.script()``; calls with NumPy arrays and through DLPack; errors as
 ``tirc.CompileError`` with located diagnostics and no internal traceback; no file left
 behind; the CUDA path's facts (PTX, manifest) built and loaded without a GPU; ``import

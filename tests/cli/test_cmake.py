@@ -1,4 +1,4 @@
-"""CMake integration (issue 16 item 5): ``tirc --cmake-dir``, ``tirc_add_library`` in
+"""CMake integration: ``tirc --cmake-dir``, ``tirc_add_library`` in
 ``tirc/cmake/tirc-config.cmake``, the ``samples/cmake`` project configured, built with
 Ninja and with Makefiles, run, rebuilt after an edit (depfiles), and a TIR error shown
 as a diagnostic; ``tirc build -MT``. Skipped where cmake, a C++ compiler or the

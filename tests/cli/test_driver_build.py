@@ -1,4 +1,4 @@
-"""``tirc build`` as a compiler driver for Make and CI (issue 6, DESIGN §5): several
+"""``tirc build`` as a compiler driver for Make and CI: several
 inputs and ``-j``, exit codes, atomic and byte-identical outputs, depfiles, multi-target
 file names, cross-compiled objects, ``-v``/``--quiet``, and ``samples/Makefile``."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The command line under misuse and failure (issue 15, items 12-16): every file checked,
+"""The command line under misuse and failure: every file checked,
 clear usage errors, random scalars, output paths that cannot be written, temporaries
 removed, failed rebuilds that leave the previous outputs alone, dead workers."""
 from __future__ import annotations

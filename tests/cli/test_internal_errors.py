@@ -1,4 +1,4 @@
-"""A bug in tirc names where it happened (issue 18 item 5): ``internal error in pass NAME``
+"""A bug in tirc names where it happened: ``internal error in pass NAME``
 or ``in stage NAME``, the input file, a request for a bug report with ``--dump-ir``
 output, exit status 3; errors in the input stay ``file:line:col: error:`` with status 1.
 The bugs are stood in for by monkeypatching a pass or a backend to raise."""

@@ -1,4 +1,4 @@
-"""Bounded resources (issue 15 item 11): the input is read with a size limit, blank
+"""Bounded resources: the input is read with a size limit, blank
 lines and long tokens cost memory in proportion to the input, folding nested calls of
 pure private functions is memoised, and a slice wider than a vector can be is a located
 error instead of an expansion that does not finish."""

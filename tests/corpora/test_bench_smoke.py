@@ -1,4 +1,4 @@
-"""Small runs of the benchmarks that need neither a GPU nor TVM (issue 17): each script
+"""Small runs of the benchmarks that need neither a GPU nor TVM: each script
 runs end to end and prints its table. The figures are the scripts' business, never the
 tests' (no timing is asserted); bench/gpu_kernels.py has its own test
 (test_bench_gpu_build.py), the fuzzers theirs (test_fuzz_*.py)."""

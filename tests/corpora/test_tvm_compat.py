@@ -13,7 +13,7 @@ pytestmark = pytest.mark.tvm
 
 # Text whose original TVM 0.27 reads differently or not at all — older TVMScript
 # (T.LetStmt), and region arguments of module calls (`Module.f(A[0:64])`, which tirc
-# passes by reference as a declared view, seed 004); for these only tirc's printed text
+# passes by reference as a declared view); for these only tirc's printed text
 # is checked against TVM.
 OLDER_FORMS = {"device_call_let.tir", "let_stmt_forms.tir", "region_calls.tir"}
 

@@ -1,4 +1,4 @@
-"""TVM 0.27 reads back what ``tirc print`` writes (issue 19): for every module of the
+"""TVM 0.27 reads back what ``tirc print`` writes: for every module of the
 block-level corpus (tests/corpus/sblock: the ``.tir`` TVM printed and TVM's own
 ``.lowered.tir``) and of TVM's S-TIR pass pairs (tests/corpus/sblock_passes), the text
 tirc prints parses in TVM to a module structurally equal to TVM's parse of the original.

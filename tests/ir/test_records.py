@@ -1,4 +1,4 @@
-"""``tirc.records.record`` makes the class ``dataclass`` makes (issue 17: cheaper to
+"""``tirc.records.record`` makes the class ``dataclass`` makes (cheaper to
 create): each check builds one class body both ways and compares what they do."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Sizes, strides, offsets and scalars at the call boundary (issue 15, items 1, 2, 6).
+"""Sizes, strides, offsets and scalars at the call boundary.
 
 A shape, stride or byte offset that does not fit the variable it binds, and an integer
 scalar that does not fit its parameter, are ValueErrors naming the argument: before,

@@ -1,4 +1,4 @@
-"""Buffer views (issue 14 item 3): ``X.view("float16")`` sees ``X``'s bytes as another
+"""Buffer views: ``X.view("float16")`` sees ``X``'s bytes as another
 dtype, its last dimension (and element offset) scaled by the ratio of the element sizes,
 as TVM's ``Buffer.view(dtype)`` makes it; a shape view ``X.view(2, 4)`` keeps ``X``'s
 element offset (it read from the start of the memory before). The values are what TVM

@@ -1,5 +1,5 @@
 """A ``device_scope`` region (``T.attr(0, "device_scope", 0)``, printed by TVM 0.27 as
-``T.attr({"device_scope": 0})``) is device code without thread axes (issue 14 item 4b):
+``T.attr({"device_scope": 0})``) is device code without thread axes:
 as in TVM, it becomes a kernel of its own, launched as one thread, instead of running on
 the host against device memory."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Integer division at run time (issue 15, item 5): a divisor that may be zero, and the
+"""Integer division at run time: a divisor that may be zero, and the
 INT_MIN / -1 pair, never kill the calling process with SIGFPE.
 
 In host code such a division is checked: a zero divisor makes the call fail with

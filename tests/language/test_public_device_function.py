@@ -1,5 +1,5 @@
 """A public function of a device target that has no thread axes of its own, called from
-host code, is device code throughout (issue 14 item 4c): as TVM 0.27 does, it becomes a
+host code, is device code throughout: as TVM 0.27 does, it becomes a
 kernel taking its buffers' data pointers, launched as one thread where it is called,
 instead of host code that writes device memory."""
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Forms of TVM 0.27's text that tirc reads with TVM's meaning and prints so that TVM
-reads back the same module (issue 19; tests/corpora/test_tvm_readback.py checks that against
+reads back the same module (tests/corpora/test_tvm_readback.py checks that against
 TVM itself where it is installed). Each case here needs no TVM: the meaning of the text
 is asserted on tirc's IR, and the printed text must read back to an equal module."""
 from __future__ import annotations

@@ -110,7 +110,7 @@ def test_targets_and_passes_commands():
 
 
 def test_seed_000_lowers_cleanly_where_tvm_fails_in_make_packed_api():
-    """TVM 0.27 stops on seed 000's first example in MakePackedAPI ("variables (length,)
+    """TVM 0.27 stops on samples/device_call_add.tir in MakePackedAPI ("variables (length,)
     are used, but are not passed in as API arguments"); tirc folds the host call of the
     helper and lowers the whole module."""
     from conftest import ROOT

@@ -58,7 +58,7 @@ def test_cpu_attributes():
     cpu = rt.cpu()
     assert cpu.exists
     assert isinstance(cpu.name, str) and cpu.name
-    # Queries that do not apply to a CPU return None (seed 003).
+    # Queries that do not apply to a CPU return None.
     for query in ("compute_capability", "arch", "max_threads_per_block", "warp_size",
                   "max_shared_memory_per_block", "max_shared_memory_per_block_optin",
                   "multiprocessor_count"):

@@ -1,4 +1,4 @@
-"""The fast parser (:mod:`tirc.syntax.fast_parser`, issue 17) against Lark's LALR parser of the
+"""The fast parser (:mod:`tirc.syntax.fast_parser`) against Lark's LALR parser of the
 same grammar (:mod:`tirc.syntax.lalr_parser`): on every ``.tir`` file of the repository and on
 seeded mutations of small inputs, either both give the same tree (rule names, children,
 tokens and every position Lark sets), or Lark rejects the text, the fast parser gives up

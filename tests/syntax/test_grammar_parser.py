@@ -1,4 +1,4 @@
-"""The stand-alone parser ``tirc/syntax/grammar_parser.py`` (issue 17: no Lark import and no
+"""The stand-alone parser ``tirc/syntax/grammar_parser.py`` (no Lark import and no
 grammar cache at build time) is the grammar's: not stale, and it gives the trees Lark
 builds from ``tirc/grammar.lark`` with the same options, on every sample and corpus file."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Float literals at the edges of their dtype (issue 15 item 10): what TVM's FloatImm
+"""Float literals at the edges of their dtype: what TVM's FloatImm
 accepts builds, what it refuses is a located error (tests/errors/verify.tir), never an
 internal error. A bfloat16 literal between the type's largest value (3.39e38) and TVM's
 bound (3.895e38) is accepted, as TVM accepts it, and becomes infinity."""

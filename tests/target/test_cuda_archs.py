@@ -1,4 +1,4 @@
-"""Every CUDA arch TVM accepts (issue 14): Maxwell and Pascal (sm_50..sm_62, the default
+"""Every CUDA arch TVM accepts: Maxwell and Pascal (sm_50..sm_62, the default
 TVM prints on a machine without a GPU) and the sm_100/sm_120 families with their a/f
 suffixes build PTX; a cubin nvJitLink cannot make is a located error suggesting PTX; the
 per-arch facts come from one table and the load-time rule from one module."""

@@ -1,4 +1,4 @@
-"""Every target kind TVM 0.27 registers is either built or refused by name (issue 14
+"""Every target kind TVM 0.27 registers is either built or refused by name
 item 2): ``nvptx`` (TVM's LLVM-based CUDA kind, ``-mcpu=sm_86``) builds with the cuda
 backend; the kinds tirc has no code generator for are a located "not supported" error."""
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Every option TVM 0.27's target kinds define is accepted (issue 14 item 2), and the
+"""Every option TVM 0.27's target kinds define is accepted, and the
 ones that change code are used: the option names below are TVM's registry
 (``tvm.target.TargetKind.options_from_name(kind)`` in TVM 0.27, ``host`` and ``kind``
 being the target's own structure), a ``feature.<name>`` key is accepted on every kind,

@@ -1,4 +1,4 @@
-"""Input fuzzing through `tirc build` (issue 7, CI-sized): mutated samples never give a
+"""Input fuzzing through `tirc build` (CI-sized): mutated samples never give a
 traceback or a crash; a rejected input exits 1 with a location and leaves no output
 file; an input that stays valid builds. The long run is `bench/fuzz_input.py`."""
 from __future__ import annotations

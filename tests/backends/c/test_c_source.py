@@ -115,7 +115,7 @@ def test_tvm_unit_test_module_as_c_computes_as_llvm(name, tmp_path):
 # -- the evaluator, on generated modules ----------------------------------------------------
 @pytest.mark.parametrize("seed", [0, 1, 3, 81, 193, 264, *range(100, 112)])
 def test_generated_modules_as_c_match_the_evaluator(seed, tmp_path):
-    """Seeds 1 and 3: calls of private functions as statements (their errors checked
+    """Calls of private functions as statements (their errors checked
     after the statement); 81, 193, 264: float16 constants rounded to float16."""
     result = check_module(generate(seed, 8), tmp_path, seed, target="c")
     assert result.status != "build_error", result.detail

@@ -1,5 +1,5 @@
 """``--abi c`` (MakeCAPI, plain C functions and ``<NAME>_last_error``), ``OUT/NAME.h`` for
-both ABIs, and the ``OUT/NAME.json`` manifest (DESIGN §5). No GPU needed."""
+both ABIs, and the ``OUT/NAME.json`` manifest. No GPU needed."""
 from __future__ import annotations
 
 import json

@@ -1,4 +1,4 @@
-"""Code-quality properties of the CPU backend found by bench/cpu_kernels.py (issue 7),
+"""Code-quality properties of the CPU backend found by bench/cpu_kernels.py,
 checked on the emitted LLVM IR and assembly, never on timings."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Host functions for different CPU triples in one module (issue 14 item 4f): each triple's
+"""Host functions for different CPU triples in one module: each triple's
 functions make an object of their own, ``NAME.<triple>.o``, listed in ``NAME.json`` with
 the functions it holds, instead of an error. Functions of two triples cannot call each
 other, one triple cannot have two targets, and a shared library is for one triple: each

@@ -158,7 +158,7 @@ def test_c_abi_refuses_packed_calls():
     assert "C ABI" in err.value.message and err.value.span is not None
 
 
-# -- calls of exported functions (issue 14 item 5: this was an internal error) -----------
+# -- calls of exported functions (once an internal error) ---------------------------------
 
 PUBLIC = ROOT / "tests" / "corpus" / "tvm" / "module_public_calls_public.tir"
 

@@ -345,7 +345,7 @@ PDL = HEAD + textwrap.dedent("""
 
 
 def test_launch_kinds_go_through_cu_launch_kernel_ex(tmp_path):
-    """TVM's programmatic dependent and cooperative launches (issue 14 item 4d): the kernel
+    """TVM's programmatic dependent and cooperative launches: the kernel
     asks for them in tirx.kernel_launch_params, the host launches it with
     cuLaunchKernelEx and one launch attribute set to 1 for each."""
     filecheck(host_ir(PDL), r"""

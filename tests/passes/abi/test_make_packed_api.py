@@ -1,4 +1,4 @@
-"""MakePackedAPI, stated as TIR before and after (DESIGN §4.6, §5 host ABI).
+"""MakePackedAPI, stated as TIR before and after (the host ABI: docs/codegen-runtime.md).
 
 The expected modules follow TVM 0.27's MakePackedAPI (same builtins, struct fields, type
 indices and assertion messages); where tirc differs, the pass docstring says so.

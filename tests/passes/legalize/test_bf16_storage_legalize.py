@@ -1,4 +1,4 @@
-"""BF16StorageLegalize, stated as TIR before and after (DESIGN §4.7), plus a NumPy check
+"""BF16StorageLegalize, stated as TIR before and after, plus a NumPy check
 of the emitted conversions against ml_dtypes."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""FP8StorageLegalize, stated as TIR before and after (DESIGN §4.7), plus a NumPy check
+"""FP8StorageLegalize, stated as TIR before and after, plus a NumPy check
 of the emitted conversions against ml_dtypes for every supported float8 format."""
 from __future__ import annotations
 

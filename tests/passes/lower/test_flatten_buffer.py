@@ -1,4 +1,4 @@
-"""FlattenBuffer, stated as TIR before and after (DESIGN §4.3)."""
+"""FlattenBuffer, stated as TIR before and after."""
 from __future__ import annotations
 
 import pytest

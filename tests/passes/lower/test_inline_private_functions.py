@@ -1,4 +1,4 @@
-"""InlinePrivateFunctions, stated as TIR before and after (DESIGN §4.3, seed 002)."""
+"""InlinePrivateFunctions, stated as TIR before and after."""
 from __future__ import annotations
 
 import pytest

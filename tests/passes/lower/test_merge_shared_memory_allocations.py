@@ -1,4 +1,4 @@
-"""MergeSharedMemoryAllocations, stated as TIR before and after (DESIGN §4.4, seed 001)."""
+"""MergeSharedMemoryAllocations, stated as TIR before and after."""
 from __future__ import annotations
 
 import pytest
@@ -42,7 +42,7 @@ class Module:
 """
 
 
-# -- seed 001: one merged buffer per kernel launch ------------------------------------------
+# -- one merged buffer per kernel launch ---------------------------------------------------
 TWO_KERNELS = f"""
 @I.ir_module
 class Module:

@@ -1,4 +1,4 @@
-"""Simplify, stated as TIR before and after (DESIGN §4.3, seeds 000 and 002)."""
+"""Simplify, stated as TIR before and after."""
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,4 @@
-"""ThreadSync, stated as TIR before and after (DESIGN §4.3)."""
+"""ThreadSync, stated as TIR before and after."""
 from __future__ import annotations
 
 from conftest import ROOT, pass_checker

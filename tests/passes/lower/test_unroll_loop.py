@@ -1,4 +1,4 @@
-"""UnrollLoop, stated as TIR before and after (DESIGN §4.3)."""
+"""UnrollLoop, stated as TIR before and after."""
 from __future__ import annotations
 
 from conftest import pass_checker

@@ -1,4 +1,4 @@
-"""VerifyConstants (issue 15 items 3 and 4): a constant that makes the program undefined
+"""VerifyConstants: a constant that makes the program undefined
 once unrolling, inlining or folding produced it is a located error; code that cannot
 run (a branch a constant condition rules out, an unchosen ``T.if_then_else`` branch)
 is not checked, and an index outside one dimension but inside the buffer is not an

@@ -1,4 +1,4 @@
-"""BindTarget, stated as TIR before and after (DESIGN §4.2, seed 000)."""
+"""BindTarget, stated as TIR before and after."""
 from __future__ import annotations
 
 import pytest

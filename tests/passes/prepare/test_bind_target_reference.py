@@ -1,4 +1,4 @@
-"""BindTarget as TVM 0.27's (issue 14 item 4g): for every module of the samples and the
+"""BindTarget as TVM 0.27's: for every module of the samples and the
 corpora, bound to ``cuda -arch=sm_90`` with host ``llvm`` and to ``llvm``, each function
 gets the target kind, arch and host TVM's BindTarget gives it
 (tests/corpus/tvm/bound_targets.json, printed by TVM with

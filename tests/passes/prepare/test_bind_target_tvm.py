@@ -1,4 +1,4 @@
-"""BindTarget against TVM 0.27's on seed 000's examples (skipped without TVM): the same
+"""BindTarget against TVM 0.27's on the samples (skipped without TVM): the same
 functions, the same targets (kind, arch, host), the same call rewriting."""
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Kernel parameters in TVM's order (issue 14 item 4a): pointers, then scalars, each by
+"""Kernel parameters in TVM's order: pointers, then scalars, each by
 name. For every module with CUDA kernels among the samples and the corpora, the kernels
 tirc's SplitHostDevice makes take the parameters TVM 0.27's make, in the same order
 (tests/corpus/tvm/kernel_params.json, printed by TVM with

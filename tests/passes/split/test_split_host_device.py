@@ -1,5 +1,5 @@
 """SplitHostDevice: device regions become kernels whose parameters are what they use
-(seed 001's three bugs each have a test)."""
+(three bugs TVM's split had each have a test)."""
 from __future__ import annotations
 
 from split_helpers import DEV, FULL, HOST, check, run
