@@ -9,7 +9,8 @@ import sys
 import click
 
 from tirc import __version__
-from tirc.diagnostics import CompileError, Diagnostic, SourceFile, read_source, render
+from tirc.diagnostics import (CompileError, Diagnostic, InternalError, SourceFile, Span, read_source,
+                              render)
 
 EXIT_ERROR = 1
 
@@ -47,7 +48,6 @@ def _parse_checked(source: SourceFile, path: str):
         mod = parse(source.text, source.name)
         verify(mod, buildable_scopes=False)  # a scope tirc cannot build fails the build only
     except RecursionError:
-        from tirc.diagnostics import Span
         raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
     return mod
 
@@ -179,7 +179,6 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
           abi, symbol_prefix, dump_ir) -> None:
     """Run the pass pipeline on FILE and print the module (TVMScript) at the end."""
     from tirc.api import lower_source
-    from tirc.diagnostics import InternalError
     from tirc.build.jobs import internal_error_report
     from tirc.passes.pipeline import DumpIR, PrintAfter, TimePasses, pass_names
 

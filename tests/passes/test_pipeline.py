@@ -175,7 +175,7 @@ def test_passes_live_in_the_folders_of_their_phases_in_pipeline_order():
         path = ROOT / "tirc" / "passes" / p.phase / f"{snake}.py"
         assert path.is_file(), f"{p.name}: no {path.relative_to(ROOT)}"
     flat = [f.name for f in (ROOT / "tirc" / "passes").glob("*.py")]
-    assert sorted(flat) == ["__init__.py", "pipeline.py"]
+    assert sorted(flat) == ["__init__.py", "pass_context.py", "pipeline.py"]
     out = CliRunner().invoke(cli, ["passes"]).output
     heads = [m.group(1) for m in re.finditer(r"^(\w+): ", out, re.M)]
     assert heads == order

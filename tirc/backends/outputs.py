@@ -1,6 +1,9 @@
-"""What a device backend returns: the images it made and the facts the build passes on."""
+"""What a device backend returns: the images it made, the facts the build passes on, and
+the time of each of its sub-stages."""
 from __future__ import annotations
 
+import time
+from contextlib import contextmanager
 from dataclasses import field
 from pathlib import Path
 
@@ -28,3 +31,13 @@ class DeviceOutputs:
     labelled: dict[str, dict[str, bytes]] = field(default_factory=dict)
     launches: list[tuple[object, tuple[str, ...], list[tuple[bytes, str, str]]]] = field(
         default_factory=list)
+    times: dict[str, float] = field(default_factory=dict)  # seconds by sub-stage (Backend.substages)
+
+    @contextmanager
+    def timed(self, substage: str):
+        """Add the time of the block to ``substage``'s."""
+        start = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.times[substage] = self.times.get(substage, 0.0) + time.perf_counter() - start

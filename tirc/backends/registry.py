@@ -24,6 +24,7 @@ class Backend:
     name: str = ""
     doc: str = ""
     role: str = "host"  # "host" (an object file) or "device" (device images)
+    substages: tuple[str, ...] = ()  # what a device backend times (DeviceOutputs.timed)
 
     def host_object(self, mod, target, name: str, *, keep_ir: bool = False,
                     debug: bool = False, device_code=None, jobs: int = 1) -> Any:
@@ -81,6 +82,9 @@ class CSourceBackend(Backend):
 
 class CUDABackend(Backend):
     kind, name, role = "cuda", "nvptx", "device"
+    # timed in DeviceOutputs.times: TIR -> LLVM IR, its parse and check, libdevice linked
+    # in, LLVM's -O3, PTX emitted, nvJitLink's cubin, nvFatbin's fatbin
+    substages = ("lower", "parse-llvm", "libdevice", "optimize", "emit-ptx", "cubin", "fatbin")
     doc = "NVIDIA GPU code through LLVM's NVPTX target (PTX; cubins, fatbins)"
 
     def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False):

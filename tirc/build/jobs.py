@@ -21,7 +21,7 @@ from collections.abc import Callable
 from dataclasses import field, replace
 from pathlib import Path
 
-from tirc.diagnostics import Diagnostic, Span, load_source, render
+from tirc.diagnostics import Diagnostic, InternalError, Span, load_source, render
 from tirc.records import record
 from tirc.build.options import BuildOptions
 
@@ -87,6 +87,9 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
             from tirc.passes.pipeline import timing_report
             outcome.report += timing_report("pass timings", result.pass_times).splitlines()
             outcome.report += timing_report("stage timings", result.stage_times).splitlines()
+            if result.device_times:
+                outcome.report += timing_report("device code timings (within device-codegen)",
+                                                result.device_times).splitlines()
         if opts.verbose:
             outcome.info.append(f"tirc: {path}: host code for {result.host_target.describe()}"
                                 + (f", device code for {len(result.devices)} target(s)"
@@ -109,7 +112,6 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
 def internal_error_report(e: Exception, path: str | None) -> str:
     """What the driver prints for a bug in tirc: where it happened (the pass or stage,
     when known), the input, and what a bug report needs."""
-    from tirc.diagnostics import InternalError
     where = e.where if isinstance(e, InternalError) else "tirc"
     cause = e.cause if isinstance(e, InternalError) else e
     what = f"tirc: internal error in {where}"

@@ -22,7 +22,7 @@ its registers on one SM is a warning (:mod:`tirc.backends.cuda.resource_usage`).
 (``tirc.build.header``; ``abi="c"``: plain C functions, MakeCAPI) and ``OUT/NAME.json`` is the
 manifest of public functions and kernels (``tirc.build.manifest``; also for device-only
 builds). Device modules are compiled first: the host object embeds their images and
-launches its kernels (for cuda through the CUDA driver, ``backends.cuda_launch``;
+launches its kernels (for cuda through the CUDA driver, :mod:`tirc.backends.cuda.launch`;
 ``--shared`` then also links ``-ldl -lpthread``); ``device_only=True`` writes the device images
 alone (no host object). Every output is written to a
 temporary file and renamed into place only when all of them are ready, so a failed
@@ -66,6 +66,7 @@ class BuildResult:
     outputs: dict[Path, bytes] = field(default_factory=dict)  # every output the build made
     # the device images (and PTX files) by format and label (DeviceOutputs.labelled)
     labelled: dict[str, dict[str, bytes]] = field(default_factory=dict)
+    device_times: list[tuple[str, float]] = field(default_factory=list)  # by backend sub-stage
 
 
 def split_module(mod: IRModule) -> tuple[IRModule, dict[Target, IRModule]]:
@@ -183,7 +184,7 @@ def build(source: str | IRModule, target: Target | str | None = None,
                        {arch_target(t, arch, len(files)).canonical: path
                         for t, files in b.dev.images.items() for arch, path, _ in files},
                        b.data, b.warnings, b.stage_times, b.pass_times, b.name,
-                       dict(b.outputs), b.dev.labelled)
+                       dict(b.outputs), b.dev.labelled, list(b.dev.times.items()))
 
 
 @record

@@ -5,7 +5,8 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.diagnostics import Diagnostic, Span
-from tirc.frontend.values import describe, is_scalar_buffer, literal_expr, scalar_element
+from tirc.frontend.values import (describe, float_literal, is_scalar_buffer, literal_expr,
+                                  scalar_element)
 from tirc.ir.const_fold import COMPARE, INT_OPS, fold_imms, try_const_fold
 from tirc.ir.dtype import BOOL, DataType
 from tirc.ir.expr import (COMPARE_OPS, LOGIC_OPS, BinOp, Broadcast, Cast, FloatImm, IntImm,
@@ -36,7 +37,6 @@ def cast_to(e: PrimExpr, dtype: DataType, span: Span | None) -> PrimExpr:
     if isinstance(e, IntImm) and dtype.is_integer and e.dtype.is_integer:
         return IntImm(dtype, e.value, e.span)
     if isinstance(e, (IntImm, FloatImm)) and dtype.is_float and not e.dtype.is_bool:
-        from tirc.frontend.values import float_literal
         return float_literal(float(e.value), dtype, e.span)
     return Cast(dtype, e, span)
 

@@ -13,18 +13,19 @@ from tirc.frontend.calls import Construct, VarDecl
 from tirc.frontend.exprs import ExprBuilder, subscript_items
 from tirc.frontend.functions import FunctionHeader, read_header, scan_mutable
 from tirc.frontend.loops import build_for
-from tirc.frontend.buffers import make_buffer
+from tirc.frontend.buffers import make_buffer, scalar_buffer
 from tirc.frontend.scope import Scope
 from tirc.frontend.values import Binder, LetType, Slot, TName, describe, is_scalar_buffer
 from tirc.nesting import MAX_BLOCK_DEPTH
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import DataType
-from tirc.ir.expr import (FloatImm, IntImm, PointerType, PrimExpr, Var)
+from tirc.ir.dtype import DataType, HANDLE
+from tirc.ir.expr import FloatImm, IntImm, PointerType, PrimExpr, Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, DeclBuffer, Break, BufferStore, Continue,
                           Evaluate, IfThenElse, LetStmt, Return, Stmt,
                           While, seq)
 from tirc.syntax.tree import Tree
+from tirc.ir.block import SBlock, SBlockRealize
 
 
 
@@ -54,7 +55,6 @@ def root_block(body: Stmt, allocs: list[Buffer], old_blocks: bool, span: Span | 
     """The implicit root block of a block-level function (TVM's ScriptComplete): inserted
     when the function allocates at its root or holds blocks not already under a single
     iterator-free block. Older text allocated at the root with a plain T.alloc_buffer."""
-    from tirc.ir.block import SBlock, SBlockRealize
     from tirc.ir.visitor import contains_blocks
     allocs = list(allocs)
     if old_blocks:
@@ -245,7 +245,6 @@ class FunctionBuilder(ExprBuilder):
         return var
 
     def pointer_var(self, name: str, c: Construct, span: Span | None) -> Var:
-        from tirc.ir.dtype import HANDLE
         dtype = self.dtype_of(*c.args[0]) if c.args else None
         scope = c.args[1][0] if len(c.args) > 1 else c.kwargs.get("storage_scope", ("global", None))[0]
         if not isinstance(scope, str):
@@ -437,7 +436,6 @@ class FunctionBuilder(ExprBuilder):
         if rhs is None:
             if form == "let":
                 raise Diagnostic(f"'{name}' is immutable and needs a value", span)
-            from tirc.frontend.buffers import scalar_buffer
             buf = scalar_buffer(name, dtype, self.span(target))
             self.scope.define(name, Slot(buf))
             return Binder(lambda body: AllocBuffer(buf, body, span))
@@ -457,7 +455,6 @@ class FunctionBuilder(ExprBuilder):
     def _bind(self, name, dtype, value, nspan, span, form) -> Binder:
         """``x: dtype = value``: a let, or a mutable scalar when ``x`` is reassigned."""
         if name in self.mutable:
-            from tirc.frontend.buffers import scalar_buffer
             buf = scalar_buffer(name, dtype, nspan)
             store = BufferStore(buf, value, (IntImm(DataType("int32"), 0, span),), span)
             self.scope.define(name, Slot(buf))

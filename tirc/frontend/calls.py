@@ -16,12 +16,14 @@ from tirc.frontend.values import (Arg, arity, no_kwargs, TileLayout, TName, chec
                                   literal_expr)
 from tirc.ir import ptx_ops
 from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import BOOL, HANDLE, VOID, DataType, is_dtype_name, parse_dtype
+from tirc.ir.dtype import BOOL, DataType, HANDLE, MAX_LANES, VOID, is_dtype_name, parse_dtype
 from tirc.ir.expr import (BinOp, Broadcast, Call, Cast, FloatImm, GlobalVar, IntImm, Let,
                           PointerType, PrimExpr, Ramp, Select, Shuffle, StringImm, Var)
 from tirc.ir.ops import INTRINSICS, result_dtype
 from tirc.records import record
 from tirc.target.kinds import Target, TargetError, parse_target
+from tirc.frontend.values import HandleType, Lambda
+from tirc.ir.expr import Not
 
 if TYPE_CHECKING:
     from tirc.frontend.exprs import ExprBuilder
@@ -101,7 +103,6 @@ def call(b: "ExprBuilder", func: object, args: list[Arg], kwargs: dict[str, Arg]
         arity(name, args, 1, 1, span)
         e = b.as_expr(*args[0])
         if name == "Not":
-            from tirc.ir.expr import Not
             return Not(e, span)
         return make_call(b, "bitwise_not", [e], {}, span)
     builder = _BUILDERS.get(name)
@@ -169,7 +170,6 @@ _DTYPE_KWARG = {"tvm_stack_make_shape": HANDLE, "tvm_stack_make_array": HANDLE,
 
 def _pointer_type(v: object):
     """The pointer type of a call's dtype written ``T.handle("int64", "global").ty``."""
-    from tirc.frontend.values import HandleType
     return v.ptr if isinstance(v, HandleType) else None
 
 
@@ -302,7 +302,6 @@ def _lanes(v: object, span: Span | None) -> tuple[int, bool]:
 
 
 def check_lanes(lanes: int, span: Span | None, what: str = "a vector") -> None:
-    from tirc.ir.dtype import MAX_LANES
     if lanes > MAX_LANES:
         raise Diagnostic(f"{what} of {lanes} lanes: a vector has at most {MAX_LANES} (a TVM "
                          "dtype holds its lanes in 16 bits); copy with a loop", span)
@@ -428,7 +427,6 @@ def _comm_reducer(b, name, args, kwargs, span):
     """``T.comm_reducer(lambda x0, .., y0, ..: (r0, ..), [id0, ..])``: the lambda's first
     half of parameters are the left values, the second half the right ones, each typed
     like its identity element."""
-    from tirc.frontend.values import Lambda
     from tirc.ir.reducer import CommReducer
     no_kwargs(name, kwargs)
     arity(name, args, 2, 2, span)
@@ -463,5 +461,5 @@ _BUILDERS = {
     "min_value": _limit, "infinity": _limit, "target": _target, "comm_reducer": _comm_reducer,
     "TileLayout": _tile_layout,
 }
-from tirc.frontend.masked import BUILDERS as _MASKED  # noqa: E402
+from tirc.frontend.masked import BUILDERS as _MASKED
 _BUILDERS.update(_MASKED)

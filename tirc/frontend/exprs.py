@@ -12,13 +12,13 @@ from tirc.frontend.values import (HandleType, Lambda, LetType, ModuleRef, Namesp
                                   ThreadDecl, TileLayout, TName, describe, is_scalar_buffer,
                                   literal_expr, scalar_element)
 from tirc.ir import ptx_ops
-from tirc.ir.buffer import Buffer
-from tirc.ir.dtype import INT32, DataType, is_dtype_name, parse_dtype
+from tirc.ir.buffer import Buffer, access_dtype
+from tirc.ir.dtype import DataType, INT32, is_dtype_name, parse_dtype
 from tirc.nesting import MAX_EXPR_DEPTH
-from tirc.ir.buffer import access_dtype
 from tirc.ir.block import BufferRegion, Range
-from tirc.ir.expr import (BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp, Var)
+from tirc.ir.expr import BinOp, BufferLoad, FloatImm, IntImm, Not, PrimExpr, Ramp, Var
 from tirc.syntax.tree import Token, Tree
+from tirc.frontend.calls import check_lanes, scalable_lanes
 
 _REGION_CONSTRUCTS = frozenset({"reads", "writes", "match_buffer"})
 
@@ -405,7 +405,6 @@ class ExprBuilder:
             a = self.expr(start)
             lanes_v = difference(self.expr(stop, a.dtype), a, span)
             step_v = self.value(step) if step is not None else 1
-            from tirc.frontend.calls import scalable_lanes
             k = scalable_lanes(lanes_v)
             if k is not None and step is None:  # A[b:b + T.vscale() * k]: scalable
                 if k < 2:
@@ -418,7 +417,6 @@ class ExprBuilder:
             lanes = -(-lanes_v // step_v)
             if lanes < 1:
                 raise Diagnostic("empty slice", span)
-            from tirc.frontend.calls import check_lanes
             check_lanes(lanes, span, "a slice")
             if lanes == 1:
                 return a

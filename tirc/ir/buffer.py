@@ -5,7 +5,7 @@ from dataclasses import field
 
 from tirc.diagnostics import Span
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import PrimExpr, Var
+from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.records import record
 
 SCOPES = ("global", "shared", "shared.dyn", "local", "warp")  # the scopes tirc builds
@@ -62,7 +62,6 @@ class Buffer:
 
 def constant_elements(shape) -> int | None:
     """How many elements a shape holds, None when a dimension is not a constant."""
-    from tirc.ir.expr import IntImm
     n = 1
     for e in shape:
         if not isinstance(e, IntImm):
@@ -76,7 +75,6 @@ def dtype_view_of(base: Buffer, dtype: DataType):
     ``Buffer.view(dtype)``): the last dimension and the element offset scaled by the
     ratio of the element sizes; None when neither size divides the other, ``base`` has no
     dimension, or a constant dimension or offset is not a multiple of the ratio."""
-    from tirc.ir.expr import IntImm
     from tirc.ir.index_arith import arith
     old, new = base.dtype.bits * base.dtype.lanes, dtype.bits * dtype.lanes
     if not base.shape or max(old, new) % min(old, new):

@@ -16,6 +16,7 @@ from tirc.ir.expr import Call, Cast, IntImm, PrimExpr, StringImm, Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.print_expr import ExprPrinter, quote
 from tirc.ir.stmt import Evaluate, IfThenElse, SeqStmt, Stmt
+from tirc.target.kinds import Target
 
 def c_type(dtype: DataType) -> str:
     """The C type of one element of ``dtype`` (handles: ``void*``)."""
@@ -90,7 +91,6 @@ def value(e: PrimExpr) -> facts.Value:
 
 def target_of(f: PrimFunc) -> tuple[str | None, str | None]:
     """The canonical string and the summary of a function's target (None, None without)."""
-    from tirc.target.kinds import Target
     t = f.attrs.get(TARGET)
     if not isinstance(t, Target):
         return None, None

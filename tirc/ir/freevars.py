@@ -9,7 +9,7 @@ from tirc.ir.block import SBlock
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, DeclBuffer, For, IterVar, LetStmt, Stmt,
                           is_loop_pragma)
-from tirc.ir.visitor import Visitor
+from tirc.ir.visitor import Visitor, walk
 from tirc.records import record
 
 
@@ -104,7 +104,6 @@ class _Uses(Visitor):
 
 def uses_any(node, ids: set[int]) -> bool:
     """Whether ``node`` mentions a variable whose id is in ``ids``."""
-    from tirc.ir.visitor import walk
     return any(isinstance(n, Var) and id(n) in ids for n in walk(node))
 
 

@@ -12,7 +12,7 @@
 """
 from __future__ import annotations
 
-from tirc.ir.dtype import DataType
+from tirc.ir.dtype import BOOL, DataType, HANDLE, INT32, parse_dtype
 from tirc.records import record
 
 
@@ -109,7 +109,6 @@ NODE_BUILDERS = ("Select", "Cast", "cast", "Ramp", "ramp", "Broadcast", "broadca
 
 def result_dtype(intr: Intrinsic, arg_dtypes: list[DataType]) -> DataType | None:
     """The call's dtype, or None when it comes from a dtype argument."""
-    from tirc.ir.dtype import BOOL, HANDLE, INT32
 
     if intr.result == "arg0":
         return arg_dtypes[0]
@@ -123,5 +122,4 @@ def result_dtype(intr: Intrinsic, arg_dtypes: list[DataType]) -> DataType | None
         return HANDLE
     if intr.result in ("dtype", "dtype_last"):
         return None
-    from tirc.ir.dtype import parse_dtype
     return parse_dtype(intr.result)

@@ -16,11 +16,13 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore,
                           DeclBuffer, Evaluate, For, IfThenElse, IterVar, LetStmt, Return,
                           SeqStmt, Stmt, While)
 from tirc.ir.scalars import scalar_buffers, scalar_params
-from tirc.ir.freevars import free_vars
+from tirc.ir.freevars import free_vars, uses_any
 from tirc.target.kinds import Target
 from tirc.ir.print_expr import ExprPrinter, plus, py_value, quote
 from tirc.ir.print_block import BlockPrinter, implicit_root
-from tirc.ir.block import SBlockRealize
+from tirc.ir.block import SBlock, SBlockRealize
+from tirc.ir.visitor import Visitor, walk
+from tirc.ir.stmt import is_loop_pragma
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 BARE_HEADER = "# from tvm.script import tirx as T\n"
@@ -213,7 +215,6 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             return self.expr(e)
         # An expression over such variables is written whole in quotes (``("n * 8",)``),
         # which defines them, as TVM prints it.
-        from tirc.ir.visitor import walk
         undefined = [v for v in walk(e) if isinstance(v, Var) and (
             id(v) in self.pending_params or (id(v) in self.free_ids and id(v) not in self.names))]
         if not undefined:
@@ -271,7 +272,6 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
             return False
         if id(eo) in self.pending_params or eo.ptr is not None:
             return False
-        from tirc.ir.visitor import walk
         return not any(v is eo for e in (*b.shape, *b.strides) for v in walk(e))
 
     def annotations_kw(self, annotations: tuple) -> str:
@@ -538,7 +538,6 @@ class FunctionPrinter(ExprPrinter, BlockPrinter):
     # -- expressions ---------------------------------------------------------------------
 def _grid(loop: For) -> list[For]:
     """Directly nested serial loops from 0 that TVM prints as one ``T.grid``."""
-    from tirc.ir.freevars import uses_any
     out: list[For] = []
     node: Stmt = loop
     while isinstance(node, For):
@@ -555,7 +554,6 @@ def _env_thread_sites(body: Stmt) -> dict[int, list[IterVar]]:
     """For each thread variable not used within a single launch of its own (launched
     twice, or used outside), the innermost statement holding its launches and uses:
     ``id(statement) -> [IterVar, ...]``."""
-    from tirc.ir.visitor import Visitor
 
     class Uses(Visitor):
         def __init__(self) -> None:
@@ -603,8 +601,6 @@ def _pragma_nodes(f: PrimFunc) -> list[Var]:
     loop a pragma wraps defines its variable only inside, so a node that is that loop's
     variable is declared too (TVM reads it back as a variable of its own, as it does
     its own text)."""
-    from tirc.ir.stmt import is_loop_pragma
-    from tirc.ir.visitor import walk
     params = {id(p) for p in f.params}
     bound: set[int] = set()
     for node in walk(f.body):
@@ -629,8 +625,6 @@ def _pragma_nodes(f: PrimFunc) -> list[Var]:
 def _match_offsets(body: Stmt) -> set[int]:
     """Offset variables that a block's T.match_buffer declares by its offset factor alone
     (printed implicit there, read as ``sub.elem_offset``), not named by another buffer."""
-    from tirc.ir.block import SBlock
-    from tirc.ir.visitor import walk
     offsets: dict[int, int] = {}
     other: set[int] = set()
     for node in walk(body):
@@ -653,7 +647,6 @@ def _under(path: tuple, prefix: tuple) -> bool:
 
 def _let_vars(body: Stmt) -> list[Var]:
     """The variables expression-level ``Let`` nodes bind, in order of appearance."""
-    from tirc.ir.visitor import walk
     out: dict[int, Var] = {}
     for node in walk(body):
         if isinstance(node, Let):

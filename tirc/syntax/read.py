@@ -6,7 +6,7 @@ tree or raises the diagnostic.
 """
 from __future__ import annotations
 
-from tirc.diagnostics import MAX_SOURCE_BYTES, too_large
+from tirc import diagnostics
 from tirc.syntax import fast_parser
 from tirc.syntax.tree import Tree
 
@@ -14,8 +14,8 @@ from tirc.syntax.tree import Tree
 def parse_tree(text: str, filename: str = "<string>") -> Tree:
     """The parse tree of ``text``; syntax errors raise
     :class:`~tirc.diagnostics.Diagnostic`."""
-    if len(text) > MAX_SOURCE_BYTES:  # characters: a text given as a string
-        raise too_large(filename)
+    if len(text) > diagnostics.MAX_SOURCE_BYTES:  # characters: a text given as a string
+        raise diagnostics.too_large(filename)
     if not text.endswith("\n"):
         text += "\n"
     try:

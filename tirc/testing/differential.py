@@ -33,6 +33,7 @@ from tirc.ir.dtype import DataType
 from tirc.ir.expr import Var
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.testing.evaluate import NP, Evaluator, Undefined, Unsupported, int_bounds
+from tirc.diagnostics import Diagnostic
 
 TOLERANCE = {"float16": 1e-2, "float32": 1e-4, "float64": 1e-9}
 
@@ -215,7 +216,6 @@ def check_module(text: str, workdir: str | os.PathLike, seed: int = 0, use_tvm: 
     import tvm_ffi
 
     from tirc.build.stages import build
-    from tirc.diagnostics import Diagnostic
     from tirc.frontend.parse import parse
 
     result = ModuleResult(seed, "ok")

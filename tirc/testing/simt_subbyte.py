@@ -1,5 +1,5 @@
 """The SIMT interpreter's loads and stores of packed sub-byte buffers (int1, int2, int4,
-uint2, uint4), laid out as the code generator lays them out (``llvm_subbyte``): element
+uint2, uint4), laid out as the code generator lays them out (:mod:`tirc.backends.llvm.subbyte`): element
 ``e`` of a buffer sits in byte ``e // packs``, bits ``(e % packs) * bits`` up. A view of
 such a buffer counts its ``base`` in elements (not bytes) and reads its memory as bytes.
 

@@ -1,7 +1,7 @@
 """Calls in the ``c`` host target's source: TIR intrinsics, math, C symbols, tvm-ffi's
 structs (``tvm_struct_get``/``set``), packed calls and calls between the module's
-functions, with the meaning the LLVM backend gives them (``llvm_intrin``,
-``cpu_packed_call``)."""
+functions, with the meaning the LLVM backend gives them (:mod:`tirc.backends.llvm.intrin`,
+:mod:`tirc.backends.cpu.packed_call`)."""
 from __future__ import annotations
 
 from tirc.ir import ffi_abi as abi
@@ -277,7 +277,7 @@ def _add_byte_offset(w, e: Call, k) -> str:
 
 # -- packed calls -----------------------------------------------------------------------
 def _packed(w, e: Call) -> str:
-    """A packed call (``cpu_packed_call``'s meaning), written into the prelude; its value."""
+    """A packed call (:mod:`tirc.backends.cpu.packed_call`'s meaning), written into the prelude; its value."""
     where = None
     if w.c_api:
         where = "a function of the C ABI (--abi c): it needs the packed ABI and tvm-ffi"

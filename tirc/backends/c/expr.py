@@ -1,6 +1,6 @@
 """Expressions of the ``c`` host target: TIR PrimExpr -> C expression text (a mixin of
 :class:`tirc.backends.c.source.FunctionWriter`), with the integer semantics of the LLVM
-backend (``llvm_expr``): signed ``add``/``sub``/``mul``/``shift_left`` wrap (the file is
+backend (:mod:`tirc.backends.llvm.expr`): signed ``add``/``sub``/``mul``/``shift_left`` wrap (the file is
 compiled with ``-fwrapv``), ``div``/``mod`` truncate and ``floordiv``/``floormod`` floor; a division that
 may trap calls a checked helper that records a ZeroDivisionError or OverflowError, which
 the statement then raises (:meth:`FunctionWriter.operand`); float comparisons are

@@ -7,13 +7,13 @@ args, int32_t num_args, void* result)``, raising through tvm-ffi's
 ``TVMFFIErrorSetRaisedFromCStr``) or of the C ABI (``--abi c``: the declarations of
 ``NAME.h`` and ``const char* NAME_last_error(void)``), private functions ``static``
 (their errors reach the caller through a thread-local kind and message, as
-``cpu_errors`` keeps them), the same checks, integer semantics and error messages.
+:mod:`tirc.backends.cpu.errors` keeps them), the same checks, integer semantics and error messages.
 ``T.parallel`` loops become OpenMP loops (``#pragma omp parallel for``: parallel with
 ``-fopenmp``, serial without) when their body cannot fail; a body that may fail (a
 check, a heap allocation, a division that may trap, a call that may fail) runs serially,
 since an OpenMP loop cannot be left early. Buffers of up to 1 KiB of constant size are
 arrays on the stack, larger ones ``malloc``'d and freed on every way out. Vectors are
-written lane by lane (``c_source_expr``). Kernel launches need the LLVM host backend.
+written lane by lane (:mod:`tirc.backends.c.expr`). Kernel launches need the LLVM host backend.
 
 Compile it with ``cc -O2 -fPIC -fwrapv -fno-strict-aliasing -shared NAME.c -o NAME.so -lm``
 (``-fopenmp`` for parallel loops); ``tirc build --shared`` does. Statements are written

@@ -13,6 +13,7 @@ from tirc.backends.llvm.text import module_text
 from tirc.ir.function import IRModule
 from tirc.records import record
 from tirc.target.kinds import Target
+from tirc.backends.cpu.chunks import join_chunks, lower_chunks
 
 
 @record(frozen=True)
@@ -43,8 +44,8 @@ def generate(mod: IRModule, target: Target, name: str = "module", device_code=No
              keep_ir: bool = True, debug: bool = False, jobs: int = 1) -> HostObject:
     """The host object of ``mod``; ``keep_ir``: also its optimised LLVM IR as text;
     ``debug``: with DWARF line tables (``-g``); ``jobs``: processes that make it in
-    chunks side by side (``cpu_chunks``: not with ``keep_ir`` or ``debug``, which
-    describe one LLVM module, nor for a triple whose objects ``elf_join`` does not
+    chunks side by side (:mod:`tirc.backends.cpu.chunks`: not with ``keep_ir`` or ``debug``, which
+    describe one LLVM module, nor for a triple whose objects :mod:`tirc.backends.cpu.elf_join` does not
     read)."""
     if cpu_chunks.wanted(mod, target, jobs, keep_ir or debug):
         shares = cpu_chunks.plan(mod, jobs)
@@ -75,7 +76,7 @@ def start_chunks(mod: IRModule, target: Target, name: str, device_code, jobs: in
 
 
 class Chunked:
-    """A host object made in chunks (``cpu_chunks``): the shares after the first run in
+    """A host object made in chunks (:mod:`tirc.backends.cpu.chunks`): the shares after the first run in
     forked processes from the start; :meth:`finish` makes the first share here and joins
     all the chunks' objects; :meth:`kill` ends the other processes."""
 
@@ -83,7 +84,6 @@ class Chunked:
                  name: str, device_code):
         from functools import partial
 
-        from tirc.backends.cpu.chunks import lower_chunks
         from tirc.backends.cpu.forked import Started
         self.triple = target_machine(target).triple  # before forking: LLVM set up once
         starts = [sum(len(s) for s in shares[:i]) for i in range(len(shares))]
@@ -95,7 +95,6 @@ class Chunked:
         self.others.kill()
 
     def finish(self) -> HostObject:
-        from tirc.backends.cpu.chunks import join_chunks
         try:
             first = self.tasks[0]()
         except BaseException:

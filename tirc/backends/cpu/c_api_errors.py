@@ -20,7 +20,7 @@ _BUFFER = "__tirc_last_error_buffer"
 
 def error_buffer(module: ir.Module, ctx, prefix: str = "") -> ir.GlobalVariable:
     """The module's thread-local message buffer and its accessor, created once (in a
-    chunk of a module lowered in several, ``cpu_chunks``, other than the owner: the
+    chunk of a module lowered in several, :mod:`tirc.backends.cpu.chunks`, other than the owner: the
     buffer declared only; ``ctx``: the CPUContext)."""
     existing = module.globals.get(_BUFFER)
     if existing is not None:

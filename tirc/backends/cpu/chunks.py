@@ -18,7 +18,7 @@ optimised and emitted in several processes.
   of its own (``cpu.optimize``: the full pipeline and code generation level for a chunk
   with loops) and emitted as a relocatable object, chunk 0 in this process and the
   others in forked ones (``tirc.backends.cpu.forked``). The objects are joined in order into the
-  one host object (``elf_join``, as ``ld -r`` would), the module-wide state made local
+  one host object (:mod:`tirc.backends.cpu.elf_join`, as ``ld -r`` would), the module-wide state made local
   again. No process ever holds the LLVM module of the whole: a 5,000-function module
   is never more than one chunk's IR and machine code at a time in each process.
 
@@ -41,7 +41,8 @@ from tirc.ir.expr import Call, GlobalVar
 from tirc.ir.function import IRModule
 from tirc.ir.visitor import walk
 from tirc.records import record
-from tirc.target.kinds import Target
+from tirc.target.kinds import Target, host_triple
+from tirc.backends.llvm.llvmlite_compat import dismantle
 
 
 @record(frozen=True)
@@ -65,7 +66,6 @@ def wanted(mod: IRModule, target: Target, jobs: int, whole: bool) -> bool:
     if whole or (jobs <= 1 and len(mod.functions) <= CHUNK_FUNCTIONS):
         return False
     from tirc.backends.cpu.elf_join import joinable_triple
-    from tirc.target.kinds import host_triple
     return joinable_triple(target.get("mtriple") or host_triple())
 
 
@@ -185,7 +185,6 @@ def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, devic
     from tirc.backends.cpu.context import CPUContext, optimize
     from tirc.backends.llvm.lower import ModuleLowering
     from tirc.backends.llvm.text import module_text
-    from tirc.backends.llvm.llvmlite_compat import dismantle
     ctx = CPUContext(target, device_code, "define" if owner else "declare")
     lowering = ModuleLowering(sub, ctx, name)
     if owner:

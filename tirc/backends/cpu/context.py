@@ -22,6 +22,7 @@ from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import C_API, DEVICE_ID, DEVICE_TYPE, SYMBOL_PREFIX
 from tirc.ir.stmt import For
 from tirc.target.kinds import Target, fast_math_flags, host_triple, vscale_range
+from tirc.backends.host_faults import may_fail
 
 
 def target_machine(target: Target, opt: int | None = None) -> llvm.TargetMachine:
@@ -46,7 +47,7 @@ def target_machine(target: Target, opt: int | None = None) -> llvm.TargetMachine
 
 class CPUContext(LLVMTargetContext):
     """``share``: None when the module is lowered whole; when it is lowered in chunks
-    (``cpu_chunks``), "define" in the owner chunk, which defines the module-wide state
+    (:mod:`tirc.backends.cpu.chunks`), "define" in the owner chunk, which defines the module-wide state
     (CUDA launch tables and helpers, the C API's error buffer) with external linkage
     for the link (their names in ``shared``, made internal again after it), "declare"
     in the others, which only declare it."""
@@ -155,7 +156,6 @@ class CPUContext(LLVMTargetContext):
 
     def after_call(self, fl, name, callee):
         from tirc.backends.cpu.errors import check_after_call
-        from tirc.backends.host_faults import may_fail
         failing = getattr(fl.module, "may_fail", None)
         if failing is None:
             failing = fl.module.may_fail = may_fail(fl.module.mod)

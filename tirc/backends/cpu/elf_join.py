@@ -1,5 +1,5 @@
 """Relocatable ELF objects joined into one, as ``ld -r`` joins them: the host object of a
-module made in chunks (``cpu_chunks``), each chunk emitted as an object of its own, in
+module made in chunks (:mod:`tirc.backends.cpu.chunks`), each chunk emitted as an object of its own, in
 the process that lowered it.
 
 What it reads is what LLVM writes for a 64-bit little-endian ELF target whose

@@ -8,7 +8,7 @@ C string) and a copy of the message in thread-local variables of its object,
 private function that may fail, the caller tests ``__tirc_error_kind``: a private caller
 returns at once (the error stays recorded), an exported one clears it and raises the
 kind and message as its own error; in the body of a ``T.parallel`` loop the failure is
-handed to the loop's caller as any failing check there is (``cpu_parallel``).
+handed to the loop's caller as any failing check there is (:mod:`tirc.backends.cpu.parallel`).
 
 Which functions may fail is decided on the TIR
 (:func:`tirc.backends.host_faults.may_fail`), before lowering, so

@@ -1,5 +1,5 @@
 """Tasks of one build run side by side in forked processes (``tirc build -j N`` on one
-input: ``backends.cpu_chunks``).
+input: :mod:`tirc.backends.cpu.chunks`).
 
 The parent prepares every task before forking, so a child inherits what it works on
 and nothing is pickled to it; each child runs one task and sends its result back

@@ -65,10 +65,11 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
         variants, ptx, cubins = [], {}, {}
         for arch in archs:
             image = generate(m, arch_target(t, arch, len(archs)), name,
-                             keep_ir="llvm" in emit, line_info=line_info)
+                             keep_ir="llvm" in emit, line_info=line_info, timed=result.timed)
             ptx[image.arch] = image.ptx
             if device_format != "ptx":
-                cubin = _cubin(image, name, span, device_format, result.warnings, line_info)
+                with result.timed("cubin"):
+                    cubin = _cubin(image, name, span, device_format, result.warnings, line_info)
                 if cubin is not None:
                     cubins[image.arch] = cubin.data
                     for symbol, figures in cubin.resources.items():
@@ -90,8 +91,9 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
         if device_format == "fatbin":
             entries = fatbin_entries(list(ptx), cubins)
             from tirc.backends.cuda.fatbin import make_fatbin
-            data = make_fatbin([(fmt, arch, cubins[arch] if fmt == "cubin" else ptx[arch].encode())
-                                for arch, fmt in entries], name)
+            with result.timed("fatbin"):
+                data = make_fatbin([(fmt, arch, cubins[arch] if fmt == "cubin"
+                                     else ptx[arch].encode()) for arch, fmt in entries], name)
             label = "-".join(ptx)
             stem = stem_for(label, len(devices) == 1, fatbins)
             result.images[t] = [(label, out / f"{stem}.fatbin", data)]

@@ -57,6 +57,7 @@ from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, StringImm
 from tirc.ir.function import IRModule
 from tirc.records import record
+from tirc.ir.attrs import is_kernel
 
 MAX_DEVICES = 64
 DYN_SHMEM_DEFAULT_LIMIT = 48 * 1024  # above it a kernel must opt in (cuFuncSetAttribute)
@@ -163,7 +164,6 @@ class DeviceCode:
         order): its kernels' entry ``symbols`` (module order) under the next group, so
         that host code can launch them before the images exist (``cpu.start_chunks``);
         the group's index."""
-        from tirc.ir.attrs import is_kernel
         group = len(self.groups)
         self.groups.append(())
         names = [n for n, f in mod.functions.items() if is_kernel(f)]
@@ -191,7 +191,7 @@ def image_preference(archs: list[tuple[str, str]]) -> list[tuple[int, str, int, 
 
 class CudaLauncher:
     """The launch support of one host LLVM module, created at its first launch. When
-    the module is one chunk of several (``cpu_chunks``), the owner chunk defines it all
+    the module is one chunk of several (:mod:`tirc.backends.cpu.chunks`), the owner chunk defines it all
     and every other chunk only declares what its launches use."""
 
     def __init__(self, module, code: DeviceCode):

@@ -28,6 +28,8 @@ Device facts, all from the ``cuda`` target (nothing asks a GPU):
 """
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from llvmlite import binding as llvm
 from llvmlite import ir
 
@@ -311,17 +313,31 @@ def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
 
 
 def generate(mod: IRModule, target: Target, name: str = "module",
-             keep_ir: bool = True, line_info: bool = False) -> DeviceImage:
-    """The PTX of ``mod``; ``line_info``: with ``.loc`` directives (``-lineinfo``)."""
-    text, ctx = lower_to_llvm(mod, target, name, line_info)
-    parsed = llvm.parse_assembly(text)
-    parsed.verify()
+             keep_ir: bool = True, line_info: bool = False, timed=None) -> DeviceImage:
+    """The PTX of ``mod``; ``line_info``: with ``.loc`` directives (``-lineinfo``);
+    ``timed(substage)``: a context that times each sub-stage (``DeviceOutputs.timed``)."""
+    timed = timed or _untimed
+    with timed("lower"):
+        text, ctx = lower_to_llvm(mod, target, name, line_info)
+    with timed("parse-llvm"):
+        parsed = llvm.parse_assembly(text)
+        parsed.verify()
     if ctx.uses_libdevice:
-        _link_libdevice(parsed, ctx)
-    pb = llvm.create_pass_builder(ctx.machine, llvm.create_pipeline_tuning_options(speed_level=3))
-    pb.getModulePassManager().run(parsed, pb)
-    return DeviceImage(ctx.machine.emit_assembly(parsed), str(parsed) if keep_ir else "",
-                       str(target.get("arch")), kernel_symbols(mod))
+        with timed("libdevice"):
+            _link_libdevice(parsed, ctx)
+    with timed("optimize"):
+        pb = llvm.create_pass_builder(ctx.machine,
+                                      llvm.create_pipeline_tuning_options(speed_level=3))
+        pb.getModulePassManager().run(parsed, pb)
+    with timed("emit-ptx"):
+        ptx = ctx.machine.emit_assembly(parsed)
+    return DeviceImage(ptx, str(parsed) if keep_ir else "", str(target.get("arch")),
+                       kernel_symbols(mod))
+
+
+@contextmanager
+def _untimed(substage: str):
+    yield
 
 
 def kernel_symbols(mod: IRModule) -> tuple[str, ...]:

@@ -16,7 +16,7 @@ fast paths do not cover (typed pointers, vector compares, a GEP without
 ``private_constant`` for the module's strings, the lowering of those 500 kernels went
 from 1.16 to 0.89 s and their ``module_text`` from 0.65 to 0.47 s.
 
-Written for llvmlite 0.50, as ``llvmlite_compat``; ``tests/backends/llvm/test_llvm_builder.py`` checks
+Written for llvmlite 0.50, as :mod:`tirc.backends.llvm.llvmlite_compat`; ``tests/backends/llvm/test_llvm_builder.py`` checks
 that both builders make the same module text.
 """
 from __future__ import annotations

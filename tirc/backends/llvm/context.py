@@ -1,6 +1,6 @@
 """The target context: every target fact the shared TIR -> LLVM lowering needs, as small
 hooks (numba-cuda's target context, tinygrad's table per renderer). The lowering in
-``llvm_lower``/``llvm_expr``/``llvm_intrin`` never asks which target it is on; a backend
+:mod:`tirc.backends.llvm.lower`/:mod:`tirc.backends.llvm.expr`/:mod:`tirc.backends.llvm.intrin` never asks which target it is on; a backend
 subclasses :class:`LLVMTargetContext` and overrides what differs: address spaces, math
 functions, how functions are exposed, how buffers are allocated, parallel loops,
 how an error is raised, and target-specific calls.

@@ -1,4 +1,4 @@
-"""The places tirc goes past llvmlite's public API, kept here and in ``llvm_builder``
+"""The places tirc goes past llvmlite's public API, kept here and in :mod:`tirc.backends.llvm.builder`
 (which makes llvmlite's instructions, blocks and constants without their constructors,
 for speed) and nowhere else.
 
@@ -64,7 +64,7 @@ def dismantle(module: ir.Module) -> None:
     Every value of an llvmlite module points to its parent (instruction to block, block
     and argument to function, function and global to module) and the parents to their
     values, so a module is only ever freed by the cycle collector, which the build keeps
-    off: a collection over one chunk of 1,000 packed functions (``cpu_chunks``) took
+    off: a collection over one chunk of 1,000 packed functions (:mod:`tirc.backends.cpu.chunks`) took
     1.1 s, to free what reference counting frees here as the attributes go. Nothing of
     the module may be used afterwards (its objects are left without attributes)."""
     for value in module.globals.values():

@@ -1,5 +1,5 @@
 """The one TIR -> LLVM IR lowering: a module's functions, their statements (this file),
-expressions (``llvm_expr``) and calls (``llvm_intrin``). Everything target-specific is
+expressions (:mod:`tirc.backends.llvm.expr`) and calls (:mod:`tirc.backends.llvm.intrin`). Everything target-specific is
 asked of the :class:`~tirc.backends.llvm.context.LLVMTargetContext`.
 
 Variables are SSA values (TIR lets are immutable); loops use phi nodes; a buffer is its

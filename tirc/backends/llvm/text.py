@@ -7,7 +7,7 @@ operand, ``_stringify_metadata``); for the 500-kernel module that was 1.0 s of t
 host object's 3.4 s. Here each of the common instruction classes (matched by exact
 class, so a subclass with its own ``descr`` is never caught) is one function writing the
 same text as its ``descr``; every other value is formatted by llvmlite itself.
-Written for llvmlite 0.50, as ``llvmlite_compat``; ``tests/backends/llvm/test_llvm_text.py`` compares
+Written for llvmlite 0.50, as :mod:`tirc.backends.llvm.llvmlite_compat`; ``tests/backends/llvm/test_llvm_text.py`` compares
 the two on modules using every fast path.
 """
 from __future__ import annotations

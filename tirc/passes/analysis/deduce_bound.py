@@ -10,7 +10,7 @@ expressions are built with TVM's constant-folding operators (:func:`fold`).
 from __future__ import annotations
 
 from tirc.ir.expr import BinOp, IntImm, PrimExpr, Var
-from tirc.ir.visitor import walk
+from tirc.ir.visitor import child_fields, is_node, walk
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_ops import binop
 from tirc.passes.analysis.region_relax import (EVERYTHING, NEG_INF, NOTHING, POS_INF, IntervalSet,
@@ -112,7 +112,6 @@ def _path(target: Var, expr: PrimExpr) -> list[PrimExpr]:
 
 
 def _children(n) -> list:
-    from tirc.ir.visitor import child_fields, is_node
     out = []
     for name in child_fields(type(n)):
         v = getattr(n, name)

@@ -17,7 +17,8 @@ from typing import Callable, Sequence
 
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, DataType
-from tirc.ir.expr import BinOp, BufferLoad, FloatImm, IntImm, PrimExpr, Select, Var
+from tirc.ir.expr import (COMPARE_OPS, LOGIC_OPS, BinOp, BufferLoad, FloatImm, IntImm, PrimExpr,
+                          Select, Var)
 from tirc.ir.reducer import CommReducer
 
 _FLOAT_MAX = {16: 65504.0, 32: 3.4028234663852886e38, 64: 1.7976931348623157e308}
@@ -49,7 +50,6 @@ def const(dtype: DataType, value: int) -> PrimExpr:
 
 
 def _b(op: str, a: PrimExpr, b: PrimExpr) -> PrimExpr:
-    from tirc.ir.expr import COMPARE_OPS, LOGIC_OPS
     return BinOp(op, a, b, BOOL if op in COMPARE_OPS + LOGIC_OPS else a.dtype)
 
 

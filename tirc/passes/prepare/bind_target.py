@@ -38,7 +38,7 @@ from tirc.ir.renew import renew_defs
 from tirc.ir.visitor import Mutator, Visitor
 from tirc.ir.names import unique_name
 from tirc.passes.analysis.context import DEVICE, HOST, body_context, scope_change
-from tirc.target.kinds import Target
+from tirc.target.kinds import Target, parse_target
 
 
 class _Calls(Visitor):
@@ -100,7 +100,6 @@ def bind_target(mod: IRModule, target: Target) -> IRModule:
     """Bind ``target`` (a device or CPU target, possibly with a host) to ``mod``."""
     host = target.host if target.host is not None else (target if not target.is_device else None)
     if host is None:
-        from tirc.target.kinds import parse_target
         host = parse_target("llvm")
     device = target.without_host()
     full = device.with_host(host) if target.is_device else device

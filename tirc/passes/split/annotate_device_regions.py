@@ -23,6 +23,8 @@ from tirc.ir.stmt import AttrStmt, For, IterVar
 from tirc.ir.visitor import Mutator
 from tirc.passes.analysis.context import HOST, body_context
 from tirc.target.kinds import Target
+from tirc.ir.dtype import INT32
+from tirc.ir.expr import IntImm
 
 
 class _Annotate(Mutator):
@@ -54,8 +56,6 @@ class _Annotate(Mutator):
 
 
 def _zero(s):
-    from tirc.ir.dtype import INT32
-    from tirc.ir.expr import IntImm
     return IntImm(INT32, 0, s.span)
 
 

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tirc.ir import facts
+from tirc.ir import describe, facts
 from tirc.diagnostics import Diagnostic
 from tirc.ir.facts import BuildFacts
-from tirc.ir import describe
 from tirc.ir.attrs import (GLOBAL_SYMBOL, KERNEL_LAUNCH_PARAMS, LAUNCH_FLAGS, TARGET,
                            THREAD_EXTENT, USE_DYN_SHARED_MEMORY, is_kernel, sized_launch_params)
 from tirc.ir.dtype import INT32, INT64
@@ -32,7 +31,7 @@ from tirc.ir.freevars import region_uses
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.index_arith import arith, cast
 from tirc.ir.renew import substitute
-from tirc.ir.stmt import AllocBuffer, AttrStmt, IterVar
+from tirc.ir.stmt import AllocBuffer, AttrStmt, Evaluate, IterVar
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.analysis.context import HOST, body_context
 from tirc.target.kinds import Target, thread_axis_limits
@@ -87,7 +86,6 @@ def launch_params(name: str, kernel: PrimFunc) -> tuple[list[str], list[PrimExpr
 
 
 def _eval(e: PrimExpr):
-    from tirc.ir.stmt import Evaluate
     return Evaluate(e)
 
 
