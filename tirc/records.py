@@ -20,6 +20,13 @@ nothing for itself:
   functions below, shared by every record;
 * the fields are read from the class's annotations here, as ``dataclass`` reads them.
 
+``cache_hash=True`` (frozen, slots and eq records only) keeps a record's hash in a slot
+of its own, ``_record_hash``, once computed: an IR expression's hash is that of its
+fields, its sub-expressions' among them, so without it every dict lookup of an expression
+hashes the whole tree under it again. The cache is not a field: ``fields``, ``==``,
+``repr``, ``replace`` and pickling ignore it (a copy or an unpickled record hashes again,
+as string hashes differ between processes).
+
 Supported: fields with a default, a ``field(default=..., default_factory=...,
 compare=..., repr=..., metadata=...)``, inherited record fields, and ``ClassVar``
 annotations (not fields). Refused with a TypeError: ``kw_only``, ``init=False``,
@@ -44,9 +51,13 @@ _FIELD = dataclasses._FIELD
 
 
 @dataclass_transform(field_specifiers=(field,))
-def record(cls=None, /, *, eq: bool = True, frozen: bool = False, slots: bool = False):
+def record(cls=None, /, *, eq: bool = True, frozen: bool = False, slots: bool = False,
+           cache_hash: bool = False):
     """``dataclass(cls, eq=eq, frozen=frozen, slots=slots)``, made cheaply (module
-    docstring)."""
+    docstring); ``cache_hash``: the hash computed once (module docstring)."""
+    if cache_hash and not (frozen and slots and eq):
+        raise TypeError("cache_hash is for frozen, slots and eq records")
+
     def wrap(cls):
         name = cls.__name__
         own = cls.__dict__
@@ -73,14 +84,16 @@ def record(cls=None, /, *, eq: bool = True, frozen: bool = False, slots: bool = 
         if eq:
             ns["_record_key"] = staticmethod(_key([f.name for f in fs if f.compare]))
             ns["__eq__"] = _eq
-            ns["__hash__"] = _hash if frozen else None  # a mutable dataclass is unhashable
+            # a mutable dataclass is unhashable
+            ns["__hash__"] = (_cached_hash if cache_hash else _hash) if frozen else None
         if "__repr__" not in own:
             ns["_record_shown"] = tuple(f.name for f in fs if f.repr)
             ns["__repr__"] = _repr
         if slots:
             inherited = {s for base in cls.__mro__[1:-1]
                          for s in _slot_names(base)}
-            ns["__slots__"] = tuple(f.name for f in fs if f.name not in inherited)
+            ns["__slots__"] = tuple(f.name for f in fs if f.name not in inherited) + (
+                ("_record_hash",) if cache_hash and "_record_hash" not in inherited else ())
             ns.pop("__dict__", None)
             ns.pop("__weakref__", None)
             if frozen:  # no __dict__ for pickle and copy to fill: they call __setstate__
@@ -255,6 +268,15 @@ def _eq(self, other):
 
 def _hash(self):
     return hash(self._record_key(self))
+
+
+def _cached_hash(self):
+    try:
+        return self._record_hash
+    except AttributeError:
+        h = hash(self._record_key(self))
+        object.__setattr__(self, "_record_hash", h)
+        return h
 
 
 @recursive_repr()  # a record that holds itself shows as ..., as a dataclass's

@@ -47,3 +47,14 @@ def test_cpu_kernels_benchmark_smoke(kernel_set):
                "--wait-quiet", "0", "--max-other-load", "1", "--threads", "1")
     rows = [line for line in out.splitlines() if line.startswith("| ")][1:]
     assert len(rows) >= 4, out
+
+
+def test_pass_scaling_benchmark_smoke():
+    """bench/pass_scaling.py at its two smallest sizes: every family builds and each
+    table has a row per pass with its growth ratio."""
+    out = _run("pass_scaling.py", "--sizes", "1,2", "--repeat", "1")
+    for family in ("unroll", "stmts", "funcs"):
+        assert f"### {family}" in out, out
+    rows = {line.split("|")[1].strip() for line in out.splitlines() if line.startswith("| ")}
+    assert {"CommonSubexprElim", "UnrollLoop", "ThreadSync", "(all passes)"} <= rows, out
+    assert "flagged (above 2.3x per doubling):" in out

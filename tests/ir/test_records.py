@@ -223,3 +223,36 @@ def test_class_shapes_refused_as_dataclass_refuses_them():
         @record(frozen=True)
         class Init:
             x: dataclasses.InitVar[int]
+
+
+def test_cached_hash():
+    """``cache_hash``: the hash is computed once and kept outside the fields; equal
+    records hash alike, and a copy, a replacement or an unpickled record hashes again."""
+    calls = []
+
+    class Key:
+        def __init__(self, v):
+            self.v = v
+
+        def __hash__(self):
+            calls.append(self.v)
+            return hash(self.v)
+
+        def __eq__(self, other):
+            return self.v == other.v
+
+    @record(frozen=True, slots=True, cache_hash=True)
+    class Cached:
+        key: object
+        span: object = field(default=None, compare=False)
+
+    a, b = Cached(Key(1)), Cached(Key(1), span="elsewhere")
+    assert hash(a) == hash(a) == hash(b) and a == b and calls == [1, 1]
+    assert [f.name for f in dataclasses.fields(Cached)] == ["key", "span"]
+    assert "_record_hash" not in repr(a)
+    c = dataclasses.replace(a, key=Key(2))
+    assert hash(c) == hash(Cached(Key(2))) != hash(a) and c != a
+    assert hash(copy.copy(a)) == hash(a)
+    for options in (dict(frozen=True), dict(slots=True, frozen=False), dict(frozen=True, slots=True, eq=False)):
+        with pytest.raises(TypeError):
+            record(cache_hash=True, **options)

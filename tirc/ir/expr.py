@@ -1,4 +1,5 @@
-"""Expression nodes. Immutable; ``span`` takes no part in equality.
+"""Expression nodes. Immutable; ``span`` takes no part in equality. Each keeps its hash
+once computed (``cache_hash``): it is a function of the whole tree under it.
 
 Variables are compared by identity (two ``Var("i")`` are different variables);
 :mod:`tirc.ir.equal` compares whole trees up to renaming.
@@ -44,21 +45,21 @@ class Var(PrimExpr):
         return f"Var({self.name}:{self.dtype})"
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class IntImm(PrimExpr):
     dtype: DataType
     value: int
     span: Span | None = field(**_SPAN)
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class FloatImm(PrimExpr):
     dtype: DataType
     value: float
     span: Span | None = field(**_SPAN)
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class StringImm(PrimExpr):
     value: str
     span: Span | None = field(**_SPAN)
@@ -73,7 +74,7 @@ BITWISE_OPS = ("bitwise_and", "bitwise_or", "bitwise_xor", "shift_left", "shift_
 BINARY_OPS = ARITH_OPS + COMPARE_OPS + LOGIC_OPS + BITWISE_OPS
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class BinOp(PrimExpr):
     """``a op b``. ``div``/``mod`` truncate (C semantics); ``floordiv``/``floormod`` floor."""
 
@@ -84,7 +85,7 @@ class BinOp(PrimExpr):
     span: Span | None = field(**_SPAN)
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class Not(PrimExpr):
     a: PrimExpr
     span: Span | None = field(**_SPAN)
@@ -94,7 +95,7 @@ class Not(PrimExpr):
         return BOOL.with_lanes(self.a.dtype.lanes)
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class Select(PrimExpr):
     """Both branches are evaluated (unlike ``T.if_then_else``)."""
 
@@ -108,14 +109,14 @@ class Select(PrimExpr):
         return self.true_value.dtype
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class Cast(PrimExpr):
     dtype: DataType
     value: PrimExpr
     span: Span | None = field(**_SPAN)
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class BufferLoad(PrimExpr):
     buffer: "Buffer"
     indices: tuple[PrimExpr, ...]
@@ -123,7 +124,7 @@ class BufferLoad(PrimExpr):
     span: Span | None = field(**_SPAN)
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class Ramp(PrimExpr):
     """The vector ``base, base+stride, ..., base+(lanes-1)*stride``; with ``scalable``,
     of ``T.vscale() * lanes`` lanes (printed so)."""
@@ -139,7 +140,7 @@ class Ramp(PrimExpr):
         return DataType(self.base.dtype.base, self.lanes, self.scalable)
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class Broadcast(PrimExpr):
     """``value`` in every lane; ``scalable``: of ``T.vscale() * lanes`` lanes."""
 
@@ -153,7 +154,7 @@ class Broadcast(PrimExpr):
         return DataType(self.value.dtype.base, self.lanes, self.scalable)
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class Shuffle(PrimExpr):
     """Lanes picked by ``indices`` from the concatenation of ``vectors``."""
 
@@ -167,7 +168,7 @@ class Shuffle(PrimExpr):
             else self.vectors[0].dtype.element()
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class Let(PrimExpr):
     var: Var
     value: PrimExpr
@@ -186,7 +187,7 @@ class GlobalVar:
     name: str
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class Call(PrimExpr):
     """A call of an intrinsic (``op`` is its name, e.g. ``"exp"``, ``"call_extern"``)
     or of a function of the same module (``op`` is a :class:`GlobalVar`)."""

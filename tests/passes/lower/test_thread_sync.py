@@ -520,3 +520,71 @@ s[tx // 4 * 8 + tx % 4 + 4] = A[tx + 128]
 B[tx] = s[tx // 4 * 8 + tx % 4] + s[tx // 4 * 8 + tx % 4 + 4]
 """)
     check(before, expected)
+
+
+def _random_kernel(r) -> str:
+    """Shared accesses of assorted index forms (thread and loop terms, constants,
+    quotients, vectors, an unknown extent), in loops, branches and sequences."""
+    def index(loops):
+        pool = ["tx", "tx * 2", "tx * 4", "tx // 4", "tx % 4", "tx * 64", "n"]
+        pool += [f"{v}{scale}" for v in loops for scale in ("", " * 16", " * 128")]
+        terms = [r.choice(pool) for _ in range(r.randint(1, 3))]
+        if r.random() < 0.7:
+            terms.append(str(r.choice([0, 1, 2, 16, 64, 128, 129, 256])))
+        return " + ".join(terms)
+
+    def block(depth, loops, ind):
+        for _ in range(r.randint(1, 6)):
+            c, buf = r.random(), r.choice("ssd")
+            if c < 0.35:
+                lines.append(f"{ind}{buf}[{index(loops)}] = A[tx]")
+            elif c < 0.6:
+                lines.append(f"{ind}B[tx] = {buf}[{index(loops)}] + {r.choice('sd')}[{index(loops)}]")
+            elif c < 0.72 and depth < 3:
+                v = f"l{depth}_{r.randint(0, 99)}"
+                lines.append(f"{ind}for {v} in range({r.choice(['2', '4', '1', 'n'])}):")
+                block(depth + 1, loops + [v], ind + "    ")
+            elif c < 0.8 and depth < 3:
+                lines.append(f"{ind}if {r.choice(['tx < 16', 'n > 2'])}:")
+                block(depth + 1, loops, ind + "    ")
+            elif c < 0.85:
+                lines.append(f'{ind}T.tvm_storage_sync("shared")')
+            else:
+                lines.append(f"{ind}{buf}[T.Ramp({index(loops)}, 1, 4)] = T.Broadcast(A[tx], 4)")
+
+    lines: list[str] = []
+    block(0, [], "")
+    return kernel("s = T.alloc_shared((8192,))\nd = T.alloc_buffer((8192,), scope=\"shared.dyn\")\n"
+                  + "\n".join(lines),
+                  params='A: T.Buffer((4096,), "float32"), B: T.Buffer((4096,), "float32"), n: T.int32')
+
+
+def test_conflicts_by_group_are_those_of_each_pair():
+    """ThreadSync answers its conflicts by buffer, form and constant (thread_sync._Buffers,
+    linear in the accesses); a planner with a conflict of its own tries each pair of a
+    buffer (thread_sync._Pairs). Both place the same barriers on random kernels."""
+    import random
+    from dataclasses import replace
+
+    from tirc.ir.printer import print_module
+    from tirc.passes.lower import thread_sync as ts
+
+    class Pairwise(ts.BarrierPlanner):
+        def conflict(self, a, b):  # the same conflict, so each pair is tried
+            return super().conflict(a, b)
+
+    class PairwiseKernels(ts._Kernels):
+        def kernel(self, root):
+            body, _ = Pairwise(root).stmt(root.body, True)
+            return root if body is root.body else replace(root, body=body)
+
+    r = random.Random(32)
+    changed = 0
+    for _ in range(60):
+        mod = verify(parse(HEADER + _random_kernel(r), "random.tir"))
+        grouped = thread_sync(mod, CTX)
+        f = mod["k"]
+        pairwise = mod.with_function("k", f.with_body(PairwiseKernels().visit(f.body)))
+        assert print_module(grouped) == print_module(pairwise)
+        changed += grouped is not mod
+    assert changed > 20  # most get barriers

@@ -34,7 +34,7 @@ result verifies.
 """
 from __future__ import annotations
 
-from dataclasses import field
+from dataclasses import field, fields
 
 from tirc.ir.expr import (BITWISE_OPS, BinOp, BufferLoad, Call, Cast, IntImm, Let, Not,
                           PrimExpr, Select, Var)
@@ -56,11 +56,13 @@ def common_subexpr_elim(mod: IRModule, ctx=None) -> IRModule:
         insert, remap = planner.plan()
         if not insert:
             return body
-        return _Rewriter(insert, remap).visit(body)
+        return _Rewriter(insert, remap, planner.canon, planner.table).visit(body)
     return mod.map_bodies(run)
 
 
 def _children(e) -> list[PrimExpr]:
+    if e.__class__ is BinOp:
+        return [e.a, e.b]
     out = []
     for name in child_fields(type(e)):
         v = getattr(e, name)
@@ -70,23 +72,37 @@ def _children(e) -> list[PrimExpr]:
     return out
 
 
-def _offset(e: PrimExpr) -> int:
+def _offset(e: PrimExpr, kids: list[int]) -> int:
     """The constant an integer expression adds to the rest of it, distributing through
-    ``+``, ``-`` and ``*`` by constants (``(i + 1) * 512 + j`` adds 512)."""
+    ``+``, ``-`` and ``*`` by constants (``(i + 1) * 512 + j`` adds 512), from the
+    offsets of its children ``kids`` (in :func:`_children`'s order)."""
     if isinstance(e, IntImm):
         return e.value
     if not (isinstance(e, BinOp) and e.dtype.is_int and e.dtype.lanes == 1):
         return 0
     if e.op == "add":
-        return _offset(e.a) + _offset(e.b)
+        return kids[0] + kids[1]
     if e.op == "sub":
-        return _offset(e.a) - _offset(e.b)
+        return kids[0] - kids[1]
     if e.op == "mul":
         if isinstance(e.b, IntImm):
-            return _offset(e.a) * e.b.value
+            return kids[0] * e.b.value
         if isinstance(e.a, IntImm):
-            return _offset(e.b) * e.a.value
+            return kids[1] * e.a.value
     return 0
+
+
+_KEY_FIELDS: dict[type, tuple[tuple[str, bool], ...]] = {}
+
+
+def _key_fields(cls: type) -> tuple[tuple[str, bool], ...]:
+    """The fields equality compares, each with whether it may hold sub-expressions."""
+    spec = _KEY_FIELDS.get(cls)
+    if spec is None:
+        kids = set(child_fields(cls))
+        spec = _KEY_FIELDS[cls] = tuple((f.name, f.name in kids) for f in fields(cls)
+                                        if f.compare)
+    return spec
 
 
 def _forbidden(e: PrimExpr) -> bool:
@@ -96,13 +112,13 @@ def _forbidden(e: PrimExpr) -> bool:
 
 @record(eq=False)
 class _Info:
-    repr: PrimExpr
+    repr: PrimExpr  # the first occurrence recorded
     scope: int  # the innermost scope holding every use (LCA)
     first_scope: int
     first_stmt: Stmt
     count: int = 0
     depth: int = 1
-    children: list[list] = field(default_factory=list)  # [child expr, multiplicity]
+    children: list[list] = field(default_factory=list)  # [child's number, multiplicity]
     consumed: int = 0
 
 
@@ -114,7 +130,13 @@ class _Planner:
         self.scopes: list[tuple[int, int, Stmt | None]] = [(-1, 0, None)]  # parent, depth, opener
         self.scope = 0
         self.stmt: Stmt | None = None
-        self.table: dict[PrimExpr, _Info] = {}  # structural keys, in order of discovery
+        # Expressions are numbered by structure (hash-consing): the number of a node is
+        # the id of the first node seen with its structure, found from its class, its
+        # other fields and its children's numbers, so no tree is hashed or compared
+        # twice. table: number -> info, in order of discovery.
+        self.table: dict[int, _Info] = {}
+        self.canon: dict[int, PrimExpr] = {}  # id(node) -> the first node of its structure
+        self.forms: dict[tuple, PrimExpr] = {}  # a node's form (children canonical) -> it
         self.let_depth = 0
         self.defs: tuple | None = None  # the variables defined here, as a linked list
         self.defs_at: dict[int, tuple | None] = {}
@@ -205,40 +227,74 @@ class _Planner:
         self.defs = saved_defs
 
     # -- expressions -------------------------------------------------------------------------
-    def expr(self, e: PrimExpr) -> bool:
-        """Record ``e`` and its sub-expressions bottom-up; whether it holds a call or load."""
-        if isinstance(e, Let):
-            bad = self.expr(e.value)
+    def expr(self, e: PrimExpr) -> tuple[bool, int]:
+        """Record ``e`` and its sub-expressions bottom-up: whether it holds a call or a
+        load, and the constant it adds (:func:`_offset`)."""
+        cls = e.__class__
+        if cls is Var:
+            self.canon[id(e)] = e
+            return False, 0
+        if cls is Let:
+            bad = self.expr(e.value)[0]
             self.let_depth += 1
-            bad = self.expr(e.body) or bad
+            bad = self.expr(e.body)[0] or bad
             self.let_depth -= 1
-            return bad
-        kids = _children(e)
-        bad = False
-        for c in kids:
-            bad = self.expr(c) or bad
+            canon = self.canon
+            form = (Let, e.var, canon[id(e.value)], canon[id(e.body)])
+        else:
+            kids = _children(e)
+            bad = False
+            offsets = []
+            for c in kids:
+                b, off = self.expr(c)
+                bad = b or bad
+                offsets.append(off)
+            form = self._form(e, cls)
+        node = self.forms.setdefault(form, e)
+        self.canon[id(e)] = node
+        if cls is Let:
+            return bad, 0
+        offset = _offset(e, offsets)
         bad = bad or _forbidden(e)
         if (not bad and isinstance(e, _RECORDED) and not e.dtype.is_bool
-                and self.let_depth == 0 and not _offset(e)):
-            self.record(e, kids)
-        return bad
+                and self.let_depth == 0 and not offset):
+            self.record(e, id(node), kids)
+        return bad, offset
 
-    def record(self, e: PrimExpr, kids: list[PrimExpr]) -> None:
-        info = self.table.get(e)
+    def _form(self, e: PrimExpr, cls: type) -> tuple:
+        """What equality compares of ``e`` (its class and compared fields), with each
+        sub-expression its canonical node: equal forms, equal expressions."""
+        canon = self.canon
+        if cls is BinOp:
+            return (BinOp, e.op, canon[id(e.a)], canon[id(e.b)], e.dtype)
+        form: list = [cls]
+        for name, may_hold in _key_fields(cls):
+            v = getattr(e, name)
+            if may_hold:
+                if isinstance(v, PrimExpr):
+                    v = canon[id(v)]
+                elif isinstance(v, tuple):
+                    v = tuple(canon[id(x)] if isinstance(x, PrimExpr) else x for x in v)
+            form.append(v)
+        return tuple(form)
+
+    def record(self, e: PrimExpr, number: int, kids: list[PrimExpr]) -> None:
+        info = self.table.get(number)
         if info is None:
-            info = self.table[e] = _Info(e, self.scope, self.scope, self.stmt)
+            info = self.table[number] = _Info(e, self.scope, self.scope, self.stmt)
             deepest = 0
             for c in kids:
-                ci = self.table.get(c)
+                k = id(self.canon[id(c)])
+                ci = self.table.get(k)
                 if ci is None:
                     continue
                 deepest = max(deepest, ci.depth)
                 for pair in info.children:
-                    if pair[0] == c:
+                    if pair[0] == k:
                         pair[1] += 1
                         break
                 else:
-                    info.children.append([c, 1])
+                    info.children.append([k, 1])
             info.depth = 1 + deepest
         else:
             info.scope = self._lca(info.scope, self.scope)
@@ -261,43 +317,65 @@ class _Planner:
             chain = chain[1]
         return not needed
 
-    def plan(self) -> tuple[dict[int, list[LetStmt]], dict[PrimExpr, Var]]:
+    def plan(self) -> tuple[dict[int, list[LetStmt]], dict[int, Var]]:
+        """The bindings to insert (by the id of the statement they go before) and the
+        expressions to replace (by number). A binding's value has the bindings of
+        shallower expressions replaced in it, in the order they were made."""
         entries = sorted(self.table.items(), key=lambda kv: kv[1].depth)  # stable
         for _, info in entries:
             if info.count >= 2:
                 for c, mult in info.children:
                     self.table[c].consumed += (info.count - 1) * mult
         insert: dict[int, list[LetStmt]] = {}
-        remap: dict[PrimExpr, Var] = {}
+        remap: dict[int, Var] = {}
+        made: dict[int, tuple[int, int, PrimExpr, Var]] = {}  # number -> (order, depth, value, var)
         counter = 0
-        for e, info in entries:
+        for order, (number, info) in enumerate(entries):
             if info.count - info.consumed < 2:
                 continue
             at = self._insertion(info)
-            if not self._defined_at(at, e):
+            if not self._defined_at(at, info.repr):
                 continue
             counter += 1
-            var = Var(f"cse_v{counter}", info.repr.dtype)
-            insert.setdefault(id(at), []).append(LetStmt(var, info.repr, None, form="let"))
-            remap[e] = var
-            for _, other in entries:
-                if other.depth > info.depth:
-                    other.repr = _replace(other.repr, info.repr, var)
+            value = self._value(info, made)
+            var = Var(f"cse_v{counter}", value.dtype)
+            insert.setdefault(id(at), []).append(LetStmt(var, value, None, form="let"))
+            remap[number] = var
+            made[number] = (order, info.depth, value, var)
         return insert, remap
+
+    def _value(self, info: _Info, made: dict) -> PrimExpr:
+        """``info``'s expression with every binding made so far for a shallower
+        expression replaced in it, one after the other in the order they were made (each
+        binding's own value so replaced). Only the bindings whose expression occurs in
+        it (by number) are tried: any other one would replace nothing, since a
+        sub-expression that matches a binding's value after the earlier replacements
+        was equal to its expression before them."""
+        canon = self.canon
+        found = {}
+        for n in walk(info.repr):
+            node = canon.get(id(n))
+            m = made.get(id(node)) if node is not None else None
+            if m is not None and m[1] < info.depth:
+                found[m[0]] = m
+        value = info.repr
+        for order in sorted(found):
+            _, _, target, var = found[order]
+            value = _Replace(target, var).visit(value)
+        return value
 
 
 class _Replace(Mutator):
+    """Every outermost occurrence of ``target`` replaced by ``by``."""
+
     def __init__(self, target: PrimExpr, by: Var):
         self.target, self.by = target, by
+        self.hash = hash(target)
 
     def visit(self, node):
-        if isinstance(node, PrimExpr) and node == self.target:
+        if isinstance(node, PrimExpr) and hash(node) == self.hash and node == self.target:
             return self.by
         return super().visit(node)
-
-
-def _replace(e: PrimExpr, target: PrimExpr, by: Var) -> PrimExpr:
-    return _Replace(target, by).visit(e)
 
 
 def _nothing(child, value) -> None:
@@ -308,14 +386,19 @@ class _Rewriter(Mutator):
     """Phase 2 (TVM's ``CSERewriter``): bindings before their statements (their body the
     rest of the sequence), occurrences replaced inside the bindings' scope."""
 
-    def __init__(self, insert: dict[int, list[LetStmt]], remap: dict[PrimExpr, Var]):
-        self.insert, self.remap = insert, remap
+    def __init__(self, insert: dict[int, list[LetStmt]], remap: dict[int, Var],
+                 canon: dict[int, PrimExpr], table: dict[int, _Info]):
+        self.insert, self.remap, self.canon = insert, remap, canon
+        # an expression the planner did not visit (where it reads no expressions) is
+        # looked up by structure
+        self.by_structure = {table[n].repr: var for n, var in remap.items()}
         self.active: set[int] = set()
         self.rename: dict[int, Var] = {}  # a later copy of a shared statement
         self.done: set[int] = set()
 
     def _recorded(self, e: PrimExpr) -> PrimExpr:
-        var = self.remap.get(e)
+        node = self.canon.get(id(e))
+        var = self.remap.get(id(node)) if node is not None else self.by_structure.get(e)
         if var is not None and id(var) in self.active:
             return self.rename.get(id(var), var)
         return self.generic_visit(e)

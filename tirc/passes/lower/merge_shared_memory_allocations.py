@@ -423,6 +423,10 @@ class _ReuseBarriers(BarrierPlanner):
         super().__init__(root)
         self.regions = regions
 
+    def bucket(self, a: Access):
+        region = self.regions.get(id(a.data))  # only accesses of one allocation conflict
+        return None if region is None else id(region[0])
+
     def conflict(self, a: Access, b: Access) -> bool:
         if a.data is b.data or not (a.write or b.write):
             return False

@@ -26,6 +26,7 @@ control flow; code outside kernels is untouched.
 """
 from __future__ import annotations
 
+from bisect import bisect_left
 from dataclasses import field, replace
 
 from tirc.ir.attrs import THREAD_EXTENT
@@ -43,7 +44,7 @@ from tirc.records import record
 
 
 
-@record(frozen=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class Access:
     data: Var  # the buffer's pointer (compared by identity)
     write: bool
@@ -52,10 +53,15 @@ class Access:
     unit: tuple = ()  # the view's dtype and element offset: indices compare only within one
 
 
+# A set of accesses is a dict (keys in order of discovery, values None). Summaries
+# share them: a set is never changed once made (fold changes only its own).
+Accesses = dict
+
+
 @record
 class _Summary:
-    head: list[Access] = field(default_factory=list)
-    tail: list[Access] = field(default_factory=list)
+    head: Accesses = field(default_factory=dict)
+    tail: Accesses = field(default_factory=dict)
     syncs: bool = False
 
 
@@ -70,24 +76,25 @@ def is_barrier(s: Stmt) -> bool:
             and isinstance(s.value.args[0], StringImm) and s.value.args[0].value in SHARED_SCOPES)
 
 
-def _union(a: list[Access], b: list[Access]) -> list[Access]:
-    out = list(a)
-    for x in b:
-        if x not in out:
-            out.append(x)
-    return out
+def _union(a: Accesses, b: Accesses) -> Accesses:
+    """``a`` then what ``b`` adds; ``a`` or ``b`` itself when the other adds nothing."""
+    if not b:
+        return a
+    if not a:
+        return b
+    out = dict(a)
+    out.update(b)
+    return out if len(out) > len(a) else a
 
 
 class _Accesses(Visitor):
     """The shared-memory accesses an expression makes, in evaluation order."""
 
     def __init__(self) -> None:
-        self.out: list[Access] = []
+        self.out: Accesses = {}
 
     def add(self, data: Var, write: bool, indices, unit: tuple = ()) -> None:
-        acc = Access(data, write, indices, data.ptr.scope, unit)
-        if acc not in self.out:
-            self.out.append(acc)
+        self.out.setdefault(Access(data, write, indices, data.ptr.scope, unit))
 
     def visit_BufferLoad(self, e: BufferLoad) -> None:
         for i in e.indices:
@@ -129,7 +136,7 @@ def _flat(b: Buffer, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...]:
     return (flat,)
 
 
-def _reads(*exprs) -> list[Access]:
+def _reads(*exprs) -> Accesses:
     v = _Accesses()
     for e in exprs:
         if e is not None:
@@ -155,49 +162,185 @@ def _result(child, value):
     return value
 
 
+class _Pairs:
+    """Accesses by :meth:`BarrierPlanner.bucket` (only accesses of one bucket may
+    conflict), all of them and the writes: a later access is checked against each of its
+    bucket (against the writes only, for a read)."""
+
+    def __init__(self, planner: "BarrierPlanner", accesses=()) -> None:
+        self.planner = planner
+        self.buckets: dict = {}
+        for a in accesses:
+            self.add(a)
+
+    def add(self, a: Access) -> None:
+        key = self.planner.bucket(a)
+        if key is None:
+            return
+        entry = self.buckets.get(key)
+        if entry is None:
+            entry = self.buckets[key] = ([], [])
+        entry[0].append(a)
+        if a.write:
+            entry[1].append(a)
+
+    def conflicts(self, later) -> str | None:
+        planner, buckets, found = self.planner, self.buckets, None
+        for b in later:
+            key = planner.bucket(b)
+            entry = buckets.get(key) if key is not None else None
+            if entry is None:
+                continue
+            for a in entry[0] if b.write else entry[1]:
+                if (found is None or a.scope == "shared") and planner.conflict(a, b):
+                    if a.scope == "shared":
+                        return "shared"
+                    found = "shared.dyn"
+        return found
+
+
+class _Group:
+    """The accesses of one buffer with one unit and one form but its constant
+    (``ThreadIndices.group_of``): how many, and their constants (sorted, distinct), for
+    all of them and for the writes."""
+
+    __slots__ = ("count", "writes", "consts", "write_consts")
+
+    def __init__(self) -> None:
+        self.count = self.writes = 0
+        self.consts: list[int] = []
+        self.write_consts: list[int] = []
+
+
+class _Buffers:
+    """ThreadSync's own conflicts (:meth:`BarrierPlanner.conflict`) without trying each
+    pair: the accesses by buffer, then by group. A later access conflicts with an
+    earlier one of its buffer (a write of it, for a read) in another group, and with
+    one of its own group whose constant is too far (an unknown extent) or a reachable
+    distance away (:meth:`ThreadIndices.apart`): only constants within the axes' spread
+    can be, found by bisection. The same answers as each pair's, in time linear in the
+    accesses (bar constants packed closer than the spread)."""
+
+    def __init__(self, index: ThreadIndices, accesses=()) -> None:
+        self.index = index
+        self.generation = self.index.generation
+        self.accesses: list[Access] = []
+        self.buffers: dict[int, list] = {}  # id(data) -> [scope, count, writes, {key: _Group}]
+        for a in accesses:
+            self.add(a)
+
+    def add(self, a: Access) -> None:
+        self.accesses.append(a)
+        entry = self.buffers.get(id(a.data))
+        if entry is None:
+            entry = self.buffers[id(a.data)] = [a.scope, 0, 0, {}]
+        group, const = self.index.group_of(a.indices)
+        key = None if group is None else (a.unit, group)
+        g = entry[3].get(key)
+        if g is None:
+            g = entry[3][key] = _Group()
+        entry[1] += 1
+        g.count += 1
+        _insert(g.consts, const)
+        if a.write:
+            entry[2] += 1
+            g.writes += 1
+            _insert(g.write_consts, const)
+
+    def conflicts(self, later) -> str | None:
+        if self.index.generation != self.generation:  # a variable was bound again
+            self.__init__(self.index, self.accesses)
+        found = None
+        for b in later:
+            entry = self.buffers.get(id(b.data))
+            if entry is None or (found is not None and entry[0] != "shared"):
+                continue
+            if self._conflict(entry, b):
+                if entry[0] == "shared":
+                    return "shared"
+                found = "shared.dyn"
+        return found
+
+    def _conflict(self, entry: list, b: Access) -> bool:
+        total = entry[1] if b.write else entry[2]
+        if not total:
+            return False
+        group, const = self.index.group_of(b.indices)
+        if group is None:
+            return True
+        g = entry[3].get((b.unit, group))
+        if g is None or (g.count if b.write else g.writes) < total:
+            return True  # an access of another unit or form (or none)
+        return self.index.collides(group, const, g.consts if b.write else g.write_consts)
+
+
+def _insert(consts: list[int], c: int) -> None:
+    i = bisect_left(consts, c)
+    if i == len(consts) or consts[i] != c:
+        consts.insert(i, c)
+
+
 class BarrierPlanner:
     """The barrier planner for one kernel."""
 
     def __init__(self, root: Stmt):
         self.index = ThreadIndices(root)
+        # a planner with its own conflict (MergeSharedMemoryAllocations') tries each pair
+        # of a bucket; ThreadSync's own is answered by group (_Buffers)
+        self._pairs = type(self).conflict is not BarrierPlanner.conflict
+
+    def bucket(self, a: Access):
+        """A key that two accesses share when they may conflict (None: ``a`` conflicts
+        with nothing): the buffer."""
+        return id(a.data)
 
     def conflict(self, a: Access, b: Access) -> bool:
         if a.data is not b.data or not (a.write or b.write):
             return False
         return a.unit != b.unit or not self.index.disjoint(a.indices, b.indices)
 
-    def conflicts(self, earlier: list[Access], later: list[Access]) -> str | None:
-        """The barrier scope that orders ``earlier`` before ``later``; None if not needed."""
-        scopes = {a.scope for a in earlier for b in later if self.conflict(a, b)}
-        if not scopes:
-            return None
-        return "shared" if "shared" in scopes else "shared.dyn"
+    def conflicts(self, earlier, later) -> str | None:
+        """The barrier scope that orders the accesses ``earlier`` (indexed:
+        :meth:`indexed`) holds before those of ``later``; None if not needed."""
+        return earlier.conflicts(later)
+
+    def indexed(self, accesses=()):
+        """``accesses`` indexed for :meth:`conflicts` (more added with ``add``)."""
+        return _Pairs(self, accesses) if self._pairs else _Buffers(self.index, accesses)
 
     # -- statements ---------------------------------------------------------------------
     def fold(self, parts: list[_Summary], insert: list[bool]) -> tuple[list[str | None], _Summary]:
-        """Run ``parts`` in order; the barrier (scope) to insert before each, and the whole."""
-        pending: list[Access] = []
-        out = _Summary()
+        """Run ``parts`` in order; the barrier (scope) to insert before each, and the whole.
+        The accesses pending since the last barrier are kept indexed as they come."""
+        pending: Accesses = {}
+        index = self.indexed()
+        head: Accesses = {}
+        syncs = False
         head_open = True
         barriers: list[str | None] = []
         for part, may_insert in zip(parts, insert):
-            scope = self.conflicts(pending, part.head) if may_insert else None
+            scope = self.conflicts(index, part.head) if may_insert and pending else None
             barriers.append(scope)
             if scope is not None:
-                pending, out.syncs, head_open = [], True, False
+                pending, index, syncs, head_open = {}, self.indexed(), True, False
             if head_open:
-                out.head = _union(out.head, part.head)
+                head.update(part.head)
             if part.syncs:
-                pending, out.syncs, head_open = list(part.tail), True, False
+                pending, syncs, head_open = dict(part.tail), True, False
+                index = self.indexed(pending)
             else:
-                pending = _union(pending, part.tail)
-        out.tail = pending
-        return barriers, out
+                for a in part.tail:
+                    if a not in pending:
+                        pending[a] = None
+                        index.add(a)
+        return barriers, _Summary(head, pending, syncs)
 
-    def prefixed(self, pre: list[Access], body: Stmt, ok: bool):
+    def prefixed(self, pre: Accesses, body: Stmt, ok: bool):
         """Steps: a statement that evaluates ``pre`` and then runs ``body`` (a barrier may
-        go at the top of the body)."""
+        go at the top of the body). Without ``pre``: ``body``'s summary as it is."""
         new, sm = yield body, ok
+        if not pre:
+            return new, sm
         (_, top), whole = self.fold([_Summary(pre, pre), sm], [False, ok])
         return (new if top is None else seq([barrier(top, new.span), new])), whole
 
@@ -226,9 +369,8 @@ class BarrierPlanner:
         if isinstance(s, BufferStore):
             acc = _reads(*s.indices, s.value)
             if s.buffer.scope in SHARED_SCOPES:
-                write = Access(s.buffer.data, True, _flat(s.buffer, s.indices), s.buffer.scope,
-                                _unit(s.buffer))
-                acc = _union(acc, [write])
+                acc.setdefault(Access(s.buffer.data, True, _flat(s.buffer, s.indices),
+                                      s.buffer.scope, _unit(s.buffer)))
             return s, _Summary(acc, acc)
         if isinstance(s, (Evaluate, Return)):
             acc = _reads(s.value)
@@ -244,7 +386,7 @@ class BarrierPlanner:
             pre = _reads(s.condition if isinstance(s, AssertStmt) else s.value)
             body = s.body
         elif isinstance(s, (AllocBuffer, DeclBuffer)):
-            pre, body = [], s.body
+            pre, body = {}, s.body
         else:
             return s, _Summary()  # Break, Continue
         new, sm = yield from self.prefixed(pre, body, ok)
@@ -263,16 +405,16 @@ class BarrierPlanner:
         pre = _reads(*(b for b in bounds if b is not None))
         ok_body = ok and not self.index.is_divergent(*bounds)
         body, sm = yield s.body, ok_body
-        cond = pre if isinstance(s, While) else []
+        cond = pre if isinstance(s, While) else {}
         if cond:  # a While re-reads its condition before every iteration
             (_, top), sm = self.fold([_Summary(cond, cond), sm], [False, ok_body])
             if top is not None:
                 body = seq([barrier(top, s.span), body])
         if ok_body and (extent is None or extent > 1):
-            scope = self.conflicts(sm.tail, _union(cond, sm.head))
+            scope = self.conflicts(self.indexed(sm.tail), _union(cond, sm.head))
             if scope is not None:  # loop-carried: iteration i's tail against i + 1's head
                 body = seq([body, barrier(scope, s.span)])
-                sm = _Summary(sm.head, [], True)
+                sm = _Summary(sm.head, {}, True)
         if _jumps(s.body):  # break/continue: any access may be the last or the first
             every = _union(sm.head, sm.tail)
             sm = _Summary(every, every, False)

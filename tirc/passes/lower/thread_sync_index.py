@@ -18,6 +18,8 @@ which together number ``v``.
 """
 from __future__ import annotations
 
+from bisect import bisect_left, bisect_right
+
 from tirc.ir.attrs import THREAD_EXTENT
 from tirc.ir.expr import BinOp, Broadcast, BufferLoad, Call, IntImm, PrimExpr, Ramp, Var
 from tirc.ir.ops import INTRINSICS
@@ -48,6 +50,11 @@ class ThreadIndices:
         self.lets: dict[int, PrimExpr] = {}  # varying lets, substituted by their values
         self.divergent: set[int] = set()  # variables whose value differs between threads
         self.derived: dict[tuple[str, int, int], int] = {}  # (op, var, k) -> axis key (< -1)
+        # Forms are kept (group_of) while no variable they read is bound again: binding one
+        # (a variable used before its binding, or bound twice) starts a new generation.
+        self.generation = 0
+        self.read: set[int] = set()  # variables the kept forms read
+        self._kept: dict[tuple, tuple] = {}  # indices -> (generation, group, const)
         for n in walk(root):
             var = extent = None
             if isinstance(n, AttrStmt) and n.key == THREAD_EXTENT and isinstance(n.node, IterVar):
@@ -60,23 +67,30 @@ class ThreadIndices:
                 self.divergent.add(id(var))
 
     # -- scopes the planner enters ------------------------------------------------------
+    def _rebinding(self, var: Var) -> None:
+        if id(var) in self.read or id(var) in self.ranges or id(var) in self.lets:
+            self.generation += 1
+
     def bind_let(self, var: Var, value: PrimExpr) -> None:
+        self._rebinding(var)
         if self.varies(value):
             self.lets[id(var)] = value
         if self.is_divergent(value):
             self.divergent.add(id(var))
 
     def bind_loop(self, s: For) -> None:
+        self._rebinding(s.loop_var)
         self.ranges[id(s.loop_var)] = _const(s.extent)
         if self.is_divergent(s.min, s.extent, s.step):
             self.divergent.add(id(s.loop_var))
 
     # -- dependence -------------------------------------------------------------------------
-    def _depends(self, e: PrimExpr, ids, loads: str) -> bool:
-        """Whether ``e`` mentions a variable of ``ids``, a load that counts (``"all"``: a
-        loaded value may change over time; ``"local"``: per-thread memory) or an impure call."""
+    def _depends(self, e: PrimExpr, ids, loads: str, more=()) -> bool:
+        """Whether ``e`` mentions a variable of ``ids`` (or of ``more``), a load that counts
+        (``"all"``: a loaded value may change over time; ``"local"``: per-thread memory)
+        or an impure call."""
         for n in walk(e):
-            if isinstance(n, Var) and id(n) in ids:
+            if isinstance(n, Var) and (id(n) in ids or id(n) in more):
                 return True
             if isinstance(n, BufferLoad) and (loads == "all" or n.buffer.scope in ("local", "warp")):
                 return True
@@ -91,7 +105,7 @@ class ThreadIndices:
         return any(self._depends(e, self.divergent, "local") for e in exprs if e is not None)
 
     def varies(self, e: PrimExpr) -> bool:
-        return self._depends(e, {**self.ranges, **self.lets}, "all")
+        return self._depends(e, self.ranges, "all", self.lets)
 
     # -- linear forms -------------------------------------------------------------------------
     def _linear(self, e: PrimExpr, scale: int, coeffs: dict[int, int], acc: list) -> bool:
@@ -161,6 +175,49 @@ class ThreadIndices:
         lanes = {LANES: indices[0].lanes} if LANES in coeffs else {}
         key = tuple(sorted((k, c) for k, c in coeffs.items() if c != 0))
         return _Form(key, acc[0], tuple(acc[1])), lanes
+
+    def group_of(self, indices: tuple[PrimExpr, ...] | None) -> tuple[tuple | None, int]:
+        """``indices``' form as ``(group, const)``: two accesses are disjoint (:meth:`disjoint`)
+        only in the same group (same coefficients, invariant terms and lanes), by their
+        constants' distance (:meth:`collides`); group None: no form, disjoint from nothing.
+        Kept per index while the variables it reads keep their bindings."""
+        kept = self._kept.get(indices) if indices is not None else None
+        if kept is not None and kept[0] == self.generation:
+            return kept[1], kept[2]
+        found = self.form(indices)
+        if found is None:
+            out = (None, 0)
+        else:
+            form, lanes = found
+            out = ((form.coeffs, form.rest, tuple(lanes.items())), form.const)
+        if indices is not None:
+            self.read.update(id(n) for e in indices for n in walk(e) if isinstance(n, Var))
+            self._kept[indices] = (self.generation, *out)
+        return out
+
+    def collides(self, group: tuple, const: int, consts: list[int]) -> bool:
+        """Whether an access of ``group`` (:meth:`group_of`) at ``const`` is not disjoint
+        from one at some constant of ``consts`` (sorted, not empty), as :meth:`disjoint`
+        decides for each: ``d`` apart, disjoint when ``|d|`` is less than the gap (``d ==
+        0`` or an unknown extent), else when ``d`` is not reachable along the axes, which
+        only a distance within their spread can be (only those constants are tried)."""
+        coeffs, rest, lanes = group
+        lanes = dict(lanes)
+        axes = [(abs(c), lanes.get(k, self.ranges.get(k))) for k, c in coeffs]
+        gap = self._gap(_Form(coeffs, 0, rest), lanes)
+        if any(extent is None for _, extent in axes):
+            return const - consts[0] >= gap or consts[-1] - const >= gap
+        axes.sort(reverse=True)
+        if all(extent >= 1 for _, extent in axes):
+            spread = sum(coef * (extent - 1) for coef, extent in axes)
+            near = range(bisect_left(consts, const - spread), bisect_right(consts, const + spread))
+        else:  # a loop without iterations: every constant, as disjoint tries them
+            near = range(len(consts))
+        for i in near:
+            d = const - consts[i]
+            if (gap == 0) if d == 0 else _reachable(d, axes):
+                return True
+        return False
 
     def _gap(self, form: _Form, lanes: dict[int, int]) -> int:
         """The smallest nonzero distance between two elements the form names for distinct
