@@ -1,4 +1,4 @@
-"""CI smoke test of the model corpus (issue 32): every file of bench/models/ (whole models
+"""CI smoke test of the model corpus: every file of bench/models/ (whole models
 made with tvm.relax.frontend.nn and the MLC-LLM kernels, printed by TVM 0.27; see
 bench/models/README.md) builds with ``tirc build`` through the command line, as a user
 runs it, for its target: ``llvm``, or ``cuda -arch=sm_90`` with host ``llvm`` (PTX, no GPU
@@ -20,8 +20,8 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 CORPUS = ROOT / "bench" / "models"
 INDEX = json.loads((CORPUS / "index.json").read_text())["files"]
 
