@@ -298,3 +298,33 @@ def test_auto_unroll_under_pragmas_matches_tvm():
     after = unroll_loop(before, CTX)
     assert not any(isinstance(n, AttrStmt) for n in walk(after.functions["main"].body))
     assert_structural_equal(after, parse(HEADER + AUTO_AFTER_TVM, "tvm.tir"))
+
+
+def test_variable_used_before_its_definition_in_the_body_is_renewed_everywhere():
+    """A body that uses a variable before defining it (the same Var object, not SSA):
+    each copy renews it at every place, the use included, as a walk of the whole body
+    finds the definition first (UnrollLoop's first copy learns the definitions as it
+    meets them, and makes the copy again when a use came first)."""
+    mod = parse(HEADER + """
+@T.prim_func
+def main(A: T.Buffer((16,), "int32"), n: T.int32):
+    for i in T.unroll(2):
+        A[i] = n
+        for j in range(2):
+            A[j + 4] = j
+""", "t.tir")
+    loop = mod["main"].body
+    store, inner = loop.body.stmts
+    n = store.value
+    from tirc.ir.renew import substitute
+    inner = substitute(inner, {id(inner.loop_var): n})
+    inner = inner.__class__(n, inner.min, inner.extent, inner.kind, inner.body)
+    body = loop.body.__class__((store, inner))
+    reused = mod.with_function("main", mod["main"].with_body(loop.__class__(
+        loop.loop_var, loop.min, loop.extent, loop.kind, body)))
+    out = unroll_loop(reused, CTX)["main"].body.stmts
+    assert len(out) == 4
+    for k in range(2):
+        first, second = out[2 * k], out[2 * k + 1]
+        assert first.value is second.loop_var is not n
+    assert out[0].value is not out[2].value

@@ -43,7 +43,7 @@ from tirc.ir.function import IRModule
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, DeclBuffer, Evaluate, For, IterVar, LetStmt,
                           SeqStmt, Stmt, seq)
 from tirc.ir.renew import map_buffer
-from tirc.ir.visitor import Mutator, walk
+from tirc.ir.visitor import NODE_TYPES, Mutator, child_fields, rebuild, walk
 from tirc.ir.index_arith import arith, cast
 from tirc.passes.pass_context import PassContext
 
@@ -62,23 +62,15 @@ def _is_nop(s: Stmt) -> bool:
 
 
 class _Copy(Mutator):
-    """One copy of a loop body: the loop variable replaced, inner definitions renewed."""
+    """One copy of a loop body: the loop variable replaced, inner definitions (``defs``,
+    the buffers ``defined``) renewed."""
 
-    def __init__(self, body: Stmt, loop_var: Var, value: PrimExpr):
+    def __init__(self, loop_var: Var, value: PrimExpr, defs=(), defined=frozenset()):
         self.vars: dict[int, PrimExpr] = {id(loop_var): value}
         self.buffers: dict[int, Buffer] = {}
-        self.defined: set[int] = set()
-        for node in walk(body):
-            if isinstance(node, For):
-                self._fresh(node.loop_var)
-            elif isinstance(node, (LetStmt, Let)):
-                self._fresh(node.var)
-            elif isinstance(node, AttrStmt) and isinstance(node.node, IterVar):
-                self._fresh(node.node.var)
-            elif isinstance(node, (AllocBuffer, DeclBuffer)):
-                self.defined.add(id(node.buffer))
-                if isinstance(node, AllocBuffer):
-                    self._fresh(node.buffer.data)
+        self.defined = defined
+        for v in defs:
+            self._fresh(v)
 
     def _fresh(self, v: Var) -> None:
         self.vars.setdefault(id(v), Var(v.name, v.dtype, v.ptr, v.span))
@@ -88,11 +80,195 @@ class _Copy(Mutator):
 
     def visit_buffer(self, b: Buffer) -> Buffer:
         new = self.buffers.get(id(b))
-        if new is not None:
-            return new
-        new = map_buffer(self, b, force=id(b) in self.defined)
-        self.buffers[id(b)] = new
+        if new is None:
+            new = self.buffers[id(b)] = map_buffer(self, b, force=id(b) in self.defined)
         return new
+
+
+class _FirstCopy(_Copy):
+    """The first copy, learning as it goes what the others need: the definitions, met
+    before their uses (a loop's variable before its bounds and body, a let's before its
+    value and body, a buffer at its allocation), and which nodes and buffers changed
+    (``touched``, ``changed``): those, and only those, mention what a copy replaces. A
+    variable or buffer used before a definition of it (``early``) would have been
+    renewed there too: the copy is then made again from a walk that finds every
+    definition first (:func:`_definitions`)."""
+
+    def __init__(self, loop_var: Var, value: PrimExpr):
+        super().__init__(loop_var, value, (), set())
+        self.defs: list[Var] = []
+        self.seen: set[int] = set()  # variables and buffers met unchanged
+        self.early = False
+        self.touched: set[int] = set()
+        self.changed: dict[int, bool] = {}
+
+    def _define(self, v: Var) -> None:
+        if id(v) in self.seen:
+            self.early = True
+        self.defs.append(v)
+        self._fresh(v)
+
+    def visit_Var(self, v: Var) -> PrimExpr:
+        new = self.vars.get(id(v))
+        if new is None:
+            self.seen.add(id(v))
+            return v
+        self.touched.add(id(v))
+        return new
+
+    def visit_buffer(self, b: Buffer) -> Buffer:
+        new = self.buffers.get(id(b))
+        if new is None:
+            new = super().visit_buffer(b)
+            self.changed[id(b)] = new is not b
+            if new is b:
+                self.seen.add(id(b))
+        return new
+
+    def _finish(self, node, out):
+        out = super()._finish(node, out)
+        if out is not node:
+            self.touched.add(id(node))
+        return out
+
+    def generic_visit(self, node):
+        out = super().generic_visit(node)
+        if out is not node:
+            self.touched.add(id(node))
+        return out
+
+    def visit_For(self, s: For):
+        self._define(s.loop_var)
+        return (yield from self.descend(s))
+
+    def visit_LetStmt(self, s: LetStmt):
+        self._define(s.var)
+        return (yield from self.descend(s))
+
+    def visit_AttrStmt(self, s: AttrStmt):
+        if isinstance(s.node, IterVar):
+            self._define(s.node.var)
+        return (yield from self.descend(s))
+
+    def visit_AllocBuffer(self, s: AllocBuffer):
+        self._buffer(s.buffer)
+        self._define(s.buffer.data)
+        return (yield from self.descend(s))
+
+    def visit_DeclBuffer(self, s: DeclBuffer):
+        self._buffer(s.buffer)
+        return (yield from self.descend(s))
+
+    def _buffer(self, b: Buffer) -> None:
+        if id(b) in self.seen:
+            self.early = True
+        self.defined.add(id(b))
+
+    def visit_Let(self, e: Let):
+        self._define(e.var)
+        return self.generic_visit(e)
+
+
+class _CopyTouched(_Copy):
+    """A later copy: only the nodes the first one changed are visited (those that mention
+    what changes), the others stay the same objects, as a full walk would leave them."""
+
+    def __init__(self, first: _FirstCopy, loop_var: Var, value: PrimExpr):
+        super().__init__(loop_var, value, first.defs, first.defined)
+        self.touched = first.touched
+        self.changed = first.changed
+
+    def visit_buffer(self, b: Buffer) -> Buffer:
+        return super().visit_buffer(b) if self.changed.get(id(b), True) else b
+
+    # Mutator's walk, with the children that mention nothing replaced left as they are
+    def generic_visit(self, node):
+        if isinstance(node, Stmt):
+            return self._run(self.descend(node))
+        changes: dict[str, object] = {}
+        for name in child_fields(type(node)):
+            old = getattr(node, name)
+            new = self._mutate_value(old)
+            if new is not old:
+                changes[name] = new
+        return rebuild(node, changes) if changes else node
+
+    def descend(self, node):
+        changes: dict[str, object] = {}
+        touched = self.touched
+        for name in child_fields(type(node)):
+            old = getattr(node, name)
+            if isinstance(old, Stmt):
+                new = (yield old) if id(old) in touched else old
+            elif isinstance(old, tuple):
+                new = yield from self._steps(old)
+            else:
+                new = self._mutate_value(old)
+            if new is not old:
+                changes[name] = new
+        return rebuild(node, changes) if changes else node
+
+    def _steps(self, value):
+        if isinstance(value, Stmt) and id(value) not in self.touched:
+            return value
+        return (yield from super()._steps(value))
+
+    def _mutate_value(self, value):
+        if isinstance(value, NODE_TYPES):
+            return self.visit(value) if id(value) in self.touched else value
+        return super()._mutate_value(value)
+
+
+def _definitions(body: Stmt) -> tuple[list[Var], set[int]]:
+    """The variables and buffers ``body`` defines, wherever their uses are."""
+    defs: list[Var] = []
+    defined: set[int] = set()
+    for node in walk(body):
+        if isinstance(node, For):
+            defs.append(node.loop_var)
+        elif isinstance(node, (LetStmt, Let)):
+            defs.append(node.var)
+        elif isinstance(node, AttrStmt) and isinstance(node.node, IterVar):
+            defs.append(node.node.var)
+        elif isinstance(node, (AllocBuffer, DeclBuffer)):
+            defined.add(id(node.buffer))
+            if isinstance(node, AllocBuffer):
+                defs.append(node.buffer.data)
+    return defs, defined
+
+
+def _copies(s: For, count: int) -> list[Stmt]:
+    """``count`` copies of ``s``'s body, one per iteration: the first made by a full
+    walk, the others visiting only what it changed."""
+    first = _FirstCopy(s.loop_var, _value(s, 0))
+    copies = [first.visit(s.body)]
+    if first.early:
+        defs, defined = _definitions(s.body)
+        return [_Copy(s.loop_var, _value(s, k), defs, defined).visit(s.body)
+                for k in range(count)]
+    return copies + [_CopyTouched(first, s.loop_var, _value(s, k)).visit(s.body)
+                     for k in range(1, count)]
+
+
+def _statements(s: Stmt) -> int:
+    """The statements of ``s`` but sequences (expressions hold none: not walked)."""
+    n, stack = 0, [s]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Stmt) and not isinstance(node, SeqStmt):
+            n += 1
+        for name in child_fields(type(node)):
+            _statement_nodes(getattr(node, name), stack)
+    return n
+
+
+def _statement_nodes(value: object, out: list) -> None:
+    if isinstance(value, NODE_TYPES):
+        if not isinstance(value, PrimExpr):
+            out.append(value)
+    elif isinstance(value, tuple):
+        for item in value:
+            _statement_nodes(item, out)
 
 
 def _trip_count(s: For) -> int | None:
@@ -107,10 +283,6 @@ def _value(s: For, k: int) -> PrimExpr:
     """The loop variable's value in iteration ``k``."""
     step = 1 if s.step is None else s.step.value
     return cast(arith("add", s.min, IntImm(s.loop_var.dtype, k * step)), s.loop_var.dtype)
-
-
-def _statements(s: Stmt) -> int:
-    return sum(1 for n in walk(s) if isinstance(n, Stmt) and not isinstance(n, SeqStmt))
 
 
 class _Unroll(Mutator):
@@ -177,8 +349,7 @@ class _Unroll(Mutator):
             return _nop()
         if not self.explicit or count > MAX_COPIES or count * _statements(s.body) > MAX_STATEMENTS:
             return replace(s, kind="unrolled")  # an unroll hint for the code generator
-        return seq([_Copy(s.body, s.loop_var, _value(s, k)).visit(s.body) for k in range(count)],
-                   s.span)
+        return seq(_copies(s, count), s.span)
 
     def visit_SeqStmt(self, s: SeqStmt):
         outer = (self.steps, self.unrolled_depth, self.normal_depth)
