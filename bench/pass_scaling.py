@@ -4,9 +4,10 @@ Each family below makes a kernel at a base size and doubles it four times (``--s
 multipliers of the base, default 1,2,4,8,16), builds each up to the host/device split
 with ``tirc.build.stages.build(..., stop_after="split", write=False)`` and reads each
 pass's time from ``BuildResult.pass_times`` (what ``--time-passes`` prints), the least
-of ``--repeat`` runs. For every pass it prints the time at each size and the growth
-ratio per doubling, ``t(2n) / t(n)``: a linear pass grows 2x (less while fixed costs
-dominate), a quadratic one 4x. A pass is flagged (``!!``) when its ratio over the last
+of ``--repeat`` rounds (each round builds every size once, so that a change of the
+machine's load moves all sizes alike). For every pass it prints the time at each size
+and the growth ratio per doubling, ``t(2n) / t(n)``: a linear pass grows 2x (less while
+fixed costs dominate), a quadratic one 4x. A pass is flagged (``!!``) when its ratio over the last
 two doublings (their geometric mean) is above ``--threshold`` (2.3) and it takes at
 least ``--min-ms`` at the largest size (tinier times are noise on a shared machine).
 The IR nodes the pipeline leaves (the split modules' statements and expressions) are
@@ -25,6 +26,13 @@ Families (``--families``):
 
     python bench/pass_scaling.py [--sizes 1,2,4,8,16] [--families unroll,stmts,funcs]
                                  [--repeat 3] [--threshold 2.3] [--min-ms 5] [--passes A,B]
+                                 [--gc]
+
+Each build starts after a full garbage collection and, unless ``--gc``, runs without
+one: a collection's pause lands in whichever pass happens to make the allocation that
+triggers it, and on the larger modules it grows every pass's time alike (funcs, 8 -> 16
+functions: every pass ~3.4x with collection, ~2.0x without), which says nothing of the
+passes' algorithms. ``--gc`` measures the process as a build runs it.
 
 Exit status 0 whatever the figures (a benchmark, not a test); the flagged passes are
 listed at the end. Not collected by pytest (tests/corpora/test_bench_smoke.py runs it
@@ -33,6 +41,7 @@ with the smallest sizes).
 from __future__ import annotations
 
 import argparse
+import gc
 import math
 import sys
 import time
@@ -167,13 +176,21 @@ def _nodes(result) -> int:
                for _ in walk(f.body))
 
 
-def measure(text: str, repeat: int) -> tuple[dict[str, float], int]:
-    """Each pass's least time over ``repeat`` builds (seconds), and the nodes left."""
+def measure(text: str, repeat: int, collect: bool = True) -> tuple[dict[str, float], int]:
+    """Each pass's least time over ``repeat`` builds (seconds), and the nodes left. Each
+    build starts after a full garbage collection; ``collect=False``: none during it."""
     from tirc.build.stages import build
     best: dict[str, float] = {}
     nodes = 0
     for _ in range(repeat):
-        result = build(text, TARGET, write=False, stop_after="split", filename="scaled.tir")
+        result = None
+        gc.collect()
+        if not collect:
+            gc.disable()
+        try:
+            result = build(text, TARGET, write=False, stop_after="split", filename="scaled.tir")
+        finally:
+            gc.enable()
         times: dict[str, float] = {}
         for name, t in result.pass_times:
             times[name] = times.get(name, 0.0) + t
@@ -225,6 +242,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--threshold", type=float, default=2.3)
     ap.add_argument("--min-ms", type=float, default=5.0)
     ap.add_argument("--passes", default="", help="only these passes' rows (comma-separated)")
+    ap.add_argument("--gc", action="store_true",
+                    help="keep garbage collection on during the builds (its pauses land in "
+                         "whichever pass triggers one)")
     args = ap.parse_args(argv)
     sizes = [int(s) for s in args.sizes.split(",")]
     families = [f for f in args.families.split(",") if f]
@@ -233,19 +253,23 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"unknown family {unknown[0]!r}; known: {', '.join(FAMILIES)}")
     only = {p for p in args.passes.split(",") if p} or None
     print(f"# pass scaling: target {TARGET!r}, least of {args.repeat} runs, "
-          f"flag above {args.threshold}x per doubling (last two) and {args.min_ms} ms")
-    measure(FAMILIES[families[0]](sizes[0]), 1)  # imports and first-use costs, not counted
+          f"flag above {args.threshold}x per doubling (last two) and {args.min_ms} ms"
+          + (", garbage collection on" if args.gc else ", no garbage collection during a build"))
+    measure(FAMILIES[families[0]](sizes[0]), 1, args.gc)  # imports, first uses: not counted
     all_flagged = []
     for family in families:
-        times, nodes = [], []
-        for size in sizes:
-            start = time.perf_counter()
-            t, n = measure(FAMILIES[family](size), args.repeat)
-            times.append(t)
-            nodes.append(n)
-            print(f"{family} size {size}: {n} nodes, passes {t['(all passes)']:.2f} s "
-                  f"({time.perf_counter() - start:.1f} s for {args.repeat} builds)",
-                  file=sys.stderr, flush=True)
+        texts = [FAMILIES[family](size) for size in sizes]
+        times: list[dict[str, float]] = [{} for _ in sizes]
+        nodes = [0] * len(sizes)
+        for round_ in range(args.repeat):  # sizes interleaved: a load spike hits them all
+            for i, (size, text) in enumerate(zip(sizes, texts)):
+                start = time.perf_counter()
+                t, nodes[i] = measure(text, 1, args.gc)
+                for name, value in t.items():
+                    times[i][name] = min(times[i].get(name, math.inf), value)
+                print(f"{family} round {round_ + 1} size {size}: {nodes[i]} nodes, passes "
+                      f"{t['(all passes)']:.2f} s ({time.perf_counter() - start:.1f} s)",
+                      file=sys.stderr, flush=True)
         flagged = report(family, sizes, times, nodes, args.threshold, args.min_ms, only)
         all_flagged += [f"{family}: {name}" for name in flagged]
     print("\nflagged (above %.1fx per doubling): %s"
