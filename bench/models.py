@@ -1,4 +1,4 @@
-"""Whole-model compile time: `tirc build` against TVM 0.27 on the model corpus (issue 32).
+"""Whole-model compile time: `tirc build` against TVM 0.27 on the model corpus.
 
 The corpus is bench/models/*.tir (made by bench/models/gen_models.py, listed in
 bench/models/index.json): whole models written with `tvm.relax.frontend.nn` and the MLC-LLM
@@ -384,7 +384,7 @@ def main(argv: list[str] | None = None) -> int:
     worst = [r for r in rows if r["tirc"][j0] and r["tvm"]]
     if worst:
         w = max(worst, key=lambda r: r["tirc"][j0] / r["tvm"])
-        print("- Highest tirc -j %d / TVM: %s, %.2f (issue 32 goal: geometric mean <= 0.4, none "
+        print("- Highest tirc -j %d / TVM: %s, %.2f (goal: geometric mean <= 0.4, none "
               "above 0.6)." % (j0, w["file"], w["tirc"][j0] / w["tvm"]))
     if tp_file:
         print()

@@ -1,4 +1,4 @@
-"""Pass scaling (issue 32, goal 3): every pass linear in the size of what it works on.
+"""Pass scaling: every pass linear in the size of what it works on.
 
 Each family below makes a kernel at a base size and doubles it four times (``--sizes``,
 multipliers of the base, default 1,2,4,8,16), builds each up to the host/device split
