@@ -90,3 +90,19 @@ def test_unit_range_binds_the_value():
     ana = Analyzer()
     ana.bind_range(i.e, IntImm(INT32, 0), IntImm(INT32, 1))
     assert text(ana.simplify((tmin(0, i * 1000)).e)) == "0"
+
+
+def test_nested_min_max_simplify_each_node_a_bounded_number_of_times(monkeypatch):
+    """``T.min(T.min(T.min(a0, a1), a2), ...)``, as region unions build them: every level
+    simplifies its operands, then their difference; without reusing what was simplified
+    within the call the work doubles per level (2**depth)."""
+    calls = []
+    original = Analyzer._rewrite
+    monkeypatch.setattr(Analyzer, "_rewrite", lambda self, e: calls.append(e) or original(self, e))
+    terms = [E(Var(f"a{n}", INT32)) * (n + 1) + i // (n + 2) for n in range(9)]
+    chain = terms[0]
+    for n, t in enumerate(terms[1:]):
+        chain = tmin(chain, t) if n % 2 else tmax(chain, t)
+    out = Analyzer().simplify(chain.e)
+    assert "a8 * 9" in text(out)
+    assert len(calls) < 20 * 9  # linear in the depth (about 120,000 before)

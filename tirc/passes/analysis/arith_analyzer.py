@@ -22,6 +22,11 @@ class Analyzer:
         self.bounds: dict[int, Bound] = {}
         self.values: dict[int, PrimExpr] = {}
         self.canonical = Canonical(self)
+        # results of simplify and rewrite within one outermost simplify call, keyed by
+        # the node's id (the node is kept alive beside its result): the facts cannot
+        # change during a call, and without it nested min/max simplify their operands
+        # again at every level (exponential in the nesting depth)
+        self._memo: dict[tuple[str, int], tuple[PrimExpr, PrimExpr]] | None = None
 
     # ---- facts ------------------------------------------------------------------------
 
@@ -60,6 +65,26 @@ class Analyzer:
         """TVM's ``Simplify``: canonical form, rewrite rules, canonical form again."""
         if isinstance(e, IntImm):
             return e
+        return self._memoized("s", e, self._simplify)
+
+    def _memoized(self, kind: str, e: PrimExpr, fn) -> PrimExpr:
+        memo = self._memo
+        if memo is None:
+            self._memo = {}
+            try:
+                return fn(e)
+            finally:
+                self._memo = None
+        key = (kind, id(e))
+        hit = memo.get(key)
+        if hit is not None:
+            return hit[1]
+        out = fn(e)
+        memo[key] = (e, out)
+        memo.setdefault((kind, id(out)), (out, out))
+        return out
+
+    def _simplify(self, e: PrimExpr) -> PrimExpr:
         e = self.canonical.simplify(e)
         if isinstance(e, IntImm):
             return e
@@ -70,6 +95,11 @@ class Analyzer:
         TVM's rules for it applied."""
         if isinstance(e, Var):
             return self.values.get(id(e), e)
+        if isinstance(e, IntImm):
+            return e
+        return self._memoized("r", e, self._rewrite)
+
+    def _rewrite(self, e: PrimExpr) -> PrimExpr:
         if isinstance(e, BinOp):
             a, b = self.simplify(e.a), self.simplify(e.b)
             if e.op in ("min", "max"):

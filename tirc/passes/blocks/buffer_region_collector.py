@@ -91,20 +91,29 @@ class _Collector(Visitor):
         self.ancestors: list[tuple[Var, str | None]] = []
         self.dom: dict[int, IntervalSet] = {}
         self.ana = Analyzer()
-        self.pending: list[PrimExpr] = []
+        # conditions of the enclosing branches that bound no loop alone, each with its
+        # simplified form once an access needed it (the facts about its variables do not
+        # change inside the branch)
+        self.pending: list[list] = []
         self.def_depth: dict[int, int] = {}
         self.relaxed: dict[int, tuple[Buffer, list[IntervalSet]]] = {}
         self.annotations: dict[int, list[BufferRegion]] = {}
         self.regions: dict[int, tuple[Buffer, Region]] = {}
+        # the refiner of the pending conditions, made once while the scope stays the same
+        # (``epoch`` counts changes of the loops, lets, conditions and their ranges)
+        self.epoch = 0
+        self.refiners: dict[tuple[int, frozenset[int]], object] = {}
 
     # ---- scopes -------------------------------------------------------------------------
 
     def _enter_loop(self, var: Var, min_: PrimExpr, extent: PrimExpr, tag: str | None) -> None:
+        self.epoch += 1
         self.ancestors.append((var, tag))
         self.ana.bind_range(var, min_, extent)
         self.dom[id(var)] = from_range(min_, extent)
 
     def _leave_loop(self, var: Var) -> None:
+        self.epoch += 1
         self.dom.pop(id(var), None)
         self.ancestors.pop()
 
@@ -128,6 +137,7 @@ class _Collector(Visitor):
     def visit_LetStmt(self, s: LetStmt):
         self.visit(s.value)
         if index_typed(s.value):
+            self.epoch += 1
             self.ana.bind_value(s.var, s.value)
             self.dom[id(s.var)] = IntervalSet.point(s.value)
         yield s.body
@@ -135,23 +145,27 @@ class _Collector(Visitor):
     def visit_Let(self, e: Let) -> None:
         self.visit(e.value)
         if index_typed(e.value):
+            self.epoch += 1
             self.ana.bind_value(e.var, e.value)
             self.dom[id(e.var)] = IntervalSet.point(e.value)
         self.visit(e.body)
+        self.epoch += 1
         self.dom.pop(id(e.var), None)
 
     def _under(self, cond: PrimExpr, node) -> None:
         """Visit ``node`` knowing ``cond`` (TVM's ConditionalBoundsContext)."""
         solved = solve_condition(cond, self.dom)
+        self.epoch += 1
         if solved is None:
-            self.pending.append(cond)
+            self.pending.append([cond, None])
             self.visit(node)
             self.pending.pop()
-            return
-        saved = {k: self.dom[k] for k in solved}
-        self.dom.update(solved)
-        self.visit(node)
-        self.dom.update(saved)
+        else:
+            saved = {k: self.dom[k] for k in solved}
+            self.dom.update(solved)
+            self.visit(node)
+            self.dom.update(saved)
+        self.epoch += 1
 
     def visit_IfThenElse(self, s: IfThenElse) -> None:
         self.visit(s.condition)
@@ -229,13 +243,7 @@ class _Collector(Visitor):
             if tag is not None and need_relax_thread(tag, buf.scope):
                 continue
             fixed[id(var)] = self.dom.pop(id(var))
-        refine = None
-        if self.pending:
-            pred = IntImm(BOOL, 1)
-            for c in self.pending:
-                c = c if c.dtype.is_bool else BinOp("ne", c, imm(c.dtype, 0), BOOL)
-                pred = BinOp("and", pred, c, BOOL)
-            refine = predicate_refiner(self.ana.simplify(pred), self.dom)
+        refine = self._refiner(frozenset(fixed)) if self.pending else None
         sets = [eval_range(r.min, r.extent, self.dom, refine) for r in region]
         self.dom.update(fixed)
         old = self.relaxed.get(id(buf))
@@ -243,6 +251,30 @@ class _Collector(Visitor):
             self.relaxed[id(buf)] = (buf, sets)
         else:
             self.relaxed[id(buf)] = (buf, [union([a, b]) for a, b in zip(old[1], sets)])
+
+    def _refiner(self, fixed: frozenset[int]):
+        """The bounds the pending conditions put on the relaxed loops (``fixed``: the
+        loops that stay symbolic for this access)."""
+        key = (self.epoch, fixed)
+        if key in self.refiners:
+            return self.refiners[key]
+        if self.refiners and next(iter(self.refiners))[0] != self.epoch:
+            self.refiners.clear()
+        pred: PrimExpr = IntImm(BOOL, 1)
+        for entry in self.pending:
+            if entry[1] is None:
+                c = entry[0]
+                c = c if c.dtype.is_bool else BinOp("ne", c, imm(c.dtype, 0), BOOL)
+                entry[1] = self.ana.simplify(c)
+            c = entry[1]
+            if isinstance(c, IntImm):
+                if not c.value:
+                    pred = c
+                    break
+                continue
+            pred = c if isinstance(pred, IntImm) else BinOp("and", pred, c, BOOL)
+        refine = self.refiners[key] = predicate_refiner(pred, self.dom)
+        return refine
 
     # ---- the region of a buffer ---------------------------------------------------------
 
