@@ -10,6 +10,8 @@
 - :func:`try_const_fold`: TVM's ``TryConstFold`` whole, the two above with TVM's limits
   (its operators fold float32 and float64 immediates only).
 - :func:`fold_cast`: a cast of an immediate.
+- :func:`fold_math_exact`: a float math function of immediates whose result is exact
+  (``T.ceil``, ``T.sqrt``, ``T.log2`` of a power of two...), for code generators.
 
 TVM's operators apply ``TryConstFold`` while its parser reads the text (``x + 0`` reads
 as ``x``), so tirc's front end folds the same way, and its printer writes a node that
@@ -24,7 +26,7 @@ import math
 import struct
 
 from tirc.ir.dtype import BOOL, DataType
-from tirc.ir.expr import FloatImm, IntImm, PrimExpr
+from tirc.ir.expr import Call, FloatImm, IntImm, PrimExpr
 
 COMPARE = {"eq": lambda x, y: x == y, "ne": lambda x, y: x != y, "lt": lambda x, y: x < y,
            "le": lambda x, y: x <= y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y}
@@ -238,3 +240,57 @@ def folds_away(op: str, a: PrimExpr, b: PrimExpr) -> bool:
     if isinstance(a, (IntImm, FloatImm)) and isinstance(b, (IntImm, FloatImm)):
         return True
     return fold_identity(op, a, b) is not None
+
+
+def _log2_exact(x: float) -> float | None:
+    if x <= 0 or math.isinf(x) or math.isnan(x):
+        return None
+    mantissa, exponent = math.frexp(x)
+    return float(exponent - 1) if mantissa == 0.5 else None
+
+
+def _exp2_exact(x: float) -> float | None:
+    if x != int(x) if math.isfinite(x) else True:
+        return None
+    return math.ldexp(1.0, int(x)) if -1074 <= x <= 1023 else None
+
+
+def _round_half_away(x: float) -> float:
+    whole = math.floor(abs(x))
+    return math.copysign(whole + (1 if abs(x) - whole >= 0.5 else 0), x)
+
+
+# math functions whose value on finite immediates is exactly what IEEE arithmetic gives
+# (rounding of the exact result, or an exact result), so folding them cannot differ from
+# the function evaluated at run time on any device; None where the result is not exact
+_EXACT_MATH = {
+    "floor": math.floor, "ceil": math.ceil, "trunc": math.trunc, "round": _round_half_away,
+    "nearbyint": round, "fabs": abs,
+    "sqrt": lambda x: math.sqrt(x) if x >= 0 else None,
+    "log2": _log2_exact, "exp2": _exp2_exact,
+}
+
+
+def fold_math_exact(op: str, args: tuple, dtype: DataType) -> FloatImm | None:
+    """``op(*args)`` as an immediate of ``dtype`` where the argument is a finite scalar
+    immediate (or such a call itself) and the result is exact: rounding functions,
+    ``fabs``, ``sqrt`` (IEEE rounds it correctly; float32 through float64 too), ``log2``
+    of a power of two, ``exp2`` of an integer. Code generators fold these before calling
+    a math library the optimiser cannot see through (libdevice):
+    ``T.ceil(T.log2(128.0))``, TOPI's idiom for a bit count, is 7. None otherwise."""
+    fn = _EXACT_MATH.get(op)
+    if fn is None or len(args) != 1 or not dtype.is_float or dtype.lanes != 1:
+        return None
+    arg = args[0]
+    if isinstance(arg, Call) and isinstance(arg.op, str):
+        arg = fold_math_exact(arg.op, arg.args, arg.dtype)
+    if not is_imm(arg):
+        return None
+    x = float_value(arg)
+    if x is None or not math.isfinite(x):
+        return None
+    y = fn(x)
+    if y is None:
+        return None
+    y = round_float(float(y), dtype)
+    return None if y is None else FloatImm(dtype, y)

@@ -9,6 +9,7 @@ from llvmlite import ir
 
 from tirc.backends.llvm import types as lt
 from tirc.diagnostics import Diagnostic
+from tirc.ir.const_fold import fold_math_exact
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, StringImm
 from tirc.ir import ffi_abi as abi
@@ -25,6 +26,10 @@ INT_TYPES = {"i8": ir.IntType(8), "i16": ir.IntType(16), "i32": lt.I32, "i64": l
 def lower_call(fl, call: Call) -> ir.Value:
     if isinstance(call.op, GlobalVar):
         return _module_call(fl, call)
+    if call.op in _MATH_NAMES and call.dtype.is_float:
+        exact = fold_math_exact(call.op, call.args, call.dtype)
+        if exact is not None:
+            return lt.const(call.dtype, exact.value, fl.ctx.pointer())
     value = fl.ctx.lower_call(fl, call)
     if value is not None:
         return value
