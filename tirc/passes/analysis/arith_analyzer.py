@@ -88,7 +88,7 @@ class Analyzer:
         e = self.canonical.simplify(e)
         if isinstance(e, IntImm):
             return e
-        return self.canonical.simplify(_reorder(e))
+        return self.canonical.simplify(_reorder(e, self))
 
     def rewrite(self, e: PrimExpr) -> PrimExpr:
         """One node that is not a sum, product or division: its operands simplified and
@@ -194,14 +194,19 @@ def _is(e: PrimExpr, op: str) -> bool:
     return isinstance(e, BinOp) and e.op == op
 
 
-def _reorder(e: PrimExpr) -> PrimExpr:
+def _reorder(e: PrimExpr, ana: Analyzer) -> PrimExpr:
     """The rewrite rules of TVM's middle simplification step that decide how sums with
     ``min``/``max`` terms come out: ``x + max(y, z)`` becomes ``max(y, z) + x``,
     ``max(x, y - z) + z`` becomes ``max(x + z, y)``, ``max(x, y) - y`` becomes
-    ``max(x - y, 0)`` (and the ``min`` forms)."""
+    ``max(x - y, 0)`` (and the ``min`` forms); and its rules for a division of
+    ``x * c1 + y`` by a multiple of ``c1`` (:func:`_scaled_division`)."""
     if not (isinstance(e, BinOp) and index_typed(e)):
         return e
-    a, b = _reorder(e.a), _reorder(e.b)
+    a, b = _reorder(e.a, ana), _reorder(e.b, ana)
+    if e.op in ("floordiv", "floormod") and is_int(b) and b.value > 0:
+        scaled = _scaled_division(e.op, a, b.value, ana)
+        if scaled is not None:
+            return scaled
     if e.op == "floordiv" and _is(a, "floordiv") and is_int(b) and is_int(a.b):
         if a.b.value > 0 and b.value > 0:
             return BinOp("floordiv", a.a, imm(e.dtype, a.b.value * b.value), e.dtype)
@@ -218,7 +223,7 @@ def _reorder(e: PrimExpr) -> PrimExpr:
             if _is(a, m) and _is(a.a, "sub") and a.a.b == b:
                 return BinOp(m, a.a.a, binop("add", a.b, b), e.dtype)
             if _is(b, m) and not (_is(a, "min") or _is(a, "max")):
-                return _reorder(BinOp("add", b, a, e.dtype))
+                return _reorder(BinOp("add", b, a, e.dtype), ana)
         if _is(a, "add") and is_int(a.b) and is_int(b):
             return binop("add", a.a, binop("add", a.b, b))
     else:
@@ -229,3 +234,35 @@ def _reorder(e: PrimExpr) -> PrimExpr:
             if _is(b, m) and b.a == a:
                 return BinOp("min" if m == "max" else "max", zero, binop("sub", a, b.b), e.dtype)
     return e if a is e.a and b is e.b else BinOp(e.op, a, b, e.dtype)
+
+
+def _scaled_division(op: str, a: PrimExpr, c2: int, ana: Analyzer) -> PrimExpr | None:
+    """TVM's rules for ``(x * c1 + y) // c2`` and ``(x * c1 + y) % c2`` where ``c2`` is a
+    multiple of ``c1`` and ``y`` stays below ``c1``: ``x // (c2 // c1) + y // c2`` and
+    ``x % (c2 // c1) * c1 + y`` (``(bx * 16 + tx) // 128`` with ``tx < 16`` is
+    ``bx // 8``). The product may come first or second in the sum, or stand alone."""
+    if _is(a, "mul") and is_int(a.b):
+        x, c1, y = a.a, a.b.value, None
+    elif _is(a, "add") and _is(a.a, "mul") and is_int(a.a.b):
+        x, c1, y = a.a.a, a.a.b.value, a.b
+    elif _is(a, "add") and _is(a.b, "mul") and is_int(a.b.b):
+        x, c1, y = a.b.a, a.b.b.value, a.a
+    else:
+        return None
+    if c1 <= 0 or c2 % c1:
+        return None
+    dtype = a.dtype
+    ratio = imm(dtype, c2 // c1)
+    if op == "floordiv":
+        if y is not None and ana.const_bound(ana.simplify(binop("floormod", y, imm(dtype, c2))))[1] >= c1:
+            return None
+        quotient = binop("floordiv", x, ratio)
+        if y is None:
+            return quotient
+        y_div = ana.simplify(binop("floordiv", y, imm(dtype, c2)))
+        return quotient if is_int(y_div, 0) else binop("add", quotient, binop("floordiv", y, imm(dtype, c2)))
+    if y is None:
+        return binop("mul", binop("floormod", x, ratio), imm(dtype, c1))
+    if not is_int(ana.simplify(binop("floordiv", y, imm(dtype, c1))), 0):
+        return None
+    return binop("add", binop("mul", binop("floormod", x, ratio), imm(dtype, c1)), y)
