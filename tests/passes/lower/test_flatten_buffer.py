@@ -393,3 +393,29 @@ def main(C: T.Buffer((16, 4), "float32"), A: T.Buffer((64,), "float32")):
     d = info.value
     assert "only the last index of an access to buffer 'C' may be a vector" in d.message
     assert (d.span.file, d.span.line) == ("before.tir", 7)
+
+
+def test_an_allocation_of_one_element_is_accessed_at_index_zero():
+    # the indices CompactBufferAllocation leaves for a per-thread rfactor element are zero
+    # only arithmetically; a parameter of one element keeps its index
+    before = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), P: T.Buffer((1,), "float32")):
+    acc = T.alloc_buffer((1, 1), scope="local")
+    one = T.alloc_buffer((1,), scope="local")
+    for i in range(64):
+        acc[i // 64, i % 64 - i] = A[i]
+        one[i // 64] = acc[i // 64, i % 64 - i]
+        P[i // 64] = one[i - i]
+"""
+    expected = """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), P: T.Buffer((1,), "float32")):
+    acc = T.alloc_buffer((1,), scope="local", layout=None)
+    one = T.alloc_buffer((1,), scope="local")
+    for i in range(64):
+        acc[0] = A[i]
+        one[0] = acc[0]
+        P[i // 64] = one[0]
+"""
+    check(before, expected)

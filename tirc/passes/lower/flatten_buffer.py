@@ -27,7 +27,13 @@ Constant shapes, strides and offsets whose reach fits keep the narrower type.
 Buffers passed as arguments of module calls (``Module.f(A)``) keep referring to the
 original buffer, whose shape the callee's parameter describes; an allocation passed this
 way stays declared with its original shape as a view of the flat allocation. 1-D compact
-buffers without offset are left as they are. Declared views never loaded or stored
+buffers without offset are left as they are.
+
+An allocation of one element (a reduction's per-thread rfactor buffer after
+CompactBufferAllocation) is accessed at index 0: any other index would be out of bounds,
+and the shifted indices that compaction leaves (``(bx * 16 + tx) // 128 - bx // 8``) are
+zero only by arithmetic the code generator cannot see, which would keep the element in
+memory instead of a register. Declared views never loaded or stored
 (region arguments of calls) are left as they are.
 
 Preconditions: Verify (indices match each buffer's rank). Only the last index of an access
@@ -156,9 +162,18 @@ class _Uses:
 
 
 class _Flatten(Mutator):
-    def __init__(self, uses: _Uses):
+    def __init__(self, uses: _Uses, singles: set[int]):
         self.uses = uses
+        self.singles = singles  # ids of the data of allocations of one element
         self.flat: dict[int, tuple[Buffer, Buffer]] = {}
+
+    def _single(self, b: Buffer, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...] | None:
+        """The index of an access to an allocation of one element: 0."""
+        if (id(b.data) not in self.singles or b.elem_offset is not None
+                or any(i.dtype.lanes != 1 for i in indices)
+                or any(isinstance(n, Call) for i in indices for n in walk(i))):
+            return None
+        return (IntImm(indices[-1].dtype if indices else DataType("int32"), 0),)
 
     def flat_of(self, b: Buffer) -> Buffer:
         entry = self.flat.get(id(b))
@@ -169,16 +184,18 @@ class _Flatten(Mutator):
 
     def visit_BufferLoad(self, e: BufferLoad):
         e = self.generic_visit(e)
+        zero = self._single(e.buffer, e.indices)
         if not needs_flattening(e.buffer):
-            return e
-        index = flat_index(e.buffer, e.indices, e.span)
+            return e if zero is None or zero == e.indices else replace(e, indices=zero)
+        index = zero[0] if zero else flat_index(e.buffer, e.indices, e.span)
         return BufferLoad(self.flat_of(e.buffer), (index,), e.dtype, e.span)
 
     def visit_BufferStore(self, s: BufferStore):
         s = self.generic_visit(s)
+        zero = self._single(s.buffer, s.indices)
         if not needs_flattening(s.buffer):
-            return s
-        index = flat_index(s.buffer, s.indices, s.span)
+            return s if zero is None or zero == s.indices else replace(s, indices=zero)
+        index = zero[0] if zero else flat_index(s.buffer, s.indices, s.span)
         return BufferStore(self.flat_of(s.buffer), s.value, (index,), s.span)
 
     def visit_AllocBuffer(self, s: AllocBuffer):
@@ -201,13 +218,19 @@ class _Flatten(Mutator):
 def _flatten_function(func: PrimFunc) -> PrimFunc:
     uses = _Uses(func.body)
     params = [b for _, b in func.buffer_map if needs_flattening(b) and id(b) in uses.accessed]
-    if not params and not any(needs_flattening(b) for b in _all_buffers(func.body)):
+    singles = {id(n.buffer.data) for n in walk(func.body)
+               if isinstance(n, AllocBuffer) and _one_element(n.buffer)}
+    if not params and not singles and not any(needs_flattening(b) for b in _all_buffers(func.body)):
         return func
-    m = _Flatten(uses)
+    m = _Flatten(uses, singles)
     body = m.visit(func.body)
     for b in reversed(params):
         body = DeclBuffer(m.flat_of(b), body, b.span)
     return func if body is func.body else func.with_body(body)
+
+
+def _one_element(b: Buffer) -> bool:
+    return all(isinstance(d, IntImm) and d.value == 1 for d in b.shape) and not b.strides
 
 
 def _all_buffers(body: Stmt) -> list[Buffer]:
