@@ -36,19 +36,10 @@ REFUSED: dict[str, str] = {
     "attention_block.llvm.tir":
         r"attention_block\.llvm\.tir:56:31: error: a function attribute cannot hold buffer "
         r"'T_reshape_1'",
-    # function sum1: dlight's gpu.Reduction rfactor buffer of shape (16, num_tokens, 128) in
-    # scope "local"; TVM's CompactBufferAllocation shrinks it to the constant per-thread
-    # region (1 element), tirc keeps the symbolic size
-    "moe.cuda.tir":
-        r"moe\.cuda\.tir:365:9: error: buffer 'mul1_red_rf_local' \(scope 'local'\) needs a "
-        r"constant size in device code",
 }
 
 # file -> why CI does not build it
-SLOW: dict[str, str] = {
-    "sampling.cuda.tir": "about 9 minutes on 2 cores: CompactBufferAllocation takes about "
-                         "2.5 minutes on each of the topi.gpu sort kernels (argsort, sort, topk)",
-}
+SLOW: dict[str, str] = {}
 
 
 class Refused(Exception):
