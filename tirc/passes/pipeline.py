@@ -310,12 +310,96 @@ def pass_names(abi: str | None = "packed") -> list[str]:
     return [p.name for p in pipeline(abi)]
 
 
+# The phases whose passes change each function by itself and the private functions it
+# calls: none of them adds a function or reads one of another call-graph component, so
+# the components of a module can go through them apart, side by side (``-j N``).
+APART_PHASES = ("blocks", "lower")
+
+# runs tasks side by side and returns their results in order (the build's fork helper)
+Spread = Callable[[list[Callable[[], object]]], list]
+
+
 def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
-                 instruments: tuple[Instrument, ...] = ()) -> IRModule:
-    """Run the pipeline of ``ctx.abi`` in order, up to and including ``stop_after``."""
+                 instruments: tuple[Instrument, ...] = (), jobs: int = 1,
+                 spread: Spread | None = None) -> IRModule:
+    """Run the pipeline of ``ctx.abi`` in order, up to and including ``stop_after``.
+
+    With ``jobs`` > 1 and ``spread``, the passes of :data:`APART_PHASES` run on up to
+    ``jobs`` groups of whole call-graph components side by side; the result is the
+    module the serial run gives, its functions in the same order. Only for a whole run
+    timed by :class:`TimePasses` at most (``--print-after`` and the like see one module);
+    a group's pass times are added up with the others'."""
     passes = pipeline(ctx.abi)
     if stop_after is not None and stop_after not in [p.name for p in passes]:
         raise ValueError(f"unknown pass '{stop_after}'")
+    if (jobs <= 1 or spread is None or stop_after is not None
+            or not all(type(i) is TimePasses for i in instruments)):
+        return _run_sequence(mod, ctx, passes, stop_after, instruments)
+    head = [p for p in passes if PHASE_ORDER[p.phase] < PHASE_ORDER[APART_PHASES[0]]]
+    apart = [p for p in passes if p.phase in APART_PHASES]
+    tail = passes[len(head) + len(apart):]
+    mod = _run_sequence(mod, ctx, head, None, instruments)
+    mod = _run_apart(mod, ctx, apart, instruments, jobs, spread)
+    return _run_sequence(mod, ctx, tail, None, instruments)
+
+
+PHASE_ORDER = {name: i for i, (name, _) in enumerate(PHASES)}
+
+
+def _run_apart(mod: IRModule, ctx: PassContext, passes: list[Pass],
+               instruments: tuple[Instrument, ...], jobs: int, spread: Spread) -> IRModule:
+    from tirc.ir.call_graph import components
+    groups = _balance(mod, components(mod), jobs)
+    if len(groups) <= 1:
+        return _run_sequence(mod, ctx, passes, None, instruments)
+    timed = bool(instruments)
+
+    def task(names: list[str]):
+        def run():
+            timer = TimePasses()
+            sub = replace(mod, functions={n: mod.functions[n] for n in names})
+            return _run_sequence(sub, ctx, passes, None, (timer,) if timed else ()), timer.times
+        return run
+    try:
+        results = spread([task(names) for names in groups])
+    except Diagnostic:
+        raise
+    except Exception:  # noqa: BLE001 - a group that could not be sent back (too deep to pickle)
+        return _run_sequence(mod, ctx, passes, None, instruments)
+    done: dict[str, object] = {}
+    totals: dict[str, float] = {}
+    for sub, times in results:
+        done.update(sub.functions)
+        for name, t in times:
+            totals[name] = totals.get(name, 0.0) + t
+    functions = {n: done[n] for n in mod.functions if n in done}
+    functions.update((n, f) for n, f in done.items() if n not in functions)
+    for inst in instruments:
+        inst.times.extend((p.name, totals[p.name]) for p in passes if p.name in totals)
+    return replace(mod, functions=functions)
+
+
+def _balance(mod: IRModule, comps: list[list[str]], jobs: int) -> list[list[str]]:
+    """The components in at most ``jobs`` groups of about equal size (source lines),
+    the largest first into the lightest group; each group in module order."""
+    def size(names: list[str]) -> int:
+        total = 0
+        for n in names:
+            span = mod.functions[n].span
+            total += (span.end_line - span.line + 1) if span and span.end_line else 1
+        return total
+    groups: list[list[str]] = [[] for _ in range(min(jobs, len(comps)))]
+    loads = [0] * len(groups)
+    for comp in sorted(comps, key=size, reverse=True):
+        g = loads.index(min(loads))
+        groups[g].extend(comp)
+        loads[g] += size(comp)
+    order = {n: i for i, n in enumerate(mod.functions)}
+    return [sorted(g, key=order.get) for g in groups if g]
+
+
+def _run_sequence(mod: IRModule, ctx: PassContext, passes: list[Pass], stop_after: str | None,
+                  instruments: tuple[Instrument, ...]) -> IRModule:
     blocks = None  # decided at the first block pass (no later pass makes blocks)
     features = None  # the module's features, taken again once a pass changed it
     for p in passes:

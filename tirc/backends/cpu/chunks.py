@@ -37,9 +37,8 @@ from llvmlite import binding as llvm
 from tirc.diagnostics import Diagnostic, Span
 from tirc.backends.llvm.context import exported
 from tirc.ir.attrs import C_API, SYMBOL_PREFIX
-from tirc.ir.expr import Call, GlobalVar
+from tirc.ir.call_graph import components
 from tirc.ir.function import IRModule
-from tirc.ir.visitor import walk
 from tirc.records import record
 from tirc.target.kinds import Target, host_triple
 from tirc.backends.llvm.llvmlite_compat import dismantle
@@ -132,31 +131,10 @@ def _cut(mod: IRModule, sizes: list[float]) -> list[list[str]]:
 
 
 def _components(mod: IRModule) -> list[list[str]]:
-    """The module's functions grouped by calls (GlobalVar calls bind caller and callee),
-    each group in module order, groups ordered by their first function."""
-    names = list(mod.functions)
+    """The module's call-graph components (:func:`tirc.ir.call_graph.components`)."""
     if all(exported(f) for f in mod.functions.values()):
-        return [[n] for n in names]  # only private functions are called by GlobalVar
-    parent = {n: n for n in names}
-    order = {n: i for i, n in enumerate(names)}
-
-    def root(n: str) -> str:
-        while parent[n] != n:
-            parent[n] = parent[parent[n]]
-            n = parent[n]
-        return n
-
-    for name, func in mod.functions.items():
-        for node in walk(func.body):
-            if isinstance(node, Call) and isinstance(node.op, GlobalVar) \
-                    and node.op.name in parent:
-                a, b = root(name), root(node.op.name)
-                if a != b:
-                    parent[max(a, b, key=order.get)] = min(a, b, key=order.get)
-    groups: dict[str, list[str]] = {}
-    for n in names:
-        groups.setdefault(root(n), []).append(n)
-    return list(groups.values())
+        return [[n] for n in mod.functions]  # only private functions are called by GlobalVar
+    return components(mod)
 
 
 def lower_chunks(parts: list[IRModule], whole: IRModule, target: Target, name: str,
