@@ -48,7 +48,7 @@ def tmin(a, b):
     return E(BinOp("min", _wrap(a).e, _wrap(b).e, INT32))
 
 
-i, j, k = (E(Var(n, INT32)) for n in "ijk")
+i, j, k, x = (E(Var(n, INT32)) for n in "ijkx")
 
 FREE = [
     (j * 4 + i * 8 + 3, "i * 8 + j * 4 + 3"),
@@ -75,6 +75,17 @@ BOUND = [  # i in [0, 16), j in [0, 8), k in [0, 4)
     (tmax(0, i * 8 - 1), "T.max(0, i * 8 - 1)"),
     ((j * 8 + k) // 8, "j"),
     ((j * 8 + k) % 8, "k"),
+    # TVM's rules for (x * c1 + y) // c2 and % c2, c2 a multiple of c1, 0 <= y < c1
+    ((x * 4 + k) // 16, "x // 4"),
+    ((x * 4 + k) % 16, "x % 4 * 4 + k"),
+    ((k + x * 4) // 8, "x // 2"),
+    ((k + x * 4) % 8, "x % 2 * 4 + k"),
+    ((x * 4 + j) // 16, "(x * 4 + j) // 16"),  # j reaches 7: not below 4
+    ((x * 8) // 32, "x // 4"),
+    ((x * 8) % 32, "x % 4 * 8"),
+    ((x * 4 + k + 1) // 16, "(x * 4 + k + 1) // 16"),
+    ((x * 16 + i) // 128 - x // 8, "0"),
+    (tmin((x * 16 + i) // 128, x // 8), "x // 8"),
 ]
 
 
