@@ -121,6 +121,24 @@ def get_backend(kind: str, span: Span | None = None, role: str | None = None) ->
     return backend
 
 
+class OpenCLBackend(Backend):
+    kind, name, role = "opencl", "opencl-c", "device"
+    substages = ("opencl-c",)  # TIR -> OpenCL C source
+    doc = "OpenCL devices: OpenCL C source (NAME.cl), built by the driver at first launch"
+
+    def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False):
+        from tirc.backends.opencl.device_stage import device_images
+        return device_images(devices, out, name, device_format, emit, line_info)
+
+    def launch_table(self, devices):
+        from tirc.backends.opencl.launch import OpenCLCode
+        from tirc.backends.opencl.source import kernel_symbols
+        table = OpenCLCode()
+        for mod in devices.values():
+            table.expect(mod, kernel_symbols(mod))
+        return table
+
+
 class NVPTXBackend(CUDABackend):
     """TVM's ``nvptx`` kind: the cuda backend under its other name."""
 
@@ -131,3 +149,4 @@ register(CPUBackend())
 register(CSourceBackend())
 register(CUDABackend())
 register(NVPTXBackend())
+register(OpenCLBackend())
