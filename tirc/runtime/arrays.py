@@ -12,6 +12,7 @@ import operator
 import numpy as np
 
 from tirc.runtime import cudadrv as cuda
+from tirc.runtime import opencldrv as opencl
 from tirc.runtime import dlpack
 from tirc.runtime.devices import Device, Stream
 from tirc.runtime.devices import device as as_device
@@ -50,7 +51,15 @@ def _aligned_empty(shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
 
 
 def _stream_of(dev: Device, stream: Stream | None):
-    """The cuda.core stream for work on ``dev`` (None for CPU-only work)."""
+    """The cuda.core stream for work on ``dev`` (None for CPU-only work); for OpenCL, the
+    pyopencl command queue."""
+    if dev.is_opencl:
+        if stream is None:
+            return opencl.context(dev.index)[1]
+        if not stream.device.is_opencl:
+            raise ValueError(f"work on {dev} needs an OpenCL queue, not a stream of "
+                             f"{stream.device}")
+        return stream._core
     if stream is None:
         return cuda.default_stream(dev.index) if dev.is_cuda else None
     if not isinstance(stream, Stream):
@@ -121,6 +130,8 @@ class Array:
         """Address of the first element (a device address for CUDA arrays)."""
         if self._host is not None:
             return int(self._host.ctypes.data)
+        if self._device.is_opencl:
+            return int(self._buffer.int_ptr)  # the cl_mem
         return int(self._buffer.handle)
 
     def __repr__(self) -> str:
@@ -201,9 +212,11 @@ def empty(shape, dtype="float32", device="cpu", stream: Stream | None = None) ->
     shape = _as_shape(shape)
     dt = as_dtype(dtype)
     dev = as_device(device)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    if dev.is_opencl:
+        return Array(shape, dt, dev, buffer=opencl.allocate(dev.index, nbytes))
     if not dev.is_cuda:
         return Array(shape, dt, dev, host=_aligned_empty(shape, dt))
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
     buffer = cuda.allocate(dev.index, nbytes, _stream_of(dev, stream))
     return Array(shape, dt, dev, buffer=buffer)
 
@@ -296,6 +309,12 @@ def copyto(dst, src, stream: Stream | None = None) -> None:
     cuda_dev = dst.device if d_host is None else src.device
     core_stream = _stream_of(cuda_dev, stream)
     if nbytes == 0:
+        return
+    if cuda_dev.is_opencl:
+        if (d_host is None and not dst.device.is_opencl) or (s_host is None and not src.device.is_opencl):
+            raise ValueError(f"copy between {src.device} and {dst.device}: go through the CPU")
+        opencl.copy(core_stream, dst._buffer if d_host is None else d_host,
+                    src._buffer if s_host is None else s_host, nbytes)
         return
     dst_buf = dst._buffer if d_host is None else cuda.wrap(d_host.ctypes.data, nbytes, d_host)
     src_buf = src._buffer if s_host is None else cuda.wrap(s_host.ctypes.data, nbytes, s_host)

@@ -162,8 +162,9 @@ class _FunctionWriter:
                 self.pointers[p] = (elem, space)
                 rq = " restrict" if self.restrict and space == "__global" else ""
                 params.append(f"{space} {elem}*{rq} {self.bind(p)}")
-            else:
-                params.append(f"{self.expr.type(p.dtype, f.span)} {self.bind(p)}")
+            else:  # a kernel takes no bool: the host passes it as an int
+                t = "int" if self.kernel and p.dtype.is_bool else self.expr.type(p.dtype, f.span)
+                params.append(f"{t} {self.bind(p)}")
         local_bytes, dynamic = 0, False
         if self.kernel:
             for alloc in _shared_allocations(f.body):
