@@ -27,7 +27,7 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
     for i, (t, m) in enumerate(devices.items()):
         with result.timed("opencl-c"):
             source = generate(m, t)
-        label = "opencl" if single else f"opencl.{i + 1}"
+        label = "opencl" if i == 0 else f"opencl.{i + 1}"
         stem = name if single else f"{name}.{i + 1}"
         data = source.text.encode()
         result.images.setdefault(t, []).append((label, out / f"{stem}.cl", data))
