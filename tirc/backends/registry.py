@@ -100,6 +100,36 @@ class CUDABackend(Backend):
         return table
 
 
+class LaunchTables:
+    """The launch tables of several device kinds in one host module (a module with cuda
+    and opencl kernels): a launch goes to the table of the kind that compiled its kernel."""
+
+    def __init__(self, tables: dict):
+        self.tables = tables  # by kind, each a backend's launch_table()
+
+    @property
+    def kernels(self) -> dict:
+        return {name: k for t in self.tables.values() for name, k in t.kernels.items()}
+
+    def launcher(self, module) -> "_Launchers":
+        return _Launchers(module, self.tables)
+
+
+class _Launchers:
+    """Each kind's launcher for one host module, all made at once (in a host object made
+    in chunks the owner chunk defines what every kind's launches use)."""
+
+    def __init__(self, module, tables: dict):
+        self.launchers = [(t, t.launcher(module)) for t in tables.values()]
+
+    def launch(self, fl, call, device_type, device_id):
+        name = call.args[0].value if call.args and hasattr(call.args[0], "value") else None
+        for table, launcher in self.launchers:
+            if name in table.kernels:
+                return launcher.launch(fl, call, device_type, device_id)
+        return self.launchers[0][1].launch(fl, call, device_type, device_id)  # its error
+
+
 BACKENDS: dict[str, Backend] = {}
 
 
