@@ -25,6 +25,7 @@ class Backend:
     doc: str = ""
     role: str = "host"  # "host" (an object file) or "device" (device images)
     substages: tuple[str, ...] = ()  # what a device backend times (DeviceOutputs.timed)
+    device_formats: tuple[str, ...] = ()  # the formats a device backend writes, default first
 
     def host_object(self, mod, target, name: str, *, keep_ir: bool = False,
                     debug: bool = False, device_code=None, jobs: int = 1) -> Any:
@@ -85,6 +86,7 @@ class CUDABackend(Backend):
     # timed in DeviceOutputs.times: TIR -> LLVM IR, its parse and check, libdevice linked
     # in, LLVM's -O3, PTX emitted, nvJitLink's cubin, nvFatbin's fatbin
     substages = ("lower", "parse-llvm", "libdevice", "optimize", "emit-ptx", "cubin", "fatbin")
+    device_formats = ("ptx", "cubin", "fatbin")
     doc = "NVIDIA GPU code through LLVM's NVPTX target (PTX; cubins, fatbins)"
 
     def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False):
@@ -154,6 +156,7 @@ def get_backend(kind: str, span: Span | None = None, role: str | None = None) ->
 class OpenCLBackend(Backend):
     kind, name, role = "opencl", "opencl-c", "device"
     substages = ("opencl-c",)  # TIR -> OpenCL C source
+    device_formats = ("cl",)
     doc = "OpenCL devices: OpenCL C source (NAME.cl), built by the driver at first launch"
 
     def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False):

@@ -279,7 +279,9 @@ def _device_codegen(b: _Build) -> None:
     for kind, modules in by_kind.items():
         try:
             dev = backends[kind].device_images(modules, b.out, b.name,
-                                               device_format=_format_for(b, kind), emit=emit,
+                                               device_format=_format_for(
+                                                   b, backends[kind], modules, len(by_kind) > 1),
+                                               emit=emit,
                                                line_info=b.opts.line_info)
         except BaseException:
             _abandon_host(b)
@@ -290,13 +292,20 @@ def _device_codegen(b: _Build) -> None:
         b.dev = dev if len(by_kind) == 1 else b.dev.merged(dev)
 
 
-def _format_for(b: _Build, kind: str) -> str:
-    """The device format a kind's backend is asked for: the build's, except that in a
-    module mixing kinds a format for cuda (cubin, fatbin) is not asked of the others,
-    which write their one format."""
-    if kind in ("cuda", "nvptx") or len({t.kind for t in b.devices}) == 1:
-        return b.opts.device_format
-    return "ptx"
+def _format_for(b: _Build, backend, modules: dict[Target, IRModule], several: bool) -> str:
+    """The device format asked of a kind's backend: the build's when the backend writes
+    it (a backend lists its formats, its default first); the backend's default when the
+    build's is the default one, or is for another kind of the same module; else a
+    located error."""
+    fmt = b.opts.device_format
+    formats = backend.device_formats
+    if not formats or fmt in formats:
+        return fmt
+    if fmt == "ptx" or several:
+        return formats[0]
+    kind = next(iter(modules)).kind
+    raise Diagnostic(f"--device-format {fmt}: the module's device targets are {kind}, which "
+                     f"writes {' or '.join(formats)}", next(iter(modules.values())).span)
 
 
 def _start_host(b: _Build, devices: dict[Target, IRModule]):

@@ -1,5 +1,5 @@
 """The device stage for opencl targets: each device module as OpenCL C source, one file
-per target (``OUT/NAME.cl``; ``OUT/NAME.<n>.cl`` for the n-th of several targets), the
+per target (``OUT/NAME.cl``; ``OUT/NAME.<n>.cl`` for the n-th target from the second on), the
 same text embedded in the host object, which builds it with the OpenCL driver at its
 first launch in each context. Per target its facts for the manifest: each kernel's
 parameters and static local memory."""
@@ -16,19 +16,13 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
                   device_format: str, emit: tuple[str, ...] = (),
                   line_info: bool = False) -> DeviceOutputs:
     from tirc.backends.opencl.source import generate
-    from tirc.diagnostics import Diagnostic
 
     result = DeviceOutputs()
-    if device_format not in ("ptx", "cl"):
-        first = next(iter(devices.values()))
-        raise Diagnostic(f"--device-format {device_format} is for cuda targets; an opencl "
-                         "target writes OpenCL C source (NAME.cl)", first.span)
-    single = len(devices) == 1
     for i, (t, m) in enumerate(devices.items()):
         with result.timed("opencl-c"):
             source = generate(m, t)
         label = "opencl" if i == 0 else f"opencl.{i + 1}"
-        stem = name if single else f"{name}.{i + 1}"
+        stem = name if i == 0 else f"{name}.{i + 1}"
         data = source.text.encode()
         result.images.setdefault(t, []).append((label, out / f"{stem}.cl", data))
         result.labelled.setdefault("cl", {})[label] = data
