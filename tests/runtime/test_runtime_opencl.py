@@ -139,3 +139,28 @@ def test_tirc_run_target_opencl_checks_against_llvm(dev):
     assert r.exit_code == 0, r.output
     assert "ran vector_add on opencl:0 (opencl)" in r.output
     assert "check against llvm: ok" in r.output
+
+
+def test_integer_division_never_traps(dev):
+    """x / 0 is -1, x % 0 is x, the minimum / -1 wraps: what the shared LLVM lowering
+    gives on a GPU; pocl runs kernels on the CPU, where a bare division by zero would
+    raise SIGFPE."""
+    import tirc
+    from tirc import runtime as rt
+    text = HEAD + '''@T.prim_func
+def f(A: T.Buffer((8,), "int32"), B: T.Buffer((8,), "int32"), C: T.Buffer((8,), "int32"),
+      D: T.Buffer((8,), "int32"), E: T.Buffer((8,), "int32"), F: T.Buffer((8,), "int32")):
+    for tx in T.thread_binding(8, thread="threadIdx.x"):
+        C[tx] = T.truncdiv(A[tx], B[tx])
+        D[tx] = T.truncmod(A[tx], B[tx])
+        E[tx] = T.floordiv(A[tx], B[tx])
+        F[tx] = T.floormod(A[tx], B[tx])
+'''
+    c = tirc.compile(text, target="opencl")
+    a = np.array([7, -7, 7, -7, -2**31, 5, 0, -2**31], "int32")
+    b = np.array([2, 2, -2, 0, -1, 0, 3, 1], "int32")
+    arrays = [rt.from_numpy(x, dev) for x in (a, b)] + [rt.empty((8,), "int32", dev) for _ in range(4)]
+    _call(c, "f", *arrays)
+    got = [x.to_numpy().tolist() for x in arrays[2:]]
+    assert got == [[3, -3, -3, -1, -2**31, -1, 0, -2**31], [1, -1, 1, -7, 0, 5, 0, 0],
+                   [3, -4, -4, -1, -2**31, -1, 0, -2**31], [1, 1, -1, -7, 0, 5, 0, 0]]

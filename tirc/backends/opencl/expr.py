@@ -116,17 +116,21 @@ class ExprWriter:
         t = e.a.dtype
         if e.op in ("min", "max"):
             return f"{e.op}({a}, {b})"
-        if e.op in ("floordiv", "floormod"):
-            return self.floor_op(e.op, a, b, t, e.span)
+        if e.op in ("floordiv", "floormod") or (e.op in ("div", "mod") and t.is_integer
+                                                 and not _safe_divisor(e.b)):
+            return self.division(e.op, a, b, t, e.span)
         if e.op == "mod" and t.is_float:
             return f"fmod({a}, {b})"
         return f"({a} {_C_OPS[e.op]} {b})"
 
-    def floor_op(self, op: str, a: str, b: str, t: DataType, span) -> str:
+    def division(self, op: str, a: str, b: str, t: DataType, span) -> str:
+        """A division that must not trap, as the shared LLVM lowering makes it on a GPU:
+        x / 0 is -1, x % 0 is x, the minimum / -1 wraps; floor rounding for floordiv and
+        floormod. Through helpers the file defines (``tirc_floordiv_int``)."""
         if t.is_float:
             return f"floor(({a} / {b}))" if op == "floordiv" else f"({a} - (floor(({a} / {b})) * {b}))"
-        if t.is_uint or t.is_bool:
-            return f"({a} {'/' if op == 'floordiv' else '%'} {b})"
+        if t.is_bool:
+            return f"({a} {'/' if op in ('div', 'floordiv') else '%'} {b})"
         scalar = self.type(t.element(), span)
         helper = f"tirc_{op}_{scalar}"
         self.uses.add(("helper", op, scalar))
@@ -242,6 +246,11 @@ class ExprWriter:
         if isinstance(e.op, GlobalVar):
             return f"{self.names.get(e.op.name, e.op.name)}({', '.join(self(a) for a in e.args)})"
         return call(self, e)
+
+
+def _safe_divisor(e: PrimExpr) -> bool:
+    """A constant divisor that can neither be zero nor overflow (-1)."""
+    return isinstance(e, IntImm) and e.value not in (0, -1)
 
 
 def int_literal(value: int, dtype: DataType, c: str) -> str:

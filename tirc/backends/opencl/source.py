@@ -89,12 +89,29 @@ def generate(mod: IRModule, target=None) -> Source:
     return Source("\n\n".join(p for p in parts if p) + "\n", tuple(kernels))
 
 
+_MIN = {"char": "CHAR_MIN", "short": "SHRT_MIN", "int": "INT_MIN", "long": "LONG_MIN"}
+
+
 def _helper(op: str, t: str) -> str:
-    if op == "floordiv":
-        return (f"static inline {t} tirc_floordiv_{t}({t} a, {t} b) {{\n"
-                f"  {t} q = a / b;\n  return ((q * b != a) && ((a < 0) != (b < 0))) ? (q - 1) : q;\n}}")
-    return (f"static inline {t} tirc_floormod_{t}({t} a, {t} b) {{\n"
-            f"  {t} r = a % b;\n  return ((r != 0) && ((r < 0) != (b < 0))) ? (r + b) : r;\n}}")
+    """An integer division of ``t`` that never traps: by zero, ``/`` gives -1 and ``%``
+    the dividend; the minimum divided by -1 wraps (and its remainder is 0)."""
+    head = f"static inline {t} tirc_{op}_{t}({t} a, {t} b) {{\n"
+    if t not in _MIN:  # unsigned
+        body = {"div": "  return (b == 0) ? ({t})-1 : (a / b);",
+                "mod": "  return (b == 0) ? a : (a % b);"}[op.replace("floor", "")]
+        return head + body.format(t=t) + "\n}"
+    lines = ["  if (b == 0) {", f"    return {'(' + t + ')-1' if 'div' in op else 'a'};", "  }",
+             f"  if (b == -1) {{", f"    return {'(a == ' + _MIN[t] + ') ? a : -a' if 'div' in op else '0'};",
+             "  }"]
+    if op == "div":
+        lines.append("  return a / b;")
+    elif op == "mod":
+        lines.append("  return a % b;")
+    elif op == "floordiv":
+        lines += [f"  {t} q = a / b;", "  return ((q * b != a) && ((a < 0) != (b < 0))) ? (q - 1) : q;"]
+    else:
+        lines += [f"  {t} r = a % b;", "  return ((r != 0) && ((r < 0) != (b < 0))) ? (r + b) : r;"]
+    return head + "\n".join(lines) + "\n}"
 
 
 class _FunctionWriter:
