@@ -3,6 +3,8 @@ on an OpenCL device — pocl, a CPU device, from the test extra — through tvm-
 
 * the block-level corpus and the cross-thread reductions (tests/corpus/sblock, simt),
   compared with the outputs TVM computed on the CPU (as test_gpu_corpus.py does on a GPU);
+* the dlight-scheduled workloads of bench/scheduled/cuda (scheduled by TVM 0.27 for
+  sm_90: 1024 threads and 48 KiB of shared memory a block), compared with NumPy;
 * the samples and the modules TVM printed (tests/corpus/tvm, tvm_tests), on seeded random
   inputs, compared with the SIMT interpreter (tirc.testing.simt) running the same
   opencl-targeted module (C math functions called by name, ``expf``, as the TIR
@@ -13,12 +15,13 @@ without pyopencl or an OpenCL device, and for float16 modules on a device withou
 cl_khr_fp16. A module tirc refuses for opencl is listed in REFUSED with the reason."""
 from __future__ import annotations
 
+import json
 import re
 
 import numpy as np
 import pytest
 
-from conftest import TESTS  # noqa: F401  (puts tests/ on the path for opencl_corpus)
+from conftest import TESTS
 from opencl_corpus import OPENCL, expected_cases, retarget_text, text_cases
 
 # Modules tirc refuses for opencl, with a part of the message: PTX and warp instructions
@@ -135,6 +138,62 @@ def test_corpus_module_on_opencl_matches_tvm_cpu(root, entry):
                                        err_msg=f"{entry['name']}: output {i}")
         else:
             assert np.array_equal(got, before), f"{entry['name']}: input {i} was changed"
+
+
+BENCH = TESTS.parent / "bench" / "scheduled"
+BENCH_TARGET = OPENCL + " -max_shared_memory_per_block=49152"
+BENCH_CASES = [pytest.param(m, id=f"bench/{m['name']}")
+               for m in json.loads((BENCH / "index.json").read_text())["modules"]
+               if m["target"]["kind"] == "cuda"]
+# 2048^3 multiply-adds take about 40 s on pocl on two cores; dl_gpu_matmul (sblock) runs the
+# same dlight Matmul rule on 64x80x96
+BENCH_SLOW = {"dl_matmul": "2048x2048x2048 takes about 40 s on a CPU OpenCL device"}
+
+
+def _numpy_reference(name: str, args: list[np.ndarray]) -> np.ndarray:
+    """What bench/gpu_kernels.py checks these workloads against."""
+    a = [x.astype(np.float64) for x in args[:-1]]
+    if name == "dl_matmul":
+        return a[0] @ a[1]
+    if name == "dl_gemv":
+        return a[0] @ a[1].T
+    if name == "dl_softmax":
+        e = np.exp(a[0] - a[0].max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    x, g, b = a  # dl_layernorm
+    mean = x.mean(axis=1, keepdims=True)
+    return (x - mean) / np.sqrt(((x - mean) ** 2).mean(axis=1, keepdims=True) + 1e-5) * g + b
+
+
+def test_the_dlight_bench_modules_build_for_opencl():
+    for case in BENCH_CASES:
+        (m,) = case.values
+        compiled = _compile_target((BENCH / m["file"]).read_text(), m["name"], BENCH_TARGET)
+        assert compiled.kernels, m["name"]
+
+
+@pytest.mark.opencl
+@pytest.mark.parametrize("module", BENCH_CASES)
+def test_dlight_bench_module_on_opencl_matches_numpy(module):
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    dev = _device()
+    if module["name"] in BENCH_SLOW:
+        pytest.skip(BENCH_SLOW[module["name"]])
+    from tirc import runtime as rt
+    compiled = _compile_target((BENCH / module["file"]).read_text(), module["name"], BENCH_TARGET,
+                               load=True)
+    rng = np.random.default_rng(0)
+    values = [rng.uniform(-1, 1, p["shape"]).astype("float32") for p in module["params"]]
+    arrays = [rt.from_numpy(v, dev) for v in values]
+    compiled[module["func"]](*[tvm_ffi.from_dlpack(a) for a in arrays])
+    (out,) = module["outputs"]
+    np.testing.assert_allclose(arrays[out].to_numpy(), _numpy_reference(module["name"], values),
+                               rtol=1e-3, atol=1e-5 if module["name"] == "dl_softmax" else 1e-3)
+
+
+def _compile_target(text: str, name: str, target: str, load: bool = False):
+    import tirc
+    return tirc.compile(text, target=target, name=name, filename=f"{name}.tir", load=load)
 
 
 def _inputs(params: list[dict]):
