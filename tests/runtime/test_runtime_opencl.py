@@ -164,3 +164,19 @@ def f(A: T.Buffer((8,), "int32"), B: T.Buffer((8,), "int32"), C: T.Buffer((8,), 
     got = [x.to_numpy().tolist() for x in arrays[2:]]
     assert got == [[3, -3, -3, -1, -2**31, -1, 0, -2**31], [1, -1, 1, -7, 0, 5, 0, 0],
                    [3, -4, -4, -1, -2**31, -1, 0, -2**31], [1, 1, -1, -7, 0, 5, 0, 0]]
+
+
+def test_a_c_abi_function_takes_cl_mem_handles(dev, tmp_path):
+    import ctypes
+    from tirc import runtime as rt
+    from tirc.driver import cli
+    r = CliRunner().invoke(cli, ["build", str(ROOT / "samples" / "vector_add.tir"), "--target",
+                                 "opencl", "--abi", "c", "--shared", "-o", str(tmp_path)])
+    assert r.exit_code == 0, r.output
+    lib = ctypes.CDLL(str(tmp_path / "vector_add.so"))
+    lib.vector_add.argtypes = [ctypes.c_void_p] * 3 + [ctypes.c_int64]
+    lib.vector_add_last_error.restype = ctypes.c_char_p
+    a = np.arange(1000, dtype="float32")
+    x, y, z = rt.from_numpy(a, dev), rt.from_numpy(a, dev), rt.empty((1000,), "float32", dev)
+    assert lib.vector_add(x.data_ptr, y.data_ptr, z.data_ptr, 1000) == 0
+    assert np.array_equal(z.to_numpy(), 2 * a)

@@ -56,7 +56,7 @@ def ctype(dtype: DataType, span=None, memory: bool = False) -> str:
     """The OpenCL C type of ``dtype`` (``memory``: as a buffer element)."""
     table = MEMORY if memory else SCALAR
     base = table.get(dtype.base)
-    if base is None and dtype.base in ("bfloat16",) or (base is None and dtype.base.startswith("float8")):
+    if base is None and dtype.is_float and dtype.bits in (8, 16):  # bfloat16, float8 storage
         base = "ushort" if dtype.bits == 16 else "uchar"
     if base is None or dtype.scalable:
         raise unsupported(f"the type {dtype}", span)
@@ -191,7 +191,7 @@ class ExprWriter:
         parts = ", ".join(f"{ptr}[{self.lane_of(index, i)}]" for i in range(lanes))
         return f"(({self.type(dtype, span)})({parts}))"
 
-    def store(self, buf, indices, value: str, lanes: int, span) -> str:
+    def store(self, buf, indices, value: str, span) -> str:
         """The statement text of a store of ``value`` (already text)."""
         index = indices[0] if len(indices) == 1 else None
         if index is None:

@@ -267,7 +267,7 @@ class _FunctionWriter:
         e = self.expr
         if isinstance(s, BufferStore):
             value = e(s.value)
-            self.line(e.store(s.buffer, s.indices, value, s.value.dtype.lanes, s.span))
+            self.line(e.store(s.buffer, s.indices, value, s.span))
         elif isinstance(s, Evaluate):
             if isinstance(s.value, Call):
                 text = e(s.value)
