@@ -137,3 +137,15 @@ def test_tirc_targets_lists_opencl():
                    "-max_shared_memory_per_block=<int>  default 16384",
                    "-texture_spatial_limit=<int>", "-image_base_address_alignment=<int>"):
         assert option in block
+
+
+def test_a_bad_opencl_option_in_the_text_is_located(tmp_path):
+    src = tmp_path / "bad.tir"
+    src.write_text('# from tvm.script import tirx as T\n\n@T.prim_func\n'
+                   'def f(A: T.Buffer((4,), "float32")):\n'
+                   '    T.func_attr({"target": T.target({"kind": "opencl", "arch": "sm_80"})})\n'
+                   '    A[0] = T.float32(1)\n')
+    r = run("build", src, "-o", tmp_path / "out")
+    assert r.exit_code == 1
+    assert f"{src}:5:37: error: invalid target: unknown option 'arch' for target kind " \
+           "'opencl'" in r.output
