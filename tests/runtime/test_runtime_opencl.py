@@ -180,3 +180,14 @@ def test_a_c_abi_function_takes_cl_mem_handles(dev, tmp_path):
     x, y, z = rt.from_numpy(a, dev), rt.from_numpy(a, dev), rt.empty((1000,), "float32", dev)
     assert lib.vector_add(x.data_ptr, y.data_ptr, z.data_ptr, 1000) == 0
     assert np.array_equal(z.to_numpy(), 2 * a)
+
+
+def test_dlpack_round_trip_through_tvm_ffi(dev):
+    import tvm_ffi
+    from tirc import runtime as rt
+    a = rt.from_numpy(np.arange(5, dtype="float32"), dev)
+    t = tvm_ffi.from_dlpack(a)
+    b = rt.from_dlpack(t)
+    del t
+    assert b.device == dev and b.data_ptr == a.data_ptr
+    assert np.array_equal(b.to_numpy(), np.arange(5, dtype="float32"))

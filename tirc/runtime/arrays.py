@@ -258,8 +258,13 @@ def from_dlpack(obj) -> Array:
         buffer = cuda.wrap(imported.data, imported.nbytes, imported.owner)
         return Array(imported.shape, imported.dtype, dev, buffer=buffer,
                      read_only=imported.read_only)
+    if kind == dlpack.kDLOpenCL:
+        buffer = opencl.wrap(imported.data)  # retained: valid after the producer lets go
+        imported.owner.release()
+        return Array(imported.shape, imported.dtype, as_device("opencl", index), buffer=buffer,
+                     read_only=imported.read_only)
     imported.owner.release()
-    raise ValueError(f"DLPack device type {kind} is not supported (CPU and CUDA are)")
+    raise ValueError(f"DLPack device type {kind} is not supported (CPU, CUDA and OpenCL are)")
 
 
 def _wrap_numpy(a: np.ndarray, read_only: bool | None = None) -> Array:

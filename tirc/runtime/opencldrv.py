@@ -150,3 +150,10 @@ def synchronize(index: int) -> None:
     if index in _CONTEXTS:
         with calls("synchronizing"):
             _CONTEXTS[index][1].finish()
+
+
+def wrap(cl_mem: int):
+    """A ``cl.Buffer`` for a ``cl_mem`` handle another library made (DLPack), retained."""
+    cl = _cl()
+    with calls("taking a cl_mem from DLPack"):
+        return cl.Buffer.from_int_ptr(int(cl_mem), retain=True)
