@@ -1,9 +1,11 @@
 """Arrays on a device: compact, row-major blocks of one element type.
 
 CPU arrays hold a NumPy array (64-byte aligned); CUDA arrays hold a ``cuda.core``
-Buffer. Both speak DLPack in both directions, so they pass straight into tvm-ffi
+Buffer; OpenCL arrays a ``pyopencl.Buffer``, whose ``cl_mem`` is their DLPack data
+pointer. All speak DLPack in both directions, so they pass straight into tvm-ffi
 functions and NumPy/PyTorch/CuPy arrays come in through :func:`from_dlpack`.
-Copies go in every direction on a stream (:func:`copyto`).
+Copies go in every direction on a stream (:func:`copyto`; OpenCL copies wait for the
+transfer, and go between an OpenCL device and the CPU, or within one device).
 """
 from __future__ import annotations
 
