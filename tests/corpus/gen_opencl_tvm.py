@@ -1,6 +1,8 @@
-"""Print TVM 0.27's OpenCL C for the modules test_opencl_tvm_source.py compares with tirc's:
-the samples with kernels, and the CUDA modules of the block-level and SIMT corpora, each
-built by ``tvm.compile`` for ``opencl -max_num_threads=1024`` (host llvm).
+"""Print TVM 0.27's OpenCL C for the modules test_opencl_source.py compares with tirc's:
+the samples with kernels, the CUDA modules of the block-level and SIMT corpora, each
+built by ``tvm.compile`` for ``opencl -max_num_threads=1024`` (host llvm), and the
+modules TVM printed with CUDA targets (../tvm, ../tvm_tests), their targets made that
+opencl target (tests/runtime/opencl_corpus.py's ``retarget_text``).
 
     python tests/corpus/gen_opencl_tvm.py     # needs apache-tvm==0.27 (the tvm extra)
 
@@ -30,6 +32,10 @@ def sources():
             if e["target"] != "llvm":
                 yield e["name"], f"tests/corpus/{folder}/{e['name']}.tir", \
                     (HERE / folder / f"{e['name']}.tir").read_text()
+    from opencl_corpus import retarget_text, text_cases
+    for p in text_cases():
+        if p.parent.name in ("tvm", "tvm_tests"):
+            yield p.stem, str(p.relative_to(ROOT)), retarget_text(p.read_text())
 
 
 def main() -> None:

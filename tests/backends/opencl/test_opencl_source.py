@@ -5,11 +5,16 @@ from __future__ import annotations
 
 import json
 import re
+import sys
 
 import pytest
 
 from conftest import ROOT, TESTS
 from tirc.diagnostics import CompileError
+
+sys.path.insert(0, str(TESTS / "runtime"))
+from opencl_corpus import retarget_text  # noqa: E402
+from test_opencl_corpus import REFUSED  # noqa: E402
 
 TVM_DIR = TESTS / "corpus" / "opencl_tvm"
 TARGET = "opencl -max_num_threads=1024"
@@ -50,25 +55,49 @@ def _tvm_cases():
 
 def test_the_tvm_corpus_covers_the_samples_and_the_corpora():
     index = json.loads((TVM_DIR / "index.json").read_text())
-    assert len([e for e in index if "tvm_error" not in e]) >= 28
+    assert len([e for e in index if "tvm_error" not in e]) >= 170
     assert {e["name"] for e in index} >= {"vector_add", "shared_reduction", "two_kernels",
                                           "dl_gpu_matmul", "cuda_softmax_cross_thread", "sum_1000"}
 
 
+def _declared_type(param: str) -> str:
+    """A parameter declaration without its name and ``restrict``: ``__global float*``; a
+    bool buffer as the bytes it is (TVM writes ``bool*``, which OpenCL C does not allow in
+    a kernel's parameters, and whose size it leaves to the implementation)."""
+    return param.replace(" restrict", "").rsplit(" ", 1)[0].replace("bool*", "uchar*")
+
+
 @pytest.mark.parametrize("entry", _tvm_cases())
 def test_kernels_parameters_and_local_memory_match_tvm(entry):
-    """Same kernels, same parameter declarations (address space, element type, restrict,
-    name), same static local memory as TVM 0.27's OpenCL code generator writes."""
+    """Same kernels, same parameter declarations, same static local memory as TVM 0.27's
+    OpenCL code generator writes. For the modules TVM printed after its own lowering
+    (tests/corpus/tvm*), four known differences: TVM names a pointer parameter after the
+    buffer the kernel uses it through (``A_1_ptr`` for ``A_1 = T.decl_buffer(data=A.data)``),
+    tirc after the pointer (``A_ptr``); TVM marks every kernel pointer ``restrict``, tirc
+    only under ``tir.noalias`` (pointers may alias otherwise); a bool buffer is ``uchar*``;
+    and TVM writes dynamic
+    shared memory as a private array of each work-item, which work-items cannot share
+    through, tirc as a ``__local`` parameter the launch sizes. Elsewhere all must agree."""
     tvm = kernels((TVM_DIR / f"{entry['name']}.cl").read_text())
     text = (ROOT / entry["source"]).read_text()
+    printed = "/tvm" in entry["source"]
+    if printed:  # printed by TVM with its CUDA targets
+        text = retarget_text(text)
     try:
         ours = kernels(compile_cl(text, name=entry["name"]))
     except CompileError as e:
-        assert entry["name"] == "argmax_64", e  # refused for cuda too (test_gpu_corpus.py)
+        assert entry["name"] in REFUSED, e  # what test_opencl_corpus.py expects
+        assert REFUSED[entry["name"]] in str(e)
         return
     assert list(ours) == list(tvm)
     for name, (params, local) in tvm.items():
-        assert ours[name][0] == params, name
+        mine = ours[name][0]
+        if printed:
+            if mine and mine[-1] == "__local uchar* buf_dyn_shmem":
+                mine = mine[:-1]
+            assert [_declared_type(p) for p in mine] == [_declared_type(p) for p in params], name
+        else:
+            assert mine == params, name
         expected = LOCAL_MEMORY.get(entry["name"], (local, local))
         assert (ours[name][1], local) == expected, name
 
