@@ -45,7 +45,9 @@ class Compiled:
     second target of the same arch is ``"sm_80.2"``, as the file names go); with
     ``device_format="cubin"`` the PTX each cubin came from is in ``ptx`` too.
     ``fatbin`` (bytes): with ``device_format="fatbin"``, each device target's fatbin by
-    its archs (``"sm_80-sm_90"``; the PTX is in ``ptx`` too). ``warnings``: the build's
+    its archs (``"sm_80-sm_90"``; the PTX is in ``ptx`` too). ``opencl`` (text): the
+    OpenCL C of each opencl target (``"opencl"``; ``"opencl.2"`` for a second target, as
+    the files ``NAME.cl``, ``NAME.2.cl`` go). ``warnings``: the build's
     warnings, rendered as the command line prints them. ``files``: every output by file name (``NAME.o``, ``NAME.h``, ``NAME.json``, the
     images, ``NAME.so``, what ``emit`` asked for), as bytes."""
 
@@ -59,6 +61,7 @@ class Compiled:
     cubin: dict[str, bytes] = field(default_factory=dict, repr=False)
     fatbin: dict[str, bytes] = field(default_factory=dict, repr=False)
     warnings: tuple[str, ...] = ()
+    opencl: dict[str, str] = field(default_factory=dict, repr=False)
 
     def __getitem__(self, function: str):
         if self.module is None:
@@ -86,7 +89,8 @@ class Compiled:
 
     def __repr__(self) -> str:
         images = (sorted(self.ptx) + [f"{a} (cubin)" for a in sorted(self.cubin)]
-                  + [f"{a} (fatbin)" for a in sorted(self.fatbin)])
+                  + [f"{a} (fatbin)" for a in sorted(self.fatbin)]
+                  + [f"{a} (OpenCL C)" for a in sorted(self.opencl)])
         return (f"Compiled({self.name!r}, functions={self.functions}"
                 + (f", images={images}" if images else "") + ")")
 
@@ -225,7 +229,8 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
     return Compiled(name, module, result.manifest, files,
                     {k: v.decode() for k, v in labelled.get("ptx", {}).items()},
                     dict(labelled.get("cubin", {})), dict(labelled.get("fatbin", {})),
-                    warnings=tuple(render(w, source) for w in result.warnings))
+                    warnings=tuple(render(w, source) for w in result.warnings),
+                    opencl={k: v.decode() for k, v in labelled.get("cl", {}).items()})
 
 
 # -- helpers -------------------------------------------------------------------------------

@@ -369,9 +369,10 @@ def run_cmd(file, target, host, func, inputs, random_, seed, dim, arg, repeat, c
 
     \b
     Exit status: 0 ok, 1 a compile error, a bad input or a mismatch, 2 misuse
-    (a bad flag, a missing --dim, an unknown --func), 4 no CUDA device is present."""
+    (a bad flag, a missing --dim, an unknown --func), 4 no CUDA (or, for an opencl
+    target, no OpenCL) device is present."""
     from tirc import run as tr
-    from tirc.runtime import NoCudaDevice, RuntimeAPIError
+    from tirc.runtime import NoCudaDevice, NoOpenCLDevice, RuntimeAPIError
 
     bind_target_from(target, host)
     try:
@@ -394,6 +395,9 @@ def run_cmd(file, target, host, func, inputs, random_, seed, dim, arg, repeat, c
         msg = str(e) if "no CUDA device is present" in str(e) else \
             f"no CUDA device is present ({e})"
         click.echo(f"tirc: {msg}", err=True)
+        sys.exit(tr.EXIT_NO_CUDA)
+    except NoOpenCLDevice as e:
+        click.echo(f"tirc: {e}", err=True)
         sys.exit(tr.EXIT_NO_CUDA)
     except (RuntimeAPIError, TypeError, ValueError, RuntimeError, FileNotFoundError) as e:
         click.echo(f"tirc: error: {type(e).__name__}: {e}", err=True)

@@ -22,8 +22,9 @@ may store to (``written`` in the manifest), and any other buffer whose contents 
 call changed.
 
 CPU (``llvm``) functions run on the CPU; functions with a device target run on
-``device("cuda", 0)``. Without a CUDA device :class:`tirc.runtime.NoCudaDevice` is
-raised (the driver prints "no CUDA device is present" and exits with status
+``device("cuda", 0)`` (opencl functions on ``device("opencl", 0)``, timed with
+``time.perf_counter``: each launch waits for its kernel). Without a CUDA device
+:class:`tirc.runtime.NoCudaDevice` is raised (the driver prints "no CUDA device is present" and exits with status
 :data:`EXIT_NO_CUDA`, 4).
 
 ``check_against="llvm"`` builds the same module for the CPU, before anything runs:
@@ -412,12 +413,18 @@ def run_module(mod: IRModule, filename: str, opts: RunOptions,
             except Diagnostic as d:
                 raise RunError(f"--check-against llvm is not possible for this module: "
                                f"{d.message}") from None
-        on_cuda = _target_kind(entry) != "llvm"
-        dev = rt.device("cuda", 0) if on_cuda else rt.device("cpu")
+        kind = _target_kind(entry)
+        on_cuda = kind not in ("llvm", "c", "opencl")
+        dev = rt.device("cuda", 0) if on_cuda else rt.device(
+            "opencl" if kind == "opencl" else "cpu")
         if on_cuda and not dev.exists:
             raise rt.NoCudaDevice("no CUDA device is present (the function's target is "
                                   f"{entry.get('target_summary')}); build it with 'tirc build' "
                                   "and run it on a machine with an NVIDIA GPU")
+        if dev.is_opencl and not dev.exists:
+            raise rt.NoOpenCLDevice("no OpenCL device is present (the function's target is "
+                                    f"{entry.get('target_summary')}); install an OpenCL driver, "
+                                    "or pyopencl with pocl: pip install 'tirc[opencl]'")
         fn = lib[entry["name"]]
         args = _device_args(params, values, dev)
         fn(*args)  # warm-up; its results are the outputs
@@ -428,7 +435,7 @@ def run_module(mod: IRModule, filename: str, opts: RunOptions,
                                             [v for p, v in zip(params, values) if p["kind"] == "buffer"])
                    if n in written or not np.array_equal(r, v)}
         times = _time(fn, args, dev, opts.repeat)
-        echo(f"ran {entry['name']} on {dev} ({'cuda' if on_cuda else 'cpu'}), "
+        echo(f"ran {entry['name']} on {dev} ({'cuda' if on_cuda else dev.kind}), "
              f"{opts.repeat} timed run{'s' if opts.repeat != 1 else ''} after a warm-up")
         for n, a in outputs.items():
             echo(summarize(n, a))

@@ -33,6 +33,18 @@ class DeviceOutputs:
         default_factory=list)
     times: dict[str, float] = field(default_factory=dict)  # seconds by sub-stage (Backend.substages)
 
+    def merged(self, other: "DeviceOutputs") -> "DeviceOutputs":
+        """These outputs and ``other``'s (another device kind's) together."""
+        labelled = {k: dict(v) for k, v in self.labelled.items()}
+        for k, v in other.labelled.items():
+            labelled.setdefault(k, {}).update(v)
+        times = dict(self.times)
+        for k, v in other.times.items():
+            times[k] = times.get(k, 0.0) + v
+        return DeviceOutputs({**self.images, **other.images}, self.extras + other.extras,
+                             {**self.facts, **other.facts}, self.warnings + other.warnings,
+                             labelled, self.launches + other.launches, times)
+
     @contextmanager
     def timed(self, substage: str):
         """Add the time of the block to ``substage``'s."""

@@ -25,6 +25,7 @@ class Backend:
     doc: str = ""
     role: str = "host"  # "host" (an object file) or "device" (device images)
     substages: tuple[str, ...] = ()  # what a device backend times (DeviceOutputs.timed)
+    device_formats: tuple[str, ...] = ()  # the formats a device backend writes, default first
 
     def host_object(self, mod, target, name: str, *, keep_ir: bool = False,
                     debug: bool = False, device_code=None, jobs: int = 1) -> Any:
@@ -85,6 +86,7 @@ class CUDABackend(Backend):
     # timed in DeviceOutputs.times: TIR -> LLVM IR, its parse and check, libdevice linked
     # in, LLVM's -O3, PTX emitted, nvJitLink's cubin, nvFatbin's fatbin
     substages = ("lower", "parse-llvm", "libdevice", "optimize", "emit-ptx", "cubin", "fatbin")
+    device_formats = ("ptx", "cubin", "fatbin")
     doc = "NVIDIA GPU code through LLVM's NVPTX target (PTX; cubins, fatbins)"
 
     def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False):
@@ -98,6 +100,36 @@ class CUDABackend(Backend):
         for mod in devices.values():
             table.expect(mod, kernel_symbols(mod))
         return table
+
+
+class LaunchTables:
+    """The launch tables of several device kinds in one host module (a module with cuda
+    and opencl kernels): a launch goes to the table of the kind that compiled its kernel."""
+
+    def __init__(self, tables: dict):
+        self.tables = tables  # by kind, each a backend's launch_table()
+
+    @property
+    def kernels(self) -> dict:
+        return {name: k for t in self.tables.values() for name, k in t.kernels.items()}
+
+    def launcher(self, module) -> "_Launchers":
+        return _Launchers(module, self.tables)
+
+
+class _Launchers:
+    """Each kind's launcher for one host module, all made at once (in a host object made
+    in chunks the owner chunk defines what every kind's launches use)."""
+
+    def __init__(self, module, tables: dict):
+        self.launchers = [(t, t.launcher(module)) for t in tables.values()]
+
+    def launch(self, fl, call, device_type, device_id):
+        name = call.args[0].value if call.args and hasattr(call.args[0], "value") else None
+        for table, launcher in self.launchers:
+            if name in table.kernels:
+                return launcher.launch(fl, call, device_type, device_id)
+        return self.launchers[0][1].launch(fl, call, device_type, device_id)  # its error
 
 
 BACKENDS: dict[str, Backend] = {}
@@ -121,6 +153,25 @@ def get_backend(kind: str, span: Span | None = None, role: str | None = None) ->
     return backend
 
 
+class OpenCLBackend(Backend):
+    kind, name, role = "opencl", "opencl-c", "device"
+    substages = ("opencl-c",)  # TIR -> OpenCL C source
+    device_formats = ("cl",)
+    doc = "OpenCL devices: OpenCL C source (NAME.cl), built by the driver at first launch"
+
+    def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False):
+        from tirc.backends.opencl.device_stage import device_images
+        return device_images(devices, out, name, device_format, emit, line_info)
+
+    def launch_table(self, devices):
+        from tirc.backends.opencl.launch import OpenCLCode
+        from tirc.backends.opencl.source import kernel_symbols
+        table = OpenCLCode()
+        for mod in devices.values():
+            table.expect(mod, kernel_symbols(mod))
+        return table
+
+
 class NVPTXBackend(CUDABackend):
     """TVM's ``nvptx`` kind: the cuda backend under its other name."""
 
@@ -131,3 +182,4 @@ register(CPUBackend())
 register(CSourceBackend())
 register(CUDABackend())
 register(NVPTXBackend())
+register(OpenCLBackend())

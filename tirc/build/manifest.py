@@ -6,7 +6,7 @@
                     "declaration"?}],
      "kernels":   [{"name", "symbol", "target", "target_summary", "image"?, "params",
                     "launch_params", "grid", "block", "dynamic_shared_memory", "launches",
-                    "resource_usage"?, "fatbin"?}]}
+                    "resource_usage"?, "fatbin"?, "opencl"?}]}
 
 ``functions`` are the exported host functions (packed or C API), with their TIR
 parameters (``{"name", "kind": "buffer", "dtype", "shape", "written"}`` or ``{"name",
@@ -24,7 +24,9 @@ per arch of the kernel's cubins: ``{"sm_80": {"registers", "spill_stores",
 "spill_loads", "stack_frame", "shared_memory", "constant_memory"}}`` (integers; bytes
 but for registers per thread), as the cubin stage read them from nvJitLink; fatbin
 builds add ``fatbin``, the images of the kernel's fatbin in order (``[{"arch":
-"sm_80", "format": "cubin"}, ..., {"arch": "sm_90", "format": "ptx"}]``). These are
+"sm_80", "format": "cubin"}, ..., {"arch": "sm_90", "format": "ptx"}]``). Kernels of an
+opencl target add ``opencl``: ``{"params": [OpenCL C parameter declarations],
+"local_memory_bytes": static __local bytes, "dynamic_local_memory": bool}``. These are
 the device stage's facts, passed in as plain data (``device_facts``), never derived
 here. Lists are in module order; the JSON has sorted keys and a trailing newline, so the
 same input gives the same bytes.
@@ -48,6 +50,9 @@ def _kernel(k: Kernel, images: dict, device_facts: dict) -> dict:
         entry["resource_usage"] = usage
     if "fatbin" in found:
         entry["fatbin"] = found["fatbin"]
+    opencl = found.get("opencl_kernels", {}).get(k.symbol)
+    if opencl is not None:
+        entry["opencl"] = opencl
     return entry
 
 
@@ -67,8 +72,8 @@ def manifest(facts: BuildFacts, name: str, abi: str, host_target: str | None = N
     ``host_target`` (canonical), ``images`` (a device target's canonical string -> its
     image file name, a list of names for a multi-arch target) and ``device_facts`` (a
     device target's canonical string -> what its device stage recorded:
-    ``"resource_usage"``, ``{kernel symbol: {arch: figures}}``, and ``"fatbin"``, the
-    fatbin's entries)."""
+    ``"resource_usage"``, ``{kernel symbol: {arch: figures}}``, ``"fatbin"``, the
+    fatbin's entries, and ``"opencl_kernels"``, ``{kernel symbol: facts}``)."""
     images = images or {}
     device_facts = device_facts or {}
     return {"abi": abi, "module": name, "host_target": host_target,

@@ -264,32 +264,52 @@ def _split(b: _Build) -> None:
 
 def _device_codegen(b: _Build) -> None:
     """Each device kind's backend compiles its targets' modules into device images and,
-    unless the build is device-only, fills the launch table the host object embeds."""
-    from tirc.backends.registry import get_backend
+    unless the build is device-only, fills the launch table the host object embeds (one
+    table per kind, joined by :class:`~tirc.backends.registry.LaunchTables` when a module
+    launches kernels of several kinds)."""
+    from tirc.backends.registry import LaunchTables, get_backend
     by_kind: dict[str, dict[Target, IRModule]] = {}
     for t, m in b.devices.items():
         by_kind.setdefault(t.kind, {})[t] = m
-    if len(by_kind) > 1:
-        raise Diagnostic("one module's kernels are launched through one device kind; found "
-                         + " and ".join(sorted(by_kind)), b.mod.span)
     # ``also_ptx``: both formats asked for (--device-format ptx,cubin): PTX next to cubins.
     emit = b.opts.emit + ("ptx",) if b.opts.also_ptx and "ptx" not in b.opts.emit else b.opts.emit
+    backends = {kind: get_backend(kind, next(iter(modules.values())).span, role="device")
+                for kind, modules in by_kind.items()}
+    tables = {}
+    if not b.opts.device_only and by_kind:
+        tables = {kind: backends[kind].launch_table(modules) for kind, modules in by_kind.items()}
+        b.launch_table = next(iter(tables.values())) if len(tables) == 1 else LaunchTables(tables)
+        b.host_started = _start_host(b, b.devices)
     for kind, modules in by_kind.items():
-        first = next(iter(modules.values()))
-        backend = get_backend(kind, first.span, role="device")
-        if not b.opts.device_only:
-            b.launch_table = backend.launch_table(modules)
-            b.host_started = _start_host(b, modules)
         try:
-            b.dev = backend.device_images(modules, b.out, b.name,
-                                          device_format=b.opts.device_format, emit=emit,
-                                          line_info=b.opts.line_info)
+            dev = backends[kind].device_images(modules, b.out, b.name,
+                                               device_format=_format_for(
+                                                   b, backends[kind], modules, len(by_kind) > 1),
+                                               emit=emit,
+                                               line_info=b.opts.line_info)
         except BaseException:
             _abandon_host(b)
             raise
-        if b.launch_table is not None:
-            for mod, kernels, variants in b.dev.launches:
-                b.launch_table.add_variants(mod, kernels, variants)
+        if kind in tables:
+            for mod, kernels, variants in dev.launches:
+                tables[kind].add_variants(mod, kernels, variants)
+        b.dev = dev if len(by_kind) == 1 else b.dev.merged(dev)
+
+
+def _format_for(b: _Build, backend, modules: dict[Target, IRModule], several: bool) -> str:
+    """The device format asked of a kind's backend: the build's when the backend writes
+    it (a backend lists its formats, its default first); the backend's default when the
+    build's is the default one, or is for another kind of the same module; else a
+    located error."""
+    fmt = b.opts.device_format
+    formats = backend.device_formats
+    if not formats or fmt in formats:
+        return fmt
+    if fmt == "ptx" or several:
+        return formats[0]
+    kind = next(iter(modules)).kind
+    raise Diagnostic(f"--device-format {fmt}: the module's device targets are {kind}, which "
+                     f"writes {' or '.join(formats)}", next(iter(modules.values())).span)
 
 
 def _start_host(b: _Build, devices: dict[Target, IRModule]):

@@ -1,5 +1,5 @@
-"""tirc's runtime: a small Device API for CPU and CUDA, built on cuda-python,
-NumPy and DLPack, and the loader for what ``tirc build`` writes.
+"""tirc's runtime: a small Device API for CPU, CUDA and OpenCL, built on cuda-python,
+pyopencl, NumPy and DLPack, and the loader for what ``tirc build`` writes.
 
     from tirc import runtime as rt
     dev = rt.device("cuda", 0)
@@ -28,13 +28,15 @@ from tirc.runtime.errors import (
     IncompatibleDeviceImage,
     LoadError,
     NoCudaDevice,
+    NoOpenCLDevice,
+    OpenCLError,
     RuntimeAPIError,
 )
 from tirc.runtime.loader import check_device_image, load
 
 __all__ = [
     "Array", "CudaError", "Device", "Event", "IncompatibleDeviceImage", "LoadError",
-    "NoCudaDevice", "RuntimeAPIError", "Stream", "as_dtype", "check_device_image", "copyto",
+    "NoCudaDevice", "NoOpenCLDevice", "OpenCLError", "RuntimeAPIError", "Stream", "as_dtype", "check_device_image", "copyto",
     "cpu", "cuda", "device", "empty", "from_dlpack", "from_numpy", "load", "synchronize",
     "use_stream",
 ]

@@ -1,9 +1,11 @@
 """Arrays on a device: compact, row-major blocks of one element type.
 
 CPU arrays hold a NumPy array (64-byte aligned); CUDA arrays hold a ``cuda.core``
-Buffer. Both speak DLPack in both directions, so they pass straight into tvm-ffi
+Buffer; OpenCL arrays a ``pyopencl.Buffer``, whose ``cl_mem`` is their DLPack data
+pointer. All speak DLPack in both directions, so they pass straight into tvm-ffi
 functions and NumPy/PyTorch/CuPy arrays come in through :func:`from_dlpack`.
-Copies go in every direction on a stream (:func:`copyto`).
+Copies go in every direction on a stream (:func:`copyto`; OpenCL copies wait for the
+transfer, and go between an OpenCL device and the CPU, or within one device).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import operator
 import numpy as np
 
 from tirc.runtime import cudadrv as cuda
+from tirc.runtime import opencldrv as opencl
 from tirc.runtime import dlpack
 from tirc.runtime.devices import Device, Stream
 from tirc.runtime.devices import device as as_device
@@ -50,7 +53,15 @@ def _aligned_empty(shape: tuple[int, ...], dt: np.dtype) -> np.ndarray:
 
 
 def _stream_of(dev: Device, stream: Stream | None):
-    """The cuda.core stream for work on ``dev`` (None for CPU-only work)."""
+    """The cuda.core stream for work on ``dev`` (None for CPU-only work); for OpenCL, the
+    pyopencl command queue."""
+    if dev.is_opencl:
+        if stream is None:
+            return opencl.context(dev.index)[1]
+        if not stream.device.is_opencl:
+            raise ValueError(f"work on {dev} needs an OpenCL queue, not a stream of "
+                             f"{stream.device}")
+        return stream._core
     if stream is None:
         return cuda.default_stream(dev.index) if dev.is_cuda else None
     if not isinstance(stream, Stream):
@@ -121,6 +132,8 @@ class Array:
         """Address of the first element (a device address for CUDA arrays)."""
         if self._host is not None:
             return int(self._host.ctypes.data)
+        if self._device.is_opencl:
+            return int(self._buffer.int_ptr)  # the cl_mem
         return int(self._buffer.handle)
 
     def __repr__(self) -> str:
@@ -201,9 +214,11 @@ def empty(shape, dtype="float32", device="cpu", stream: Stream | None = None) ->
     shape = _as_shape(shape)
     dt = as_dtype(dtype)
     dev = as_device(device)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
+    if dev.is_opencl:
+        return Array(shape, dt, dev, buffer=opencl.allocate(dev.index, nbytes))
     if not dev.is_cuda:
         return Array(shape, dt, dev, host=_aligned_empty(shape, dt))
-    nbytes = int(np.prod(shape, dtype=np.int64)) * dt.itemsize
     buffer = cuda.allocate(dev.index, nbytes, _stream_of(dev, stream))
     return Array(shape, dt, dev, buffer=buffer)
 
@@ -245,8 +260,13 @@ def from_dlpack(obj) -> Array:
         buffer = cuda.wrap(imported.data, imported.nbytes, imported.owner)
         return Array(imported.shape, imported.dtype, dev, buffer=buffer,
                      read_only=imported.read_only)
+    if kind == dlpack.kDLOpenCL:
+        buffer = opencl.wrap(imported.data)  # retained: valid after the producer lets go
+        imported.owner.release()
+        return Array(imported.shape, imported.dtype, as_device("opencl", index), buffer=buffer,
+                     read_only=imported.read_only)
     imported.owner.release()
-    raise ValueError(f"DLPack device type {kind} is not supported (CPU and CUDA are)")
+    raise ValueError(f"DLPack device type {kind} is not supported (CPU, CUDA and OpenCL are)")
 
 
 def _wrap_numpy(a: np.ndarray, read_only: bool | None = None) -> Array:
@@ -296,6 +316,12 @@ def copyto(dst, src, stream: Stream | None = None) -> None:
     cuda_dev = dst.device if d_host is None else src.device
     core_stream = _stream_of(cuda_dev, stream)
     if nbytes == 0:
+        return
+    if cuda_dev.is_opencl:
+        if (d_host is None and not dst.device.is_opencl) or (s_host is None and not src.device.is_opencl):
+            raise ValueError(f"copy between {src.device} and {dst.device}: go through the CPU")
+        opencl.copy(core_stream, dst._buffer if d_host is None else d_host,
+                    src._buffer if s_host is None else s_host, nbytes)
         return
     dst_buf = dst._buffer if d_host is None else cuda.wrap(d_host.ctypes.data, nbytes, d_host)
     src_buf = src._buffer if s_host is None else cuda.wrap(s_host.ctypes.data, nbytes, s_host)

@@ -1,5 +1,5 @@
-"""Devices, streams and events: a small Device API for two device types, CPU and
-CUDA (docs/codegen-runtime.md).
+"""Devices, streams and events: a small Device API for three device types, CPU, CUDA
+and OpenCL (docs/codegen-runtime.md).
 
 ``device("cuda", 0)`` (or ``device("cuda:0")``) is a cheap value; nothing touches the
 driver until an attribute, a stream, an event or memory is asked for. Attribute queries
@@ -14,15 +14,17 @@ import time
 
 from tirc.records import record
 from tirc.runtime import cudadrv as cuda
-from tirc.runtime.dlpack import kDLCPU, kDLCUDA
+from tirc.runtime import opencldrv as opencl
+from tirc.runtime.dlpack import kDLCPU, kDLCUDA, kDLOpenCL
 
-KINDS = {"cpu": "cpu", "llvm": "cpu", "cuda": "cuda", "gpu": "cuda"}
-_DLPACK_TYPES = {"cpu": kDLCPU, "cuda": kDLCUDA}
+KINDS = {"cpu": "cpu", "llvm": "cpu", "cuda": "cuda", "gpu": "cuda", "opencl": "opencl",
+         "cl": "opencl"}
+_DLPACK_TYPES = {"cpu": kDLCPU, "cuda": kDLCUDA, "opencl": kDLOpenCL}
 
 
 @record(frozen=True, slots=True)
 class Device:
-    """A device: ``kind`` is ``"cpu"`` or ``"cuda"``, ``index`` its ordinal."""
+    """A device: ``kind`` is ``"cpu"``, ``"cuda"`` or ``"opencl"``, ``index`` its ordinal."""
 
     kind: str
     index: int = 0
@@ -38,6 +40,10 @@ class Device:
         return self.kind == "cuda"
 
     @property
+    def is_opencl(self) -> bool:
+        return self.kind == "opencl"
+
+    @property
     def dlpack_device_type(self) -> int:
         return _DLPACK_TYPES[self.kind]
 
@@ -49,16 +55,20 @@ class Device:
     @property
     def exists(self) -> bool:
         """Whether the device is present and usable; never raises."""
+        if self.kind == "opencl":
+            return opencl.exists(self.index)
         return True if self.kind == "cpu" else cuda.exists(self.index)
 
     @property
     def name(self) -> str:
+        if self.kind == "opencl":
+            return opencl.name(self.index)
         return _cpu_name() if self.kind == "cpu" else cuda.name(self.index)
 
     @property
     def compute_capability(self) -> tuple[int, int] | None:
         """(major, minor) of a CUDA device."""
-        return None if self.kind == "cpu" else cuda.compute_capability(self.index)
+        return cuda.compute_capability(self.index) if self.kind == "cuda" else None
 
     @property
     def arch(self) -> str | None:
@@ -67,6 +77,8 @@ class Device:
         return None if cc is None else f"sm_{cc[0]}{cc[1]}"
 
     def _prop(self, field: str):
+        if self.kind == "opencl":
+            return opencl.info(self.index).get(field)
         return None if self.kind == "cpu" else int(getattr(cuda.properties(self.index), field))
 
     @property
@@ -97,12 +109,16 @@ class Device:
         """Bytes of memory (host RAM for the CPU)."""
         if self.kind == "cpu":
             return _sysconf_bytes("SC_PHYS_PAGES")
+        if self.kind == "opencl":
+            return opencl.info(self.index)["total_memory"]
         return cuda.memory_info(self.index)[1]
 
     @property
     def free_memory(self) -> int | None:
         if self.kind == "cpu":
             return _sysconf_bytes("SC_AVPHYS_PAGES")
+        if self.kind == "opencl":
+            return None
         return cuda.memory_info(self.index)[0]
 
     def attributes(self) -> dict:
@@ -123,11 +139,15 @@ class Device:
         """Wait for all work queued on the device."""
         if self.kind == "cuda":
             cuda.synchronize(self.index)
+        elif self.kind == "opencl":
+            opencl.synchronize(self.index)
 
     @property
     def default_stream(self) -> Stream:
         if self.kind == "cpu":
             return Stream(self)
+        if self.kind == "opencl":
+            return OpenCLStream(self, opencl.context(self.index)[1])
         return CudaStream(self, cuda.default_stream(self.index))
 
     def create_stream(self) -> Stream:
@@ -135,6 +155,8 @@ class Device:
         stream only keeps the API uniform)."""
         if self.kind == "cpu":
             return Stream(self)
+        if self.kind == "opencl":
+            return OpenCLStream(self, opencl.create_queue(self.index))
         return CudaStream(self, cuda.create_stream(self.index))
 
     def create_event(self, timing: bool = True) -> Event:
@@ -152,7 +174,7 @@ def device(kind="cpu", index: int | None = None) -> Device:
         by_code = {code: name for name, code in _DLPACK_TYPES.items()}
         if kind not in by_code:
             raise ValueError(f"DLPack device type {kind} is not supported (CPU is "
-                             f"{kDLCPU}, CUDA is {kDLCUDA})")
+                             f"{kDLCPU}, CUDA is {kDLCUDA}, OpenCL is {kDLOpenCL})")
         kind = by_code[kind]
     if not isinstance(kind, str):
         raise TypeError(f"device kind must be a string like 'cuda' or 'cuda:0', "
@@ -167,7 +189,7 @@ def device(kind="cpu", index: int | None = None) -> Device:
             raise ValueError(f"bad device index in '{kind}' (expected e.g. 'cuda:0')")
         index = int(number)
     if text not in KINDS:
-        raise ValueError(f"unknown device kind '{kind}'; known: cpu, cuda")
+        raise ValueError(f"unknown device kind '{kind}'; known: cpu, cuda, opencl")
     index = 0 if index is None else index
     if not isinstance(index, int) or isinstance(index, bool):
         raise TypeError(f"device index must be an int, not {type(index).__name__}")
@@ -248,6 +270,23 @@ class CudaStream(Stream):
             self._core.wait(target)
 
 
+class OpenCLStream(Stream):
+    """An OpenCL in-order command queue (``pyopencl.CommandQueue``); its handle, the
+    ``cl_command_queue``, is what :func:`use_stream` gives tvm-ffi, and what launches of
+    a built library are queued on."""
+
+    @property
+    def handle(self) -> int:
+        return int(self._core.int_ptr)
+
+    def synchronize(self) -> None:
+        with opencl.calls("synchronizing a command queue"):
+            self._core.finish()
+
+    def wait(self, other) -> None:
+        other.synchronize()
+
+
 class Event:
     """A point in a stream: record it, wait for it, time the work between two events
     (``start.elapsed_ms(end)``). CPU events read a monotonic clock when recorded."""
@@ -265,6 +304,8 @@ class Event:
         if stream.device != self.device:
             raise ValueError(f"event on {self.device} recorded on a stream of {stream.device}")
         if self._core is None:
+            if self.device.is_opencl:  # a host clock after the queue has drained
+                stream.synchronize()
             self._time_ns = time.perf_counter_ns()
         else:
             with cuda.calls("recording an event"):

@@ -28,7 +28,7 @@ import numpy as np
 from tirc.records import record
 from tirc.runtime import dtypes
 
-kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged = 1, 2, 3, 13
+kDLCPU, kDLCUDA, kDLCUDAHost, kDLOpenCL, kDLCUDAManaged = 1, 2, 3, 4, 13
 READ_ONLY = 1 << 0
 VERSION = (1, 0)
 

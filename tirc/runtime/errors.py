@@ -24,6 +24,19 @@ class NoCudaDevice(CudaError):
     for is out of range."""
 
 
+class OpenCLError(RuntimeAPIError):
+    """An OpenCL call failed; ``code`` is its ``cl_int`` status when there was one."""
+
+    def __init__(self, message: str, code: int | None = None):
+        super().__init__(message)
+        self.code = code
+
+
+class NoOpenCLDevice(OpenCLError):
+    """No OpenCL device can be used: pyopencl is missing, no platform (ICD) is
+    installed, or the ordinal asked for is out of range."""
+
+
 class IncompatibleDeviceImage(RuntimeAPIError):
     """A device image (cubin or PTX) was built for an architecture that the device
     cannot run."""

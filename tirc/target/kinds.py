@@ -46,8 +46,8 @@ class Option:
 @record(frozen=True)
 class TargetKind:
     name: str
-    device_type: str  # "cpu" or "cuda"
-    dl_device_type: int  # DLPack's kDLCPU = 1, kDLCUDA = 2
+    device_type: str  # "cpu", "cuda" or "opencl"
+    dl_device_type: int  # DLPack's kDLCPU = 1, kDLCUDA = 2, kDLOpenCL = 4
     options: dict[str, Option]
     derive: Callable[[dict[str, Any]], dict[str, Any]]
     doc: str
@@ -380,13 +380,36 @@ KINDS: dict[str, TargetKind] = {
         },
         _derive_nvptx, "NVIDIA GPUs through LLVM's NVPTX backend, as TVM's LLVM-based CUDA "
         "kind spells it (-mcpu=sm_80): the same code generator as cuda"),
+    "opencl": TargetKind(
+        "opencl", "opencl", 4,
+        {
+            "max_num_threads": Option("int", 256, "most work-items in one work-group"),
+            "max_threads_per_block": Option("int", 256, "most work-items in one work-group "
+                                            "(TVM's second name)"),
+            "thread_warp_size": Option("int", 1, "work-items that run in lockstep (1: "
+                                       "cross-thread reductions use local memory)"),
+            "max_shared_memory_per_block": Option("int", 16384, "local memory one work-group "
+                                                  "may use, bytes"),
+            "texture_spatial_limit": Option("int", 16384, "largest 2-d image side, "
+                                            "informational (TVM's texture schedules)"),
+            "texture_depth_limit": Option("int", 2048, "largest image array depth, informational"),
+            "max_function_args": Option("int", 128, "most kernel arguments"),
+            "image_base_address_alignment": Option("int", 64, "image base alignment, bytes, "
+                                                   "informational"),
+            "supports_calls": Option("bool", True, "the code generator emits calls between "
+                                     "functions; false inlines private functions"),
+            "keys": Option("list", ("opencl", "gpu"), "keys TVM uses to select schedules"),
+            **_COMMON,
+        },
+        lambda opts: {}, "OpenCL devices: OpenCL C source (NAME.cl), built by the OpenCL "
+        "driver when first launched"),
 }
 
 # Target kinds TVM 0.27 registers that tirc has no code generator for: a located error
 # that says so, rather than "unknown kind".
 UNSUPPORTED_KINDS = {
     "ext_dev": "TVM's external-device placeholder",
-    "rocm": "AMD GPUs", "opencl": "OpenCL devices", "metal": "Apple GPUs",
+    "rocm": "AMD GPUs", "metal": "Apple GPUs",
     "vulkan": "Vulkan devices", "webgpu": "WebGPU", "hexagon": "Qualcomm Hexagon DSPs",
     "composite": "TVM's multi-device composite target", "trn": "AWS Trainium",
     "test": "TVM's test target",

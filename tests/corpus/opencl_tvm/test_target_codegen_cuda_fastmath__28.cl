@@ -1,0 +1,6 @@
+// Function: pow_case_kernel_kernel
+__kernel void pow_case_kernel_kernel(__global float* restrict A_1_ptr, __global float* restrict B_1_ptr, __global float* restrict E_1_ptr);
+__kernel void pow_case_kernel_kernel(__global float* restrict A_1_ptr, __global float* restrict B_1_ptr, __global float* restrict E_1_ptr) {
+  B_1_ptr[(convert_int(get_local_id(0)))] = powf(A_1_ptr[(convert_int(get_local_id(0)))], E_1_ptr[(convert_int(get_local_id(0)))]);
+}
+

@@ -1,0 +1,1 @@
+"""OpenCL devices: OpenCL C source, and its launch through the OpenCL API."""
