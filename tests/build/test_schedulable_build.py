@@ -72,3 +72,13 @@ def test_block_reducing_across_threads_without_init_is_refused_not_miscompiled(t
         build("\n".join(lines), "cuda", "llvm", tmp_path, "m")
     assert info.value.span is not None and info.value.span.line > 0
     assert not list(tmp_path.iterdir())
+
+
+def test_batch_matmul_with_a_buffer_in_its_block_attributes(tmp_path):
+    """The layout_free_placeholders annotation (a buffer) is read, kept and dropped with
+    the block's other annotations; the computation is the batch matmul, doubled."""
+    rng = np.random.default_rng(2)
+    a, b = (rng.uniform(-1, 1, (2, 4, 4)).astype("float32") for _ in range(2))
+    c = np.full((2, 4, 4), np.nan, "float32")
+    load(tmp_path, "sblock_batch_matmul_layout_free")(a, b, c)
+    np.testing.assert_allclose(c, 2 * (a @ b), rtol=1e-5, atol=1e-5)

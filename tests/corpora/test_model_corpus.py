@@ -27,15 +27,6 @@ INDEX = json.loads((CORPUS / "index.json").read_text())["files"]
 
 # file -> the located error tirc gives (first line of its diagnostics)
 REFUSED: dict[str, str] = {
-    # function attention (relax nn.attention legalized by topi): its batch_matmul blocks
-    # (T_batch_matmul_NT_init, ..._update) carry T.sblock_attr({"layout_free_placeholders":
-    # [T_reshape]}), a block annotation holding a buffer, which TVM 0.27 accepts
-    "attention_block.cuda.tir":
-        r"attention_block\.cuda\.tir:27:35: error: a function attribute cannot hold buffer "
-        r"'T_reshape'",
-    "attention_block.llvm.tir":
-        r"attention_block\.llvm\.tir:56:31: error: a function attribute cannot hold buffer "
-        r"'T_reshape_1'",
     # function sum1: dlight's gpu.Reduction rfactor buffer of shape (16, num_tokens, 128) in
     # scope "local"; TVM's CompactBufferAllocation shrinks it to the constant per-thread
     # region (1 element), tirc keeps the symbolic size

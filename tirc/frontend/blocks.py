@@ -124,12 +124,14 @@ def block_statement(b: "FunctionBuilder", c: Construct) -> None:
         raise Diagnostic(f"T.{c.name} takes a dict", c.span)
     if frame.annotations is not None:
         raise Diagnostic(f"block '{frame.name}' has T.{c.name} twice", c.span)
-    frame.annotations = annotation_items(b, c.args[0][0], c.args[0][1])
+    frame.annotations = annotation_items(b, c.args[0][0], c.args[0][1], "a block attribute")
 
 
-def annotation_items(b: "FunctionBuilder", entries: dict, span: Span | None) -> tuple:
-    """A dict of annotations as sorted ``(key, value)`` pairs (TVM prints them sorted)."""
-    return tuple(sorted((k, attr_value(v, span)) for k, v in entries.items()))
+def annotation_items(b: "FunctionBuilder", entries: dict, span: Span | None,
+                     what: str = "an annotation") -> tuple:
+    """A dict of annotations as sorted ``(key, value)`` pairs (TVM prints them sorted);
+    ``what`` names them in errors (a block's may hold buffers)."""
+    return tuple(sorted((k, attr_value(v, span, what)) for k, v in entries.items()))
 
 
 def init_block(b: "FunctionBuilder", c: Construct, suite: Tree) -> None:
