@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.attrs import GLOBAL_SYMBOL, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import access_dtype, SCOPES, Buffer, is_storage_scope
-from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, Let, PrimExpr, StringImm, Var
+from tirc.ir.expr import (BinOp, BufferLoad, Call, GlobalVar, IntImm, Let, PrimExpr, Select,
+                          StringImm, Var)
 from tirc.ir.function import IRModule, PrimFunc
 import re
 
@@ -147,6 +148,20 @@ class _FunctionVerifier(Visitor):
             if id(v) in self.bound_somewhere:
                 self.error(f"variable '{v.name}' is used outside the scope that defines it")
             self.error(f"undefined variable '{v.name}'")
+
+    def visit_BinOp(self, e: BinOp) -> None:
+        # the front end types operators as TVM does; a pass that substitutes a variable of
+        # another dtype (an int64 loop variable by an int32 thread axis) breaks this
+        if e.a.dtype != e.b.dtype:
+            self.error(f"the operands of '{e.op}' have different dtypes: {e.a.dtype} and "
+                       f"{e.b.dtype}", e.span)
+        self.generic_visit(e)
+
+    def visit_Select(self, e: Select) -> None:
+        if e.true_value.dtype != e.false_value.dtype:
+            self.error(f"the values of T.Select have different dtypes: {e.true_value.dtype} "
+                       f"and {e.false_value.dtype}", e.span)
+        self.generic_visit(e)
 
     def visit_For(self, s: For):
         self.visit(s.min)
