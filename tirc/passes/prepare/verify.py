@@ -26,10 +26,12 @@ from tirc.passes.analysis.constant_facts import check_function
 
 
 def verify(mod: IRModule, buildable_scopes: bool = True) -> IRModule:
-    """Raise a :class:`Diagnostic` for the first problem found; return ``mod`` unchanged.
+    """Raise a :class:`Diagnostic` for the first problem found; return ``mod``, with the
+    warnings found in its facts (``mod.facts.warnings``).
     Storage scopes must be TVM's; with ``buildable_scopes`` (the pipeline), also ones tirc
     builds (``tirc check`` and ``tirc print`` accept TVM's others, as ``local.L0A``)."""
     symbols: dict[str, str] = {}
+    warnings: list[Diagnostic] = []
     for name, func in mod.functions.items():
         if not func.private:
             symbol = func.attrs.get(GLOBAL_SYMBOL, name)
@@ -38,7 +40,14 @@ def verify(mod: IRModule, buildable_scopes: bool = True) -> IRModule:
                                  f"symbol '{symbol}'", func.span)
             symbols[symbol] = name
         _FunctionVerifier(mod, name, func, buildable_scopes).run()
-        check_function(func)  # constant division by zero, constant index out of bounds
+        # constant division by zero, constant index out of bounds; warnings: a constant
+        # index outside its dimension but inside the buffer
+        warnings += check_function(func)
+    if warnings:
+        from dataclasses import replace
+        from tirc.ir.facts import BuildWarning
+        mod = replace(mod, facts=mod.facts.with_warnings(
+            BuildWarning(w.message, w.span) for w in warnings))
     return mod
 
 
