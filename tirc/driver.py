@@ -42,11 +42,13 @@ def load_checked(path: str):
 def _parse_checked(source: SourceFile, path: str):
     """Parse and verify ``source``; Diagnostic for an error."""
     from tirc.frontend.parse import parse
+    from tirc.passes.prepare.infer_block_regions import infer_block_regions
     from tirc.passes.prepare.verify import verify
 
     try:
         mod = parse(source.text, source.name)
         mod = verify(mod, buildable_scopes=False)  # a scope tirc cannot build fails the build only
+        mod = infer_block_regions(mod)  # the T.reads/T.writes TVM's parser would infer
     except RecursionError:
         raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
     return mod

@@ -77,7 +77,7 @@ class BlockPrinter:
         for m in block.match_buffers:
             source = self.region(m.source)
             self.emit(level, f"{self.buffer_name(m.buffer)} = T.match_buffer({source}, "
-                             f"{self.buffer_args(m.buffer, [])})")
+                             f"{self.buffer_args(m.buffer, [], omit_float32=True)})")
             self.data_owner.setdefault(id(m.buffer.data), m.buffer)
         if block.init is not None:
             self.emit(level, "with T.init():")
