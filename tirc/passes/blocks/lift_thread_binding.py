@@ -30,6 +30,11 @@ UnifyThreadBinding makes, a located error): TVM lifts a ``threadIdx.x`` loop of 
 nested in one of extent 32 into a single loop of extent 32, silently running the inner
 body on threads it was not written for, and UnifyThreadBinding never sees the two.
 
+Unlike TVM, a loop of the tag whose variable has another dtype than the lifted one (dlight
+binds an argmax's write-back to an int64 ``threadIdx.x`` after the reduction's int32 one)
+reads the lifted variable through a cast; TVM substitutes it as it is, leaving operators
+over two dtypes.
+
 Runs on block-level functions only (``s_tir`` or holding blocks): plain TIR passes
 through unchanged (its thread axes are read as written), where TVM would lift its loops too.
 
