@@ -362,7 +362,7 @@ def test_matched_buffer_offset_is_read_through_the_buffer():
         """)
     block = [b for b in nodes(mod, SBlock) if b.match_buffers][0]
     assert isinstance(block.match_buffers[0].buffer.elem_offset, Var)
-    assert "sub_A = T.match_buffer(A[4:8], (4,), \"float32\", offset_factor=1)" in text
+    assert "sub_A = T.match_buffer(A[4:8], (4,), offset_factor=1)" in text  # as TVM prints it
     assert "sub_A.elem_offset)" in text
     assert "= T.int32()" not in text
 
