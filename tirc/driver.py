@@ -42,11 +42,13 @@ def load_checked(path: str):
 def _parse_checked(source: SourceFile, path: str):
     """Parse and verify ``source``; Diagnostic for an error."""
     from tirc.frontend.parse import parse
+    from tirc.passes.prepare.infer_block_regions import infer_block_regions
     from tirc.passes.prepare.verify import verify
 
     try:
         mod = parse(source.text, source.name)
-        verify(mod, buildable_scopes=False)  # a scope tirc cannot build fails the build only
+        mod = verify(mod, buildable_scopes=False)  # a scope tirc cannot build fails the build only
+        mod = infer_block_regions(mod)  # the T.reads/T.writes TVM's parser would infer
     except RecursionError:
         raise Diagnostic("input nested too deeply", Span(path, 1, 1)) from None
     return mod
@@ -70,16 +72,20 @@ def cli() -> None:
 @cli.command()
 @click.argument("files", nargs=-1, required=True, type=click.Path(dir_okay=False))
 def check(files: tuple[str, ...]) -> None:
-    """Parse and verify FILES; silent on success. Every file is checked; exit 1 when
-    any has an error."""
+    """Parse and verify FILES; silent on success but for warnings. Every file is
+    checked; exit 1 when any has an error."""
     failed = False
     for path in files:
         source = _read(path)
         try:
-            _parse_checked(source, path)
+            mod = _parse_checked(source, path)
         except Diagnostic as d:
             click.echo(render(d, source), err=True)
             failed = True
+            continue
+        for w in mod.facts.warnings:
+            click.echo(render(Diagnostic(w.message, w.span, severity="warning"), source),
+                       err=True)
     if failed:
         sys.exit(EXIT_ERROR)
 

@@ -72,3 +72,43 @@ def test_block_reducing_across_threads_without_init_is_refused_not_miscompiled(t
         build("\n".join(lines), "cuda", "llvm", tmp_path, "m")
     assert info.value.span is not None and info.value.span.line > 0
     assert not list(tmp_path.iterdir())
+
+
+def test_batch_matmul_with_a_buffer_in_its_block_attributes(tmp_path):
+    """The layout_free_placeholders annotation (a buffer) is read, kept and dropped with
+    the block's other annotations; the computation is the batch matmul, doubled."""
+    rng = np.random.default_rng(2)
+    a, b = (rng.uniform(-1, 1, (2, 4, 4)).astype("float32") for _ in range(2))
+    c = np.full((2, 4, 4), np.nan, "float32")
+    load(tmp_path, "sblock_batch_matmul_layout_free")(a, b, c)
+    np.testing.assert_allclose(c, 2 * (a @ b), rtol=1e-5, atol=1e-5)
+
+
+def test_blocks_without_regions_build_and_run(tmp_path):
+    """T.reads/T.writes left out, as tutorials write blocks: inferred (InferBlockRegions),
+    and the reduction and its consumer compute what they say."""
+    text = """# from tvm.script import tir as T
+
+@T.prim_func
+def main(A: T.Buffer((16, 8), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((16,))
+    for i, k in T.grid(16, 8):
+        with T.block("B"):
+            vi, vk = T.axis.remap("SR", [i, k])
+            with T.init():
+                B[vi] = T.float32(0.0)
+            B[vi] = B[vi] + A[vi, vk] * A[vi, vk]
+    for i in range(16):
+        with T.block("C"):
+            vi = T.axis.spatial(16, i)
+            T.where(i < 12)
+            C[vi] = T.sqrt(B[vi])
+"""
+    build(text, "llvm", None, tmp_path, "norm", shared=True)
+    f = tvm_ffi.load_module(str(tmp_path / "norm.so"))["main"]
+    a = np.random.default_rng(3).uniform(-1, 1, (16, 8)).astype("float32")
+    c = np.full(16, -1.0, "float32")
+    f(a, c)
+    want = np.sqrt((a * a).sum(1))
+    np.testing.assert_allclose(c[:12], want[:12], rtol=1e-5)
+    assert (c[12:] == -1).all()

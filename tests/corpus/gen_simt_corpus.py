@@ -6,7 +6,10 @@ The block-level corpus (gen_sblock_corpus.py, whose machinery this reuses) has t
 shapes: one warp, whole warps, dlight's rules. These add the others: reductions over
 fewer threads than a warp, over a number of threads that is not a multiple of the warp
 (the shared-memory tree with warp-synchronous steps), over ``threadIdx.y``, over two
-thread axes, several reduction groups in a block, a two-value reducer (argmax).
+thread axes, several reduction groups in a block, a two-value reducer (argmax), and argmax
+over every pair of index dtype (int32, int64) and value dtype (float32, float16, int32)
+on each path (dlight's schedule for sm_90, one warp, the shared-memory tree), with the
+one a model gets (relax's ``op.argmax`` legalized, dlight for sm_90).
 
     /tmp/tvmenv/bin/python tests/corpus/gen_simt_corpus.py           # (re)write the files
     /tmp/tvmenv/bin/python tests/corpus/gen_simt_corpus.py --check   # compare, write nothing
@@ -24,7 +27,9 @@ import sys
 from pathlib import Path
 
 import numpy as np
+import tvm
 from tvm import s_tir, te, topi
+from tvm.s_tir import dlight as dl
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import gen_sblock_corpus as sb  # noqa: E402
@@ -149,6 +154,98 @@ def _():
     return sch.mod
 
 
+# Argmax, a two-value reducer of an index and a value, over every pair of index dtype
+# (int32: te's int32 shapes; int64: relax's) and value dtype, through each path of
+# LowerThreadAllreduce: dlight's schedule (256 threads: warp shuffles staged across
+# warps in shared memory), one warp (shuffles only) and 48 threads (the shared-memory
+# tree). dlight binds the write-back's threadIdx.x loop with the shape's dtype, after
+# the reduction's int32 one in the int32 cases: the kernel mixes both.
+ARCH = {}  # case name -> the arch its schedule was made for, where not sm_80
+DLIGHT_SM90 = {"kind": "cuda", "arch": "sm_90"}
+
+
+def argmax_te(m, n, index, value):
+    X = te.placeholder((tvm.tirx.IntImm(index, m), tvm.tirx.IntImm(index, n)), value, name="X")
+    return sb.te_mod(X, topi.argmax(X, axis=1))
+
+
+def argmax_ref(index):
+    return lambda i: [i[0].argmax(1).astype(index)]
+
+
+def argmax_rows(mod, threads):
+    """Rows to blockIdx.x, the reduction split [None, threads] on threadIdx.x, both
+    temporaries in shared memory, the write-back under the row loop by one thread."""
+    sch = s_tir.Schedule(mod)
+    blk = sch.get_sblock("X_red_temp")
+    i, k = sch.get_loops(blk)
+    _k0, k1 = sch.split(k, [None, threads])
+    sch.set_scope(blk, 0, "shared")
+    sch.set_scope(blk, 1, "shared")
+    out = sch.get_sblock("X_red")
+    sch.reverse_compute_at(out, i)
+    sch.bind(i, "blockIdx.x")
+    sch.bind(k1, "threadIdx.x")
+    return sch.mod
+
+
+_INT_VALUES = {"X": sb.small_ints(-4, 4)}  # many ties: the first index must win
+
+
+for _index in ("int32", "int64"):
+    for _value in ("float32", "float16", "int32"):
+        _kw = dict(ref=argmax_ref(_index), rtol=0, atol=0,
+                   gen=_INT_VALUES if _value == "int32" else {})
+        _tag = f"{_index[3:]}_{_value}"
+
+        def _dlight(index=_index, value=_value):
+            with tvm.target.Target(DLIGHT_SM90):
+                return dl.ApplyDefaultSchedule(dl.gpu.Reduction(), dl.gpu.GeneralReduction(),
+                                               dl.gpu.Fallback())(argmax_te(8, 1000, index, value))
+
+        def _warp(index=_index, value=_value):
+            return argmax_rows(argmax_te(8, 96, index, value), 32)
+
+        def _tree(index=_index, value=_value):
+            return argmax_rows(argmax_te(8, 96, index, value), 48)
+
+        case(f"argmax_dlight_i{_tag}", f"topi.argmax X[8,1000] {_value}, {_index} index, "
+             "dlight gpu.Reduction for sm_90 (256 threads, staged warp shuffles)", **_kw)(_dlight)
+        ARCH[f"argmax_dlight_i{_tag}"] = "sm_90"
+        case(f"argmax_warp_i{_tag}", f"topi.argmax X[8,96] {_value}, {_index} index, 32 "
+             "threads per row (warp shuffles)", **_kw)(_warp)
+        case(f"argmax_tree_i{_tag}", f"topi.argmax X[8,96] {_value}, {_index} index, 48 "
+             "threads per row (shared-memory tree)", **_kw)(_tree)
+
+
+def argmax_relax(m, n, value):
+    """relax's op.argmax, legalized (LegalizeOps: topi.argmax over int64 shapes), as a
+    model's PrimFunc is made."""
+    from tvm import relax
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorType((m, n), value))
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit(relax.op.argmax(x, axis=1)))
+        bb.emit_func_output(out)
+    mod = relax.transform.LegalizeOps()(bb.get())
+    func = next(f for f in mod.functions.values() if isinstance(f, tvm.tirx.PrimFunc))
+    func = func.with_attr("global_symbol", "main")  # as a build gives it (AttachGlobalSymbol)
+    sb.MADE.append(tvm.IRModule({"main": func}))
+    return tvm.IRModule({"main": func})
+
+
+@case("argmax_relax_dlight", "relax op.argmax of x[8,1000] float32 (axis 1, int64 index), "
+      "legalized, dlight gpu.Reduction for sm_90", ref=argmax_ref("int64"), rtol=0, atol=0)
+def _():
+    with tvm.target.Target(DLIGHT_SM90):
+        return dl.ApplyDefaultSchedule(dl.gpu.Reduction(), dl.gpu.GeneralReduction(),
+                                       dl.gpu.Fallback())(argmax_relax(8, 1000, "float32"))
+
+
+ARCH["argmax_relax_dlight"] = "sm_90"
+
+
 def render() -> dict[str, bytes]:
     files: dict[str, bytes] = {}
     index = []
@@ -166,7 +263,8 @@ def render() -> dict[str, bytes]:
         arrays.update({f"out{i}": a for i, a in enumerate(outs)})
         files[f"{c.name}.tir"] = mod.script().encode()
         files[f"expected/{c.name}.npz"] = sb.npz_bytes(arrays)
-        index.append({"name": c.name, "what": c.what, "target": sb.TARGET_LABEL["cuda"],
+        target = f"cuda -arch={ARCH[c.name]}" if c.name in ARCH else sb.TARGET_LABEL["cuda"]
+        index.append({"name": c.name, "what": c.what, "target": target,
                       "func": "main", "params": params, "outputs": outputs, "rtol": c.rtol,
                       "atol": c.atol, "npz": f"expected/{c.name}.npz"})
         print(f"ok {c.name}", file=sys.stderr)

@@ -17,7 +17,7 @@ from tirc.ir.dtype import DataType
 from tirc.ir.equal import assert_structural_equal
 from tirc.ir.expr import BinOp, Call, IntImm, Var
 from tirc.ir.printer import print_module
-from tirc.ir.stmt import AttrStmt, DeclBuffer, IfThenElse, IterVar
+from tirc.ir.stmt import AllocBuffer, AttrStmt, DeclBuffer, IfThenElse, IterVar
 from tirc.ir.visitor import walk
 from tirc.frontend.parse import parse
 from tirc.passes.prepare.verify import verify
@@ -362,7 +362,7 @@ def test_matched_buffer_offset_is_read_through_the_buffer():
         """)
     block = [b for b in nodes(mod, SBlock) if b.match_buffers][0]
     assert isinstance(block.match_buffers[0].buffer.elem_offset, Var)
-    assert "sub_A = T.match_buffer(A[4:8], (4,), \"float32\", offset_factor=1)" in text
+    assert "sub_A = T.match_buffer(A[4:8], (4,), offset_factor=1)" in text  # as TVM prints it
     assert "sub_A.elem_offset)" in text
     assert "= T.int32()" not in text
 
@@ -456,3 +456,53 @@ def test_returns_of_two_types_need_a_written_return_type():
             return y
         """)
     assert e.value.span is not None
+
+
+# -- a buffer as the value of a block attribute ----------------------------------------------
+def test_block_attribute_holds_a_buffer_declared_only_there():
+    """topi's batch_matmul (relax-legalized models) marks its blocks with
+    ``{"layout_free_placeholders": [T_reshape]}``; TVM prints a buffer named nowhere else
+    as ``T_reshape = T.Buffer(...)`` in the block, which declares no storage."""
+    path = TESTS / "tir" / "sblock_batch_matmul_layout_free.tir"
+    text = path.read_text()
+    mod = parse(text, str(path))
+    verify(mod)
+    blocks = {b.name_hint: b for b in nodes(mod, SBlock)}
+    held = dict(blocks["C"].annotations)["layout_free_placeholders"]
+    assert [b.name for b in held] == ["T_reshape", "B"]
+    assert held[1] is mod.functions["main"].buffer_map[1][1]  # the parameter itself
+    assert dict(blocks["D"].annotations)["layout_free_placeholders"][0].scope == "shared"
+    assert not nodes(mod, AllocBuffer) and not nodes(mod, DeclBuffer)
+    printed = print_module(mod)
+    tvm_text = "".join(line for line in text.splitlines(keepends=True)[1:]
+                       if "tvm.tirx.layout" not in line)
+    assert printed == tvm_text  # as TVM prints it
+    round_trip(printed.removeprefix(HEAD))
+
+
+def test_a_buffer_declared_for_an_attribute_has_no_storage():
+    with pytest.raises(Diagnostic, match="buffer 'X' is used outside the scope") as e:
+        verify(read("""
+            @T.prim_func(s_tir=True)
+            def f(A: T.Buffer((4,), "float32")):
+                for i in range(4):
+                    with T.sblock("b"):
+                        vi = T.axis.spatial(4, i)
+                        T.reads()
+                        T.writes(A[vi])
+                        X = T.Buffer((4,))
+                        T.sblock_attr({"layout_free_placeholders": [X]})
+                        A[vi] = X[vi]
+            """))
+    assert e.value.span.line == 13
+
+
+def test_a_function_attribute_cannot_hold_a_buffer():
+    with pytest.raises(Diagnostic, match="a function attribute cannot hold buffer 'A'") as e:
+        read("""
+            @T.prim_func
+            def f(A: T.Buffer((4,), "float32")):
+                T.func_attr({"layout_free_buffers": [A]})
+                A[0] = T.float32(1)
+            """)
+    assert e.value.span.line == 6

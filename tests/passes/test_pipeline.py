@@ -45,7 +45,7 @@ def test_lower_usage_errors_list_the_valid_choices(tmp_path):
     path = str(SAMPLES[0])
     runner = CliRunner()
     bad_pass = runner.invoke(cli, ["lower", path, "--stop-after", "Nope"])
-    assert bad_pass.exit_code == 2 and "valid passes: Verify, BindTarget" in bad_pass.output
+    assert bad_pass.exit_code == 2 and "valid passes: Verify, InferBlockRegions, BindTarget" in bad_pass.output
     bad_target = runner.invoke(cli, ["lower", path, "--target", "cuda -arch=sm_1"])
     assert bad_target.exit_code == 2 and "valid values: sm_50" in bad_target.output
     bad_host = runner.invoke(cli, ["lower", path, "--target", "cuda", "--host", "cuda"])

@@ -578,3 +578,19 @@ def test_cross_thread_reduction_shapes(entry):
         np.testing.assert_allclose(args[i].astype("float64"), expected[f"out{i}"].astype("float64"),
                                    rtol=max(entry["rtol"], 1e-5), atol=max(entry["atol"], 1e-5),
                                    err_msg=name)
+
+
+ARGMAX = [e for e in SHAPES if e["name"].startswith("argmax_") and e["name"] not in REFUSED_SHAPES]
+
+
+@pytest.mark.parametrize("entry", ARGMAX, ids=[e["name"] for e in ARGMAX])
+def test_argmax_kernels_make_ptx(entry, tmp_path):
+    """The argmax modules the interpreter runs above also go through the NVPTX code
+    generator: dlight's int32 ones bind an int64 threadIdx.x beside an int32 one, and the
+    mixed comparison LiftThreadBinding left was an internal error there ("Operands must be
+    the same type, got (i64, i32)")."""
+    from tirc.build.stages import build
+    build((REDUCTIONS / f"{entry['name']}.tir").read_text(), entry["target"], "llvm",
+          tmp_path, "m")
+    ptx = (tmp_path / "m.ptx").read_text()
+    assert ".entry" in ptx and ("shfl.sync" in ptx) == ("_tree_" not in entry["name"])

@@ -384,7 +384,8 @@ def _manifest_and_header(b: _Build) -> None:
             for file, t, mod in b.objects]
     if b.opts.symbol_prefix:
         b.data["symbol_prefix"] = b.opts.symbol_prefix
-    b.warnings = b.dev.warnings + _register_warnings(facts, b.data)
+    b.warnings = (_verify_warnings(facts) + b.dev.warnings
+                  + _register_warnings(facts, b.data))
     b.outputs += _header_and_manifest(facts, b.name, b.opts.abi, b.out, b.data,
                                       header=not b.opts.device_only, symbol_prefix=b.opts.symbol_prefix)
 
@@ -473,6 +474,11 @@ def _manifest(facts, name: str, abi: str, host_target: Target, images: dict,
     files = {t.canonical: fs[0][1].name if len(fs) == 1 else [p.name for _, p, _ in fs]
              for t, fs in images.items()}
     return manifest(facts, name, abi, host_target.canonical, files, device_facts)
+
+
+def _verify_warnings(facts) -> list[Diagnostic]:
+    """What Verify found in the text as written and let build."""
+    return [Diagnostic(w.message, w.span, severity="warning") for w in facts.warnings]
 
 
 def _register_warnings(facts, data: dict) -> list[Diagnostic]:

@@ -17,6 +17,7 @@ from tirc.frontend.calls import Construct
 from tirc.frontend.values import attr_value, describe
 from tirc.ir.block import (BlockIterVar, BufferRegion, MatchBufferRegion, Range, SBlock,
                            SBlockRealize, full_region)
+from tirc.ir.attrs import DETECT_ACCESS
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import IntImm, PrimExpr, Var
@@ -80,13 +81,15 @@ def build_block(b: "FunctionBuilder", c: Construct, suite: Tree, span: Span | No
         body = b.suite(suite)
     finally:
         b.block_frames.pop()
-    if frame.reads is None or frame.writes is None:
-        missing = "T.reads" if frame.reads is None else "T.writes"
-        raise Diagnostic(f"block '{name}' has no {missing}(...); tirc does not infer access "
-                         "regions, write them as TVM prints them", span)
-    block = SBlock(name, tuple(frame.iter_vars), frame.reads, frame.writes, body, frame.init,
-                   tuple(frame.alloc_buffers), tuple(frame.match_buffers),
-                   frame.annotations or (), span)
+    annotations = frame.annotations or ()
+    detect = (frame.reads is None) | (frame.writes is None) << 1
+    if detect:
+        # regions left out are inferred from the body, as TVM's parser does, by the first
+        # passes (InferBlockRegions): the front end does not analyse regions
+        annotations = tuple(sorted(annotations + ((DETECT_ACCESS, detect),)))
+    block = SBlock(name, tuple(frame.iter_vars), frame.reads or (), frame.writes or (), body,
+                   frame.init, tuple(frame.alloc_buffers), tuple(frame.match_buffers),
+                   annotations, span)
     predicate = frame.predicate if frame.predicate is not None else IntImm(BOOL, 1, span)
     return SBlockRealize(tuple(frame.iter_values), predicate, block, span)
 
@@ -124,12 +127,14 @@ def block_statement(b: "FunctionBuilder", c: Construct) -> None:
         raise Diagnostic(f"T.{c.name} takes a dict", c.span)
     if frame.annotations is not None:
         raise Diagnostic(f"block '{frame.name}' has T.{c.name} twice", c.span)
-    frame.annotations = annotation_items(b, c.args[0][0], c.args[0][1])
+    frame.annotations = annotation_items(b, c.args[0][0], c.args[0][1], "a block attribute")
 
 
-def annotation_items(b: "FunctionBuilder", entries: dict, span: Span | None) -> tuple:
-    """A dict of annotations as sorted ``(key, value)`` pairs (TVM prints them sorted)."""
-    return tuple(sorted((k, attr_value(v, span)) for k, v in entries.items()))
+def annotation_items(b: "FunctionBuilder", entries: dict, span: Span | None,
+                     what: str = "an annotation") -> tuple:
+    """A dict of annotations as sorted ``(key, value)`` pairs (TVM prints them sorted);
+    ``what`` names them in errors (a block's may hold buffers)."""
+    return tuple(sorted((k, attr_value(v, span, what)) for k, v in entries.items()))
 
 
 def init_block(b: "FunctionBuilder", c: Construct, suite: Tree) -> None:

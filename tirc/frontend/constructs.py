@@ -118,6 +118,13 @@ def named(b: "FunctionBuilder", name: str, v: "Construct | VarDecl", nspan: Span
         b.buffer_map.append((param, buf))
         b.scope.define(name, buf)
         return None
+    if c.name == "Buffer" and "data" not in c.kwargs and len(c.args) <= 2:
+        from tirc.frontend.blocks import in_block
+        if in_block(b):
+            # a buffer as a value, for a block attribute ({"layout_free_placeholders":
+            # [B]}): TVM's T.Buffer declares nothing and allocates nothing
+            b.scope.define(name, make_buffer(b, name, c, nspan))
+            return None
     if c.name in ("Buffer", "decl_buffer", "alloc_buffer", "alloc_shared", "alloc_local"):
         ann = _annotations(b, c)
         buf = make_buffer(b, name, c, nspan)

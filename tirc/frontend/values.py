@@ -235,16 +235,19 @@ def no_kwargs(name: str, kwargs: dict[str, Arg], allowed: tuple[str, ...] = ()) 
             raise Diagnostic(f"T.{name} got an unexpected keyword argument '{key}'", span)
 
 
-def attr_value(value: object, span: Span | None) -> object:
+def attr_value(value: object, span: Span | None, what: str = "a function attribute") -> object:
     """A function or block attribute's value: scalars, targets, expressions, and lists
-    and dicts of them."""
+    and dicts of them; a block's (``what`` names it) may hold buffers too, as TVM's
+    ``{"layout_free_placeholders": [B]}`` does."""
     if isinstance(value, (str, bool, int, float, Target, PrimExpr)):
         return value
+    if isinstance(value, Buffer) and what == "a block attribute":
+        return value
     if isinstance(value, (list, tuple)):
-        return tuple(attr_value(v, span) for v in value)
+        return tuple(attr_value(v, span, what) for v in value)
     if isinstance(value, dict):
-        return {k: attr_value(v, span) for k, v in value.items()}
-    raise Diagnostic(f"a function attribute cannot hold {describe(value)}", span)
+        return {k: attr_value(v, span, what) for k, v in value.items()}
+    raise Diagnostic(f"{what} cannot hold {describe(value)}", span)
 
 
 @record

@@ -56,6 +56,9 @@ REDUCE_SCOPE = "reduce_scope"
 DEVICE_TYPE = "device_type"
 DEVICE_ID = "device_id"
 VOLATILE = "tirx.volatile"  # an allocation's annotation: every access is volatile
+# a block's annotation while its regions are not yet known (bit 1: T.reads, bit 2: T.writes
+# left out of the text); InferBlockRegions fills them in and drops it, as TVM's parser does
+DETECT_ACCESS = "tirx.script_parsing_detect_access"
 PRAGMA_AUTO_UNROLL_MAX_STEP = "pragma_auto_unroll_max_step"
 PRAGMA_UNROLL_EXPLICIT = "pragma_unroll_explicit"
 PRAGMA_LOOP_PARTITION_HINT = "pragma_loop_partition_hint"

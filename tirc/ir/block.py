@@ -96,3 +96,19 @@ def full_region(buffer: Buffer, span: Span | None = None) -> BufferRegion:
     return BufferRegion(buffer, tuple(Range(IntImm(e.dtype, 0, span), e, span) for e in buffer.shape),
                         span)
 
+
+
+def annotation_buffers(annotations) -> list[Buffer]:
+    """The buffers an annotation's values hold (``{"layout_free_placeholders": [B]}``),
+    each once, in order."""
+    out: dict[int, Buffer] = {}
+    stack = [v for _, v in reversed(annotations)]
+    while stack:
+        v = stack.pop()
+        if isinstance(v, Buffer):
+            out.setdefault(id(v), v)
+        elif isinstance(v, (list, tuple)):
+            stack.extend(reversed(v))
+        elif isinstance(v, dict):
+            stack.extend(reversed(list(v.values())))
+    return list(out.values())

@@ -6,6 +6,8 @@ Passes that decide something the outputs report write it here, once:
   parameters, launch parameters and sizes (grid, block, dynamic shared memory) and every
   host launch site; BF16/FP8StorageLegalize update the parameters of kernels whose
   storage type they change.
+- Verify: warnings about the text as written (a constant index outside its dimension but
+  inside its buffer, which TVM builds and so does tirc).
 - MakePackedAPI / MakeCAPI: each exported host function (:class:`Function`): its symbol,
   ABI, TIR signature and parameters (which buffers a call may write: the analysis
   ``tirc.passes.analysis.written_params``), return type and, for the C ABI, its C
@@ -110,9 +112,21 @@ class Function:
 
 
 @record(frozen=True)
+class BuildWarning:
+    """Something the build reports and goes on: a message at a place in the source."""
+
+    message: str
+    span: Span | None = field(default=None, compare=False)
+
+
+@record(frozen=True)
 class BuildFacts:
     functions: tuple[Function, ...] = ()
     kernels: tuple[Kernel, ...] = ()
+    warnings: tuple[BuildWarning, ...] = ()  # Verify's, on the text as written
+
+    def with_warnings(self, warnings) -> "BuildFacts":
+        return replace(self, warnings=self.warnings + tuple(warnings))
 
     def with_function(self, f: Function) -> "BuildFacts":
         return replace(self, functions=self.functions + (f,))

@@ -4,7 +4,7 @@ iterators (consecutive plain loop bindings grouped into ``T.axis.remap``), ``T.w
 then the body. A mixin of the function printer."""
 from __future__ import annotations
 
-from tirc.ir.block import BlockIterVar, BufferRegion, SBlock, SBlockRealize
+from tirc.ir.block import BlockIterVar, BufferRegion, SBlock, SBlockRealize, annotation_buffers
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.ir.print_expr import plus, py_value, quote
 from tirc.ir.stmt import For
@@ -66,6 +66,10 @@ class BlockPrinter:
         self.emit(level, f"T.reads({', '.join(self.region(x) for x in block.reads)})")
         self.emit(level, f"T.writes({', '.join(self.region(x) for x in block.writes)})")
         if block.annotations:
+            for buf in annotation_buffers(block.annotations):
+                if id(buf) not in self.names:  # a buffer only named here: T.Buffer declares it
+                    self.emit(level, f"{self.buffer_name(buf)} = T.Buffer("
+                                     f"{self.buffer_args(buf, [], omit_float32=True)})")
             self.emit(level, f"T.sblock_attr({py_value(dict(block.annotations), self)})")
         for buf in block.alloc_buffers:
             self.emit(level, f"{self.buffer_name(buf)} = T.sblock_alloc_buffer({self.buffer_args(buf, [], omit_float32=True)})")
@@ -73,7 +77,7 @@ class BlockPrinter:
         for m in block.match_buffers:
             source = self.region(m.source)
             self.emit(level, f"{self.buffer_name(m.buffer)} = T.match_buffer({source}, "
-                             f"{self.buffer_args(m.buffer, [])})")
+                             f"{self.buffer_args(m.buffer, [], omit_float32=True)})")
             self.data_owner.setdefault(id(m.buffer.data), m.buffer)
         if block.init is not None:
             self.emit(level, "with T.init():")

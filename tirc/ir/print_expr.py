@@ -86,6 +86,8 @@ def py_value(value: Any, printer: "ExprPrinter | None" = None) -> str:
         return "{" + ", ".join(f"{quote(k)}: {py_value(v, printer)}" for k, v in sorted(value.items())) + "}"
     if isinstance(value, PrimExpr) and printer is not None:
         return printer.expr(value)
+    if isinstance(value, Buffer) and printer is not None:
+        return printer.buffer_name(value)
     raise TypeError(f"cannot print attribute value {value!r}")
 
 

@@ -176,8 +176,11 @@ def _block_pass(name: str, module: str, doc: str, requires: tuple[str, ...] = ()
 
 PIPELINE: list[Pass] = [
     Pass("Verify", _verify, "well-formedness: definitions before use, dtypes, calls"),
+    _pass("InferBlockRegions", "prepare.infer_block_regions",
+          "the T.reads/T.writes a block's text leaves out, inferred as TVM's parser does",
+          ("Verify",), needs=("block",)),
     Pass("BindTarget", _bind_target, "give every function a target; duplicate host-and-device helpers",
-         requires=("Verify",)),
+         requires=("InferBlockRegions",)),
     # Block lowering (TVM 0.27's S-TIR order); a module without blocks passes unchanged.
     _pass("CanonicalizeLoop", "blocks.canonicalize_loop",
           "loops start at 0 with step 1", ("BindTarget",)),

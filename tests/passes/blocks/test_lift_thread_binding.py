@@ -9,6 +9,7 @@ from conftest import pass_checker
 from tirc.diagnostics import Diagnostic
 from tirc.frontend.parse import parse
 from tirc.passes.blocks.lift_thread_binding import lift_thread_binding
+from tirc.passes.prepare.verify import verify
 
 HEADER = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
 
@@ -110,3 +111,30 @@ def main(A: T.Buffer((64,), "float32")):
 """
     mod = parse(text)
     assert lift_thread_binding(mod).functions["main"] is mod.functions["main"]
+
+
+def test_a_loop_of_another_dtype_reads_the_lifted_variable_through_a_cast():
+    # dlight binds an argmax's write-back to an int64 threadIdx.x after the reduction's
+    # int32 one. TVM 0.27 substitutes the int32 variable as it is (T.LT(threadIdx_x,
+    # T.int64(1)): operands of two dtypes, which tirc's code generators refuse).
+    before = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64,), "float32")):
+    for bx in T.thread_binding(2, thread="blockIdx.x"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            A[bx * 32 + tx] = T.float32(1.0)
+        for tx in T.thread_binding(T.int64(32), thread="threadIdx.x"):
+            if tx < T.int64(1):
+                A[T.Cast("int32", tx)] = T.float32(2.0)
+"""
+    expected = """
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64,), "float32")):
+    for blockIdx_x in T.thread_binding(2, thread="blockIdx.x"):
+        for threadIdx_x in T.thread_binding(32, thread="threadIdx.x"):
+            A[blockIdx_x * 32 + threadIdx_x] = T.float32(1.0)
+            if T.Cast("int64", threadIdx_x) < T.int64(1):
+                A[T.Cast("int32", T.Cast("int64", threadIdx_x))] = T.float32(2.0)
+"""
+    check(before, expected)
+    verify(lift_thread_binding(parse(HEADER + before)))

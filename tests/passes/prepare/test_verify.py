@@ -86,3 +86,78 @@ def test_valid_samples_verify():
 
 def test_dtype_module_is_int32():
     assert DataType("int32") == INT32
+
+
+# -- a constant index outside its dimension but inside the buffer: a warning, and it builds --
+DIMENSION_WARNINGS = [
+    ("store", """
+        A[1, 9] = T.float32(1.0)
+     """, [(6, 5, "store to buffer 'A' (4, 4) at index [1, 9]: index 9 is outside dimension 1 "
+                 "(extent 4); it reaches element 13, inside the buffer")]),
+    ("load_and_negative_index", """
+        B[0] = A[0, 5] + A[1, -1] + A[2, 3]
+     """, [(6, 12, "load from buffer 'A' (4, 4) at index [0, 5]: index 5 is outside dimension 1"),
+           (6, 22, "load from buffer 'A' (4, 4) at index [1, -1]: index -1 is outside "
+                   "dimension 1 (extent 4); it reaches element 3")]),
+    ("ramp", """
+        A[0, T.Ramp(2, 1, 4)] = T.Broadcast(T.float32(0.0), 4)
+     """, [(6, 5, "at index [0, 2..5]: index 5 is outside dimension 1 (extent 4); it reaches "
+                 "elements 2..5, inside the buffer")]),
+    ("middle_dimension_of_three", """
+        C = T.decl_buffer((2, 2, 4), "float32", data=A.data)
+        C[0, 3, 1] = T.float32(1.0)
+     """, [(7, 5, "store to buffer 'C' (2, 2, 4) at index [0, 3, 1]: index 3 is outside "
+                 "dimension 1 (extent 2); it reaches element 13")]),
+    ("in_a_block", """
+        for i in range(1):
+            with T.sblock("b"):
+                vi = T.axis.spatial(1, i)
+                T.reads()
+                T.writes(A[0:4, 0:4])
+                A[vi + 1, 6] = T.float32(1.0)
+                A[1, 6] = T.float32(1.0)
+     """, [(12, 13, "store to buffer 'A' (4, 4) at index [1, 6]: index 6 is outside dimension 1")]),
+    ("none_inside_every_dimension_or_not_constant", """
+        for i in range(4):
+            A[i, 3] = B[15]
+        A[3, 3] = T.float32(0.0)
+     """, []),
+]
+
+
+def _dimension_case(body: str) -> str:
+    import textwrap
+    return ('# from tvm.script import tirx as T\n\n@T.prim_func(s_tir=True)\n'
+            'def f(A: T.Buffer((4, 4), "float32"), B: T.Buffer((16,), "float32")):\n'
+            '    T.func_attr({"global_symbol": "f"})\n'
+            + textwrap.indent(textwrap.dedent(body).strip("\n"), "    ") + "\n")
+
+
+@pytest.mark.parametrize("body,expected", [pytest.param(c[1], c[2], id=c[0])
+                                           for c in DIMENSION_WARNINGS])
+def test_index_outside_its_dimension_inside_the_buffer_is_a_located_warning(body, expected):
+    """TVM builds it (its own tests index so), and so does tirc; Verify, which decides
+    the constant facts of the text, records a warning at the access for the build."""
+    mod = verify(parse(_dimension_case(body), "case.tir"))
+    got = mod.facts.warnings
+    assert len(got) == len(expected), [w.message for w in got]
+    for w, (line, col, message) in zip(got, expected):
+        assert message in w.message, w.message
+        assert (w.span.file, w.span.line, w.span.col) == ("case.tir", line, col)
+
+
+def test_dimension_warnings_reach_the_build_and_tirc_check(tmp_path):
+    from click.testing import CliRunner
+
+    from tirc.build.stages import build
+    from tirc.driver import cli
+    text = _dimension_case(DIMENSION_WARNINGS[0][1])
+    result = build(text, "llvm", None, tmp_path, "m", filename="case.tir")
+    assert [(w.severity, w.span.line) for w in result.warnings] == [("warning", 6)]
+    assert (tmp_path / "m.o").stat().st_size > 0  # built
+    path = tmp_path / "case.tir"
+    path.write_text(text)
+    checked = CliRunner().invoke(cli, ["check", str(path)])
+    assert checked.exit_code == 0
+    assert f"{path}:6:5: warning: store to buffer 'A' (4, 4) at index [1, 9]" in checked.output
+    assert "A[1, 9] = T.float32(1.0)" in checked.output  # the source line, with its caret

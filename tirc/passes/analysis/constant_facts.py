@@ -8,7 +8,9 @@
   broadcasts of them) and whose flat element lies outside the buffer: outside the
   elements its constant shape, strides and offset span. An index outside one
   dimension but inside the buffer (``A[0, 20]`` of a 4x16 buffer is its element 20) is
-  not an error: TVM-printed modules do that, and it touches only the buffer's memory;
+  not an error: TVM-printed modules (and TVM's own tests) do that, and it touches only
+  the buffer's memory; it is a warning, at the access (:func:`check_function` returns
+  them);
 * one whose flat element lies outside the memory under the buffer: the allocation or
   constant-shaped parameter its data pointer comes from. A view
   (``T.decl_buffer(..., data=A.data, elem_offset=12)``, a region argument ``A[14:18]``,
@@ -46,12 +48,15 @@ _DIVISIONS = {"div": "division (T.truncdiv)", "mod": "modulo (T.truncmod)",
               "floordiv": "division (//)", "floormod": "modulo (%)"}
 
 
-def check_function(func: PrimFunc) -> None:
-    """Raise a :class:`Diagnostic` for the first such fact in ``func``."""
+def check_function(func: PrimFunc) -> list[Diagnostic]:
+    """Raise a :class:`Diagnostic` for the first such fact in ``func``; return the
+    warnings (severity ``"warning"``): constant indices outside their dimension but inside
+    the buffer, in the order of the text."""
     checker = _Checker(func.span)
     for _, buf in func.buffer_map:
         checker.add_root(buf)
     checker.visit(func.body)
+    return checker.warnings
 
 
 def fold(e: PrimExpr) -> int | None:
@@ -124,6 +129,7 @@ class _Checker(Visitor):
     def __init__(self, span: Span | None):
         self.roots: dict[int, tuple[Buffer, int, int]] = {}  # data var -> buffer, bit range
         self.where: list[Span | None] = [span]
+        self.warnings: list[Diagnostic] = []
 
     def span(self, node=None) -> Span | None:
         own = getattr(node, "span", None)
@@ -237,12 +243,30 @@ class _Checker(Visitor):
             raise Diagnostic(f"{what} buffer '{b.name}' {_shape_text(b)} at index "
                              f"{_index_text(ranges)}{where}: outside the buffer",
                              self.span(node))
+        self.check_dimensions(b, ranges, lo, hi, node, what)
         root = self.roots.get(id(b.data))
         if root is not None and root[0] is not b:
             bits = _storage_bits(b.dtype)
             self.check_memory(b, root, lo * bits, (hi + 1) * bits, node,
                               f"{what} buffer '{b.name}', a view of '{root[0].name}' "
                               f"{_shape_text(root[0])},")
+
+    def check_dimensions(self, b: Buffer, ranges, lo: int, hi: int, node, what: str) -> None:
+        """A warning where a constant index lies outside its dimension (the access is in
+        the buffer: :meth:`check_access` made sure)."""
+        if len(ranges) < 2:
+            return
+        for k, ((first, last), n) in enumerate(zip(ranges, b.shape)):
+            size = fold(n)
+            if size is not None and (first < 0 or last >= size):
+                index = first if first < 0 else last
+                reach = f"element {lo}" if lo == hi else f"elements {lo}..{hi}"
+                self.warnings.append(Diagnostic(
+                    f"{what} buffer '{b.name}' {_shape_text(b)} at index "
+                    f"{_index_text(ranges)}: index {index} is outside dimension {k} (extent "
+                    f"{size}); it reaches {reach}, inside the buffer", self.span(node),
+                    severity="warning"))
+                return
 
     def check_view(self, b: Buffer, call: Call) -> None:
         root, layout = self.roots.get(id(b.data)), _layout(b)

@@ -30,6 +30,11 @@ UnifyThreadBinding makes, a located error): TVM lifts a ``threadIdx.x`` loop of 
 nested in one of extent 32 into a single loop of extent 32, silently running the inner
 body on threads it was not written for, and UnifyThreadBinding never sees the two.
 
+Unlike TVM, a loop of the tag whose variable has another dtype than the lifted one (dlight
+binds an argmax's write-back to an int64 ``threadIdx.x`` after the reduction's int32 one)
+reads the lifted variable through a cast; TVM substitutes it as it is, leaving operators
+over two dtypes.
+
 Runs on block-level functions only (``s_tir`` or holding blocks): plain TIR passes
 through unchanged (its thread axes are read as written), where TVM would lift its loops too.
 
@@ -45,7 +50,7 @@ from typing import Any
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.visitor import contains_blocks
 from tirc.ir.equal import structural_equal
-from tirc.ir.expr import IntImm, PrimExpr, Var
+from tirc.ir.expr import Cast, IntImm, PrimExpr, Var
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import For, SeqStmt, seq
 from tirc.ir.visitor import Mutator, Visitor
@@ -102,7 +107,7 @@ class _FindAncestors(Visitor):
     def __init__(self) -> None:
         self.stack: list[For] = []
         self.tags: dict[str, _Lifted] = {}  # in the order their first loop finished
-        self.subst: dict[int, Var] = {}
+        self.subst: dict[int, PrimExpr] = {}
 
     expressions = False
 
@@ -127,13 +132,17 @@ class _FindAncestors(Visitor):
                 common += 1
             del lifted.path[common:]
         lifted.annotations.update(s.annotations)
-        self.subst[id(s.loop_var)] = lifted.var
+        # the lifted variable has the first loop's dtype; a loop of another dtype (dlight
+        # binds an int64 threadIdx.x after an int32 one) reads it through a cast
+        v = s.loop_var
+        self.subst[id(v)] = lifted.var if v.dtype == lifted.var.dtype else \
+            Cast(v.dtype, lifted.var, v.span)
 
 
 class _Lift(Mutator):
     def __init__(self) -> None:
         self.lift_into: dict[int, list[_Lifted]] = {}  # id(ancestor loop) -> loops, inner first
-        self.subst: dict[int, Var] = {}
+        self.subst: dict[int, PrimExpr] = {}
 
     def visit_SeqStmt(self, s: SeqStmt):
         # A removed thread loop leaves its body in the sequence; flatten it, as TVM does.
@@ -142,7 +151,7 @@ class _Lift(Mutator):
             return seq(new.stmts, s.span)
         return new
 
-    def visit_Var(self, v: Var) -> Var:
+    def visit_Var(self, v: Var) -> PrimExpr:
         return self.subst.get(id(v), v)
 
     def visit_For(self, s: For):

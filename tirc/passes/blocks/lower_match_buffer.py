@@ -30,7 +30,7 @@ from tirc.ir.stmt import BufferStore, For
 from tirc.ir.visitor import Mutator
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_ops import add, cast, imm, is_int, mul
-from tirc.passes.blocks.block_access_region import convert_region
+from tirc.passes.analysis.block_access_region import convert_region
 
 
 def lower_match_buffer(mod: IRModule, ctx=None) -> IRModule:

@@ -14,7 +14,7 @@ and one used across two loop nests stays where both see it. As in TVM's
 
 A buffer that lands on a loop gets a new iterator-free block ``""`` directly inside the
 loop; its regions are what its body touches of the buffers outside it, relaxed over the
-loops inside (:mod:`tirc.passes.blocks.block_access_region`). Every block's regions drop the
+loops inside (:mod:`tirc.passes.analysis.block_access_region`). Every block's regions drop the
 buffers allocated in it or below it.
 
 Precondition: LowerInitBlock ran. Guarantees: each allocating block is the LCA of the
@@ -32,7 +32,7 @@ from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AttrStmt, BufferStore, For, IterVar, Stmt
 from tirc.ir.visitor import Mutator, Visitor, walk
 from tirc.ir.dtype import BOOL
-from tirc.passes.blocks.block_access_region import block_read_write_regions
+from tirc.passes.analysis.block_access_region import block_read_write_regions
 from tirc.records import record
 
 

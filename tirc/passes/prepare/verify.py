@@ -11,7 +11,8 @@ from contextlib import contextmanager
 from tirc.diagnostics import Diagnostic, Span
 from tirc.ir.attrs import GLOBAL_SYMBOL, THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.buffer import access_dtype, SCOPES, Buffer, is_storage_scope
-from tirc.ir.expr import BufferLoad, Call, GlobalVar, IntImm, Let, PrimExpr, StringImm, Var
+from tirc.ir.expr import (BinOp, BufferLoad, Call, GlobalVar, IntImm, Let, PrimExpr, Select,
+                          StringImm, Var)
 from tirc.ir.function import IRModule, PrimFunc
 import re
 
@@ -25,10 +26,12 @@ from tirc.passes.analysis.constant_facts import check_function
 
 
 def verify(mod: IRModule, buildable_scopes: bool = True) -> IRModule:
-    """Raise a :class:`Diagnostic` for the first problem found; return ``mod`` unchanged.
+    """Raise a :class:`Diagnostic` for the first problem found; return ``mod``, with the
+    warnings found in its facts (``mod.facts.warnings``).
     Storage scopes must be TVM's; with ``buildable_scopes`` (the pipeline), also ones tirc
     builds (``tirc check`` and ``tirc print`` accept TVM's others, as ``local.L0A``)."""
     symbols: dict[str, str] = {}
+    warnings: list[Diagnostic] = []
     for name, func in mod.functions.items():
         if not func.private:
             symbol = func.attrs.get(GLOBAL_SYMBOL, name)
@@ -37,7 +40,14 @@ def verify(mod: IRModule, buildable_scopes: bool = True) -> IRModule:
                                  f"symbol '{symbol}'", func.span)
             symbols[symbol] = name
         _FunctionVerifier(mod, name, func, buildable_scopes).run()
-        check_function(func)  # constant division by zero, constant index out of bounds
+        # constant division by zero, constant index out of bounds; warnings: a constant
+        # index outside its dimension but inside the buffer
+        warnings += check_function(func)
+    if warnings:
+        from dataclasses import replace
+        from tirc.ir.facts import BuildWarning
+        mod = replace(mod, facts=mod.facts.with_warnings(
+            BuildWarning(w.message, w.span) for w in warnings))
     return mod
 
 
@@ -147,6 +157,20 @@ class _FunctionVerifier(Visitor):
             if id(v) in self.bound_somewhere:
                 self.error(f"variable '{v.name}' is used outside the scope that defines it")
             self.error(f"undefined variable '{v.name}'")
+
+    def visit_BinOp(self, e: BinOp) -> None:
+        # the front end types operators as TVM does; a pass that substitutes a variable of
+        # another dtype (an int64 loop variable by an int32 thread axis) breaks this
+        if e.a.dtype != e.b.dtype:
+            self.error(f"the operands of '{e.op}' have different dtypes: {e.a.dtype} and "
+                       f"{e.b.dtype}", e.span)
+        self.generic_visit(e)
+
+    def visit_Select(self, e: Select) -> None:
+        if e.true_value.dtype != e.false_value.dtype:
+            self.error(f"the values of T.Select have different dtypes: {e.true_value.dtype} "
+                       f"and {e.false_value.dtype}", e.span)
+        self.generic_visit(e)
 
     def visit_For(self, s: For):
         self.visit(s.min)

@@ -22,16 +22,23 @@ from tirc.passes.analysis.region_relax import (IntervalSet, cover_range, eval_in
                                       eval_set, from_range, union)
 
 
-def block_read_write_regions(block: SBlock, visible: dict[int, Buffer]):
-    """``(reads, writes)`` of ``block``: accesses of the buffers in ``visible`` (keyed by
-    ``id`` of their data pointer) only."""
+def block_read_write_regions(block: SBlock, visible: dict[int, Buffer], opaque_error=None):
+    """``(reads, writes)`` of ``block`` (its init, then its body): accesses of the buffers
+    in ``visible`` (keyed by ``id`` of their data pointer) only. A buffer accessed
+    opaquely is read and written whole; with ``opaque_error`` (a function of the buffer
+    returning an exception) it is that error instead, as for the regions TVM's parser
+    infers."""
     d = _Detector(visible)
     for m in block.match_buffers:
         if id(m.source.buffer.data) in d.visible:
             d.matches[id(m.buffer.data)] = m
             d.visible[id(m.buffer.data)] = m.buffer
+    if block.init is not None:
+        d.visit(block.init)
     d.visit(block.body)
     opaque = d.collect(d.opaque, ())
+    if opaque and opaque_error is not None:
+        raise opaque_error(opaque[0].buffer)
     excluded = tuple(r.buffer for r in opaque)
     writes = d.collect(d.writes, excluded)
     if block.init is not None:
