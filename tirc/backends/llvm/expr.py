@@ -35,6 +35,8 @@ from tirc.ir.expr import (
 from tirc.backends.host_faults import DIVISIONS as _DIVISIONS
 from tirc.backends.host_faults import division_hazards as _division_hazards
 from tirc.ir.index_arith import widen
+from tirc.ir.attrs import GLOBAL_SYMBOL
+from tirc.ir.visitor import walk
 
 _ICMP_S = {"eq": "==", "ne": "!=", "lt": "<", "le": "<=", "gt": ">", "ge": ">="}
 
@@ -116,7 +118,8 @@ class ExprLowering:
             return self.vars[id(v)]
         except KeyError:
             raise Diagnostic(f"variable '{v.name}' is used but never defined in function "
-                             f"'{self.name}'", v.span or self.func.span) from None
+                             f"'{self.name}'{_unbound_shape_hint(self.func, v)}",
+                             v.span or self.func.span) from None
 
     def expr_Let(self, e: Let) -> ir.Value:
         self.vars[id(e.var)] = self.expr(e.value)
@@ -502,3 +505,17 @@ def scalable_refusal(e) -> str:
     return (f"'{what}' of scalable vectors ({e.dtype}) is not supported: it would take the "
             "vector apart lane by lane, and its lane count is known only when the code runs")
 
+
+
+def _unbound_shape_hint(func, v: Var) -> str:
+    """Why a variable of a private function's buffer shape is undefined: only a packed
+    entry (a public function's) binds shape variables from the arrays it is given."""
+    if func.attrs.get(GLOBAL_SYMBOL) is not None:
+        return ""
+    for _, buf in func.buffer_map:
+        if any(n is v for d in buf.shape for n in walk(d)):
+            return (f": it is a shape variable of buffer '{buf.name}' of a private function "
+                    "(no global_symbol), and only a public function's packed entry binds "
+                    "shape variables from its arguments; make the function public (drop "
+                    f"private=True) or pass '{v.name}' as a scalar parameter")
+    return ""
