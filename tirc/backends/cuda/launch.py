@@ -46,8 +46,9 @@ from dataclasses import field
 from llvmlite import ir
 
 from tirc.backends.llvm import types as lt
-from tirc.backends.llvm.builder import Builder, fast_names, formatted_constant
+from tirc.backends.llvm.builder import formatted_constant
 from tirc.backends.llvm.text import bytes_constant
+from tirc.backends.llvm.launch_support import LauncherSupport
 from tirc.backends.llvm.llvmlite_compat import call_pointer, opaque, store_atomic
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import (C_API, LAUNCH_FLAGS, USE_COOPERATIVE_LAUNCH, USE_DYN_SHARED_MEMORY, USE_PDL,
@@ -189,10 +190,12 @@ def image_preference(archs: list[tuple[str, str]]) -> list[tuple[int, str, int, 
     return [item for _, item in sorted(order)]
 
 
-class CudaLauncher:
+class CudaLauncher(LauncherSupport):
     """The launch support of one host LLVM module, created at its first launch. When
     the module is one chunk of several (:mod:`tirc.backends.cpu.chunks`), the owner chunk defines it all
     and every other chunk only declares what its launches use."""
+
+    msg_bytes = MSG_BYTES
 
     def __init__(self, module, code: DeviceCode):
         self.module, self.code = module, code  # a ModuleLowering
@@ -231,37 +234,6 @@ class CudaLauncher:
                                             ir.ArrayType(PTR, MAX_DEVICES), 8)
         return self.funcs[name]
 
-    def _global(self, name: str, ty: ir.Type, align: int) -> ir.GlobalVariable:
-        g = ir.GlobalVariable(self.module.ir, ty, name)
-        g.align = align
-        if not self.declare_only:
-            g.linkage = self.module.ctx.module_wide(name)
-            g.initializer = ir.Constant(ty, None)
-        opaque(g, PTR)
-        return g
-
-    def _declare(self, name: str, ret: ir.Type, args: list[ir.Type], var_arg: bool = False) -> ir.Function:
-        return self.module.declare(name, ir.FunctionType(ret, args, var_arg=var_arg))
-
-    def _string(self, text: str) -> ir.Value:
-        return self.module.string(text)
-
-    def _helper(self, name: str, ret: ir.Type, args: list[ir.Type],
-                cold: bool = True) -> tuple[ir.Function, ir.IRBuilder | None]:
-        """A helper function and a builder for its body (None: only declared here);
-        ``cold``: run once per device or on failure (not so the launch helper)."""
-        f = ir.Function(self.module.ir, ir.FunctionType(ret, args), name)
-        fast_names(f)
-        if self.declare_only:
-            return f, None
-        f.linkage = self.module.ctx.module_wide(name)
-        f.attributes.add("nounwind")
-        f.attributes.add("noinline")
-        f.attributes.add("optnone")  # straight-line driver calls: not worth optimising
-        if cold:
-            f.attributes.add("cold")
-        return f, Builder(f.append_basic_block("entry"))
-
     def api_call(self, b: ir.IRBuilder, name: str, args: list[ir.Value]) -> ir.Value:
         """Call a driver entry point through the table (loaded before any call)."""
         slot = b.gep(self.api, [ir.Constant(I64, 0), ir.Constant(I64, _API_INDEX[name])],
@@ -277,14 +249,10 @@ class CudaLauncher:
         return b.gep(g, [ir.Constant(I64, 0), b.sext(index, I64) if index.type != I64 else index],
                      source_etype=ir.ArrayType(elem, MAX_DEVICES))
 
-    def _lock(self, b: ir.IRBuilder, what: str) -> None:
-        f = self._declare(f"pthread_mutex_{what}", I32, [PTR])
-        b.call(f, [self.mutex])
-
     def _error_helper(self) -> ir.Function:
         """``__tirc_cuda_error(status, what, msg)``: "WHAT failed: NAME (CUresult S)" into
         ``msg`` (MSG_BYTES)."""
-        f, b = self._helper("__tirc_cuda_error", ir.VoidType(), [I32, PTR, PTR])
+        f, b = self._helper("__tirc_cuda_error", ir.VoidType(), [I32, PTR, PTR], cold=True)
         if b is None:
             return f
         status, what, buf = f.args
@@ -308,15 +276,10 @@ class CudaLauncher:
         b.ret_void()
         return f
 
-    def _message(self, b: ir.IRBuilder, buf: ir.Value, fmt: str, args: list[ir.Value]) -> None:
-        snprintf = self._declare("snprintf", I32, [PTR, I64, PTR], var_arg=True)
-        b.call(snprintf, [buf, ir.Constant(I64, MSG_BYTES), self._string("%s"), self._string(fmt)]
-               if not args else [buf, ir.Constant(I64, MSG_BYTES), self._string(fmt), *args])
-
     def _driver_helper(self) -> ir.Function:
         """``__tirc_cuda_driver(msg)`` (mutex held): dlopen + dlsym + cuInit once; 0, or
         -1 with the message in ``msg``."""
-        f, b = self._helper("__tirc_cuda_driver", I32, [PTR])
+        f, b = self._helper("__tirc_cuda_driver", I32, [PTR], cold=True)
         if b is None:
             return f
         msg = f.args[0]
@@ -372,7 +335,7 @@ class CudaLauncher:
         module with several images (one per arch) loads the one that fits the device's
         compute capability (``image_preference``), or fails naming the capability and
         the archs it has."""
-        f, b = self._helper(f"__tirc_cuda_load{i}", I32, [I32, PTR])
+        f, b = self._helper(f"__tirc_cuda_load{i}", I32, [I32, PTR], cold=True)
         if b is None:
             return f
         dev, msg = f.args
@@ -494,7 +457,7 @@ class CudaLauncher:
         0, or -1 with the message in ``msg`` (``name``: the kernel's TIR name,
         ``symbol``: its entry). Every launch is a call of it."""
         args = [PTR, PTR, PTR, I32, PTR] + [I32] * 7 + [PTR, PTR, I32, PTR, PTR, PTR, PTR]
-        f, b = self._helper("__tirc_cuda_launch", I32, args, cold=False)
+        f, b = self._helper("__tirc_cuda_launch", I32, args)
         if b is None:
             return f
         names = ("funcs", "ready", "load", "dev", "stream", "gx", "gy", "gz", "bx", "by", "bz",
@@ -664,11 +627,6 @@ class CudaLauncher:
                     b.gep(attrs, item + [ir.Constant(I32, 2), ir.Constant(I64, 0)],
                           source_etype=array_t))
         return attrs
-
-    def _u32(self, fl, v: ir.Value) -> ir.Value:
-        if isinstance(v, ir.Constant) and isinstance(v.constant, int):
-            return ir.Constant(I32, v.constant & 0xFFFFFFFF)
-        return fl.int_cast(v, I32, signed=False) if v.type != I32 else v
 
     def _check_or_fail(self, fl, ok: ir.Value, message: ir.Value) -> None:
         """Unless ``ok``: RuntimeError ``message`` the way the function raises errors

@@ -36,7 +36,7 @@ from dataclasses import field
 from llvmlite import ir
 
 from tirc.backends.llvm import types as lt
-from tirc.backends.llvm.builder import Builder, fast_names
+from tirc.backends.llvm.launch_support import LauncherSupport
 from tirc.backends.llvm.llvmlite_compat import call_pointer, opaque
 from tirc.backends.llvm.text import bytes_constant
 from tirc.diagnostics import Diagnostic
@@ -146,9 +146,11 @@ def _arg_type(dtype: DataType) -> DataType:
     return DataType("int32") if dtype.is_bool else dtype
 
 
-class OpenCLLauncher:
+class OpenCLLauncher(LauncherSupport):
     """The launch support of one host LLVM module, created at its first launch; a chunk
     that is not the owner (:mod:`tirc.backends.cpu.chunks`) only declares it."""
+
+    msg_bytes = MSG_BYTES
 
     def __init__(self, module, code: OpenCLCode):
         self.module, self.code = module, code
@@ -186,31 +188,6 @@ class OpenCLLauncher:
                                                    ir.ArrayType(PTR, MAX_CONTEXTS), 8)
         return self.kernel_slots[name]
 
-    def _global(self, name: str, ty: ir.Type, align: int) -> ir.GlobalVariable:
-        g = ir.GlobalVariable(self.module.ir, ty, name)
-        g.align = align
-        if not self.declare_only:
-            g.linkage = self.module.ctx.module_wide(name)
-            g.initializer = ir.Constant(ty, None)
-        opaque(g, PTR)
-        return g
-
-    def _declare(self, name: str, ret: ir.Type, args: list[ir.Type], var_arg: bool = False):
-        return self.module.declare(name, ir.FunctionType(ret, args, var_arg=var_arg))
-
-    def _string(self, text: str) -> ir.Value:
-        return self.module.string(text)
-
-    def _helper(self, name: str, ret: ir.Type, args: list[ir.Type]):
-        f = ir.Function(self.module.ir, ir.FunctionType(ret, args), name)
-        fast_names(f)
-        if self.declare_only:
-            return f, None
-        f.linkage = self.module.ctx.module_wide(name)
-        for attr in ("nounwind", "noinline", "optnone"):
-            f.attributes.add(attr)
-        return f, Builder(f.append_basic_block("entry"))
-
     def api_call(self, b, name: str, args: list[ir.Value]) -> ir.Value:
         slot = b.gep(self.api, [ir.Constant(I64, 0), ir.Constant(I64, _API_INDEX[name])],
                      source_etype=ir.ArrayType(PTR, len(_API)))
@@ -220,14 +197,6 @@ class OpenCLLauncher:
 
     def _slot(self, b, g: ir.Value, index: ir.Value) -> ir.Value:
         return b.gep(g, [ir.Constant(I64, 0), index], source_etype=ir.ArrayType(PTR, MAX_CONTEXTS))
-
-    def _lock(self, b, what: str) -> None:
-        b.call(self._declare(f"pthread_mutex_{what}", I32, [PTR]), [self.mutex])
-
-    def _message(self, b, buf: ir.Value, fmt: str, args: list[ir.Value]) -> None:
-        snprintf = self._declare("snprintf", I32, [PTR, I64, PTR], var_arg=True)
-        b.call(snprintf, [buf, ir.Constant(I64, MSG_BYTES), self._string("%s"), self._string(fmt)]
-               if not args else [buf, ir.Constant(I64, MSG_BYTES), self._string(fmt), *args])
 
     def _error_helper(self) -> ir.Function:
         """``__tirc_ocl_error(status, what, msg)``: "WHAT failed: NAME (cl_int S)" into
@@ -554,8 +523,3 @@ class OpenCLLauncher:
             return ir.Constant(PTR, None)
         get_stream = fl.module.declare("TVMFFIEnvGetStream", ir.FunctionType(PTR, [I32, I32]))
         return fl.b.call(get_stream, [ir.Constant(I32, KDL_OPENCL), dev], name="stream")
-
-    def _u32(self, fl, v: ir.Value) -> ir.Value:
-        if isinstance(v, ir.Constant) and isinstance(v.constant, int):
-            return ir.Constant(I32, v.constant & 0xFFFFFFFF)
-        return fl.int_cast(v, I32, signed=False) if v.type != I32 else v
