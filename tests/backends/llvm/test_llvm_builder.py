@@ -10,7 +10,7 @@ from llvmlite import ir
 
 from conftest import ROOT, ids
 from tirc.backends.cpu import backend as cpu
-from tirc.backends.cuda import launch as cuda_launch
+from tirc.backends.llvm import launch_support
 from tirc.backends.llvm import lower as llvm_lower
 from tirc.backends.llvm import text as llvm_text
 from tirc.backends.cuda import nvptx
@@ -43,7 +43,7 @@ def _texts(path, tmp_path, monkeypatch, slow: bool) -> list[str]:
         for where in (cpu, nvptx):
             m.setattr(where, "module_text", keep)
         if slow:
-            for where in (llvm_lower, cuda_launch):
+            for where in (llvm_lower, launch_support):
                 m.setattr(where, "Builder", ir.IRBuilder)
                 m.setattr(where, "fast_names", lambda value: None)
             m.setattr(llvm_lower, "new_block", lambda f, name: f.append_basic_block(name))
