@@ -3,7 +3,7 @@ call-graph components side by side, and give the module the serial run gives, it
 functions in the same order."""
 from __future__ import annotations
 
-from tirc.backends.cpu.forked import run_forked
+from tirc.backends.forked import run_forked
 from tirc.frontend.parse import parse
 from tirc.ir.printer import print_module
 from tirc.passes.pipeline import PassContext, TimePasses, _balance, run_pipeline

@@ -241,7 +241,7 @@ def _passes(b: _Build) -> None:
     stop = b.opts.stop_after if b.opts.stop_after in names else None
     spread = None
     if b.opts.jobs > 1 and not b.opts.debug:
-        from tirc.backends.cpu.forked import run_forked
+        from tirc.backends.forked import run_forked
         spread = lambda tasks: run_forked(tasks, "pass group")  # noqa: E731
     b.mod = run_pipeline(b.read, PassContext(b.opts.target, b.opts.abi, b.opts.symbol_prefix), stop,
                          instruments, jobs=b.opts.jobs, spread=spread)

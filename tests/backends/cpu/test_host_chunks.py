@@ -1,5 +1,5 @@
 """The host object made in chunks side by side (``build(..., jobs=N)``, ``tirc build -j N``
-on one input: ``backends.cpu_chunks``, ``tirc.backends.cpu.forked``): how a module is cut, and that
+on one input: ``backends.cpu_chunks``, ``tirc.backends.forked``): how a module is cut, and that
 the object of N chunks does what the object of one does (packed and C ABI, CPU and CUDA
 modules, errors), with the module-wide state defined once."""
 from __future__ import annotations
@@ -21,7 +21,7 @@ from tirc.build.stages import build, split_module
 from tirc.build.options import bind_target_from
 from tirc.diagnostics import Diagnostic, InternalError
 from tirc.driver import cli
-from tirc.backends.cpu.forked import run_forked
+from tirc.backends.forked import run_forked
 from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
 
@@ -342,15 +342,15 @@ BAD_DEVICE = CUDA.replace("A[tx] = T.float32(0)",
 @pytest.fixture
 def forked_pids(monkeypatch):
     """The process ids of the children the build forks."""
-    import tirc.backends.cpu.forked
-    pids, fork = [], tirc.backends.cpu.forked._fork
+    import tirc.backends.forked
+    pids, fork = [], tirc.backends.forked._fork
 
     def recording(task):
         pid, fd = fork(task)
         pids.append(pid)
         return pid, fd
 
-    monkeypatch.setattr(tirc.backends.cpu.forked, "_fork", recording)
+    monkeypatch.setattr(tirc.backends.forked, "_fork", recording)
     return pids
 
 

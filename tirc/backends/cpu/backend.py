@@ -84,7 +84,7 @@ class Chunked:
                  name: str, device_code):
         from functools import partial
 
-        from tirc.backends.cpu.forked import Started
+        from tirc.backends.forked import Started
         self.triple = target_machine(target).triple  # before forking: LLVM set up once
         starts = [sum(len(s) for s in shares[:i]) for i in range(len(shares))]
         self.tasks = [partial(lower_chunks, share, mod, target, name, device_code, start)

@@ -17,7 +17,7 @@ optimised and emitted in several processes.
 * **Work.** Each chunk is lowered to LLVM IR, parsed, verified, optimised as a module
   of its own (``cpu.optimize``: the full pipeline and code generation level for a chunk
   with loops) and emitted as a relocatable object, chunk 0 in this process and the
-  others in forked ones (``tirc.backends.cpu.forked``). The objects are joined in order into the
+  others in forked ones (``tirc.backends.forked``). The objects are joined in order into the
   one host object (:mod:`tirc.backends.cpu.elf_join`, as ``ld -r`` would), the module-wide state made local
   again. No process ever holds the LLVM module of the whole: a 5,000-function module
   is never more than one chunk's IR and machine code at a time in each process.

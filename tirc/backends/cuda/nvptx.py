@@ -338,7 +338,7 @@ def _generate_chunked(mod: IRModule, target: Target, name: str, jobs: int,
     when it is not cut, or its chunks' texts do not join (``ptx_chunks.join``)."""
     from functools import partial
 
-    from tirc.backends.cpu.forked import run_forked
+    from tirc.backends.forked import run_forked
     from tirc.backends.cuda import ptx_chunks
     chunks = ptx_chunks.split(mod, jobs, frozenset(_MATH_OPS))
     if chunks is None:

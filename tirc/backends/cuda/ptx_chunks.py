@@ -1,7 +1,7 @@
 """The PTX of one device module made in chunks side by side (``tirc build -j N``): the
 kernels of a device module are compiled independently by LLVM's NVPTX backend, so
 runs of consecutive kernels can be lowered, optimised and printed in forked processes
-(:mod:`tirc.backends.cpu.forked`) and their PTX texts joined into the text the whole
+(:mod:`tirc.backends.forked`) and their PTX texts joined into the text the whole
 module gives.
 
 * **Chunks** (:func:`split`): only a module of kernels alone (no device subroutine,

@@ -1,5 +1,6 @@
 """Tasks of one build run side by side in forked processes (``tirc build -j N`` on one
-input: :mod:`tirc.backends.cpu.chunks`).
+input: the host object's chunks, :mod:`tirc.backends.cpu.chunks`; the device code's,
+:mod:`tirc.backends.cuda.ptx_chunks`; groups of the passes).
 
 The parent prepares every task before forking, so a child inherits what it works on
 and nothing is pickled to it; each child runs one task and sends its result back
