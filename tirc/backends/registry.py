@@ -172,6 +172,26 @@ class OpenCLBackend(Backend):
         return table
 
 
+class ROCmBackend(Backend):
+    kind, name, role = "rocm", "amdgpu", "device"
+    # TIR -> LLVM IR, its parse and check, LLVM's -O3, the object emitted, ld.lld's link
+    substages = ("lower", "parse-llvm", "optimize", "emit-object", "link")
+    device_formats = ("hsaco",)
+    doc = "AMD GPUs through LLVM's AMDGPU target (code objects, NAME.hsaco, linked by ld.lld)"
+
+    def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False):
+        from tirc.backends.rocm.device_stage import device_images
+        return device_images(devices, out, name, device_format, emit, line_info)
+
+    def launch_table(self, devices):
+        from tirc.backends.rocm.launch import HIPCode
+        from tirc.backends.cuda.nvptx import kernel_symbols
+        table = HIPCode()
+        for mod in devices.values():
+            table.expect(mod, kernel_symbols(mod))
+        return table
+
+
 class NVPTXBackend(CUDABackend):
     """TVM's ``nvptx`` kind: the cuda backend under its other name."""
 
@@ -183,3 +203,4 @@ register(CSourceBackend())
 register(CUDABackend())
 register(NVPTXBackend())
 register(OpenCLBackend())
+register(ROCmBackend())

@@ -1,0 +1,357 @@
+"""The AMDGPU device backend: the shared TIR -> LLVM lowering with an AMDGPU target
+context, optimised and emitted as an ELF relocatable object by llvmlite's AMDGPU target,
+then linked by ``ld.lld`` into a code object (:mod:`tirc.backends.rocm.link`).
+
+Device facts, all from the ``rocm`` target (nothing asks a GPU, nothing comes from a
+ROCm install):
+
+* triple ``amdgcn-amd-amdhsa``; the target machine's CPU is the target's ``mcpu``
+  (``gfx90a``), its features the target's ``mattr`` and, where ``thread_warp_size`` is
+  not the arch's wavefront size, ``+wavefrontsize32``/``+wavefrontsize64``;
+* kernels (``calling_conv`` 2) use the ``amdgpu_kernel`` calling convention: LLVM lays
+  their arguments out in the kernarg segment (pointers are 8 bytes, global memory,
+  address space 1; scalars at their natural alignment) and the code object's metadata
+  describes that layout to the HIP runtime, which packs the arguments of
+  ``hipModuleLaunchKernel``; a kernel whose ``threadIdx`` extents are constants gets
+  ``amdgpu-flat-work-group-size`` ``1,<its block size>``, any other
+  ``1,<max_num_threads>``; every other function is a device subroutine, an internal,
+  never-inlined function taking flat (generic, address space 0) pointers;
+* ``T.launch_thread`` axes read ``llvm.amdgcn.workitem.id.x``/``workgroup.id.x``/...;
+* allocations: scope ``shared`` is a static LDS array (an addrspace(3) global; its
+  bytes are the kernel's ``group_segment_fixed_size``), ``shared.dyn`` the module's one
+  external zero-length LDS array (``buf_dyn_shmem``, sized at launch), anything else a
+  per-thread ``alloca`` in the private address space 5, used through a flat pointer
+  (LLVM's InferAddressSpaces turns its accesses back into private ones);
+* ``T.tvm_storage_sync("shared")`` is ``__syncthreads()`` as HIP writes it: a
+  workgroup-scope release fence, ``s_barrier`` (``llvm.amdgcn.s.barrier``), a
+  workgroup-scope acquire fence; ``"warp"`` is a wavefront-scope fence (a wavefront
+  runs in lockstep); the wavefront shuffles are in :mod:`tirc.backends.rocm.warp`; a
+  failed assertion traps (``s_trap``);
+* an integer division by a divisor not proven nonzero gives set values (x / 0 is -1,
+  x % 0 is x, INT_MIN / -1 wraps), as on NVPTX;
+* math: LLVM intrinsics the AMDGPU backend lowers to instructions — float32 and float16
+  exp, exp2, exp10, log, log2, log10, pow, sin, cos, sqrt; float64 only sqrt; and for
+  all three floor, ceil, trunc, round/nearbyint, fabs, fma, copysign — and expansions of
+  our own for tanh (TVM's numerically stable form), erf (a rational approximation,
+  relative error below 1.2e-7), tan, sinh and cosh of float32/float16. TVM links ROCm's
+  device libraries (ocml) for the rest; tirc links nothing, so any other math function
+  (float64 exp, atan, ...) is a located error naming the target. C math names in
+  extern calls (``expf``, ``__expf``, ``hexp``, ``exp``) are the TIR functions they
+  compute; any other extern name is a located error.
+"""
+from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+
+from llvmlite import binding as llvm
+from llvmlite import ir
+
+from tirc.backends.llvm import types as lt
+from tirc.backends.llvm.context import LLVM_MATH, LLVMTargetContext, init_llvm
+from tirc.backends.llvm.lower import ModuleLowering
+from tirc.backends.llvm.llvmlite_compat import opaque, private_alloca
+from tirc.backends.llvm.text import module_text
+from tirc.backends.rocm.warp import lower_warp_call
+from tirc.diagnostics import Diagnostic
+from tirc.ir import ptx_ops
+from tirc.ir.attrs import NOALIAS_KEYS, is_kernel
+from tirc.ir.buffer import SHARED_SCOPES
+from tirc.ir.dtype import DataType
+from tirc.ir.expr import Call, StringImm
+from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.stmt import AttrStmt, IterVar
+from tirc.ir.attrs import THREAD_EXTENT
+from tirc.records import record
+from tirc.target.kinds import Target, rocm_features
+from tirc.backends.cuda.nvptx import kernel_symbols, max_threads
+
+TRIPLE = "amdgcn-amd-amdhsa"
+FLAT, GLOBAL, LDS, PRIVATE = 0, 1, 3, 5  # AMDGPU address spaces
+DYN_SHMEM = "buf_dyn_shmem"
+_INTRINSIC = {"threadIdx": "workitem", "blockIdx": "workgroup"}
+# math the AMDGPU backend lowers to instructions, by element type
+_NATIVE_ANY = {"floor", "ceil", "trunc", "round", "nearbyint", "fabs", "fma", "copysign", "sqrt"}
+_NATIVE_F32 = _NATIVE_ANY | {"exp", "exp2", "exp10", "log", "log2", "log10", "pow", "sin", "cos"}
+_NATIVE = {"float32": _NATIVE_F32, "float16": _NATIVE_F32, "float64": _NATIVE_ANY}
+_EXPANDED = {"tanh", "erf", "tan", "sinh", "cosh"}  # float32/float16, here
+# what the shared lowering composes some functions of (tirc.backends.llvm.intrin._math)
+_COMPOSED_OF = {"sigmoid": "exp", "rsqrt": "sqrt", "ldexp": "exp2"}
+MATH_OPS = frozenset(("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
+                      "sin", "cos", "tan", "sinh", "cosh", "tanh", "asin", "acos", "atan",
+                      "asinh", "acosh", "atanh", "erf", "sigmoid", "floor", "ceil", "round",
+                      "trunc", "nearbyint", "fabs", "pow", "atan2", "hypot", "copysign",
+                      "nextafter", "fmod", "ldexp", "fma"))
+# C and CUDA math names of extern calls -> the TIR function they compute
+_EXTERN_ARITY = {"pow": 2, "atan2": 2, "hypot": 2, "copysign": 2, "fmod": 2, "nextafter": 2,
+                 "ldexp": 2, "fma": 3}
+_CUDA_RENAMES = {"rint": "nearbyint", "fdividef": None, "saturatef": None}
+
+
+def target_machine(target: Target) -> llvm.TargetMachine:
+    init_llvm()
+    return llvm.Target.from_triple(TRIPLE).create_target_machine(
+        cpu=str(target.get("mcpu")), features=rocm_features(target), opt=3, reloc="pic")
+
+
+def extern_math(name: str) -> str | None:
+    """The TIR math function a C or CUDA math name of an extern call computes
+    (``expf``, ``exp``, ``__expf``, ``hexp``, ``rintf``), or None."""
+    base = name
+    if base.startswith("__ocml_"):
+        base = base[len("__ocml_"):].rsplit("_f", 1)[0]
+    elif base.startswith("__nv_"):
+        base = base[len("__nv_"):]
+    elif base.startswith("__"):
+        base = base[2:]
+    candidates = [base]
+    if base.endswith("f"):
+        candidates.append(base[:-1])
+    if base.startswith("h"):
+        candidates.append(base[1:])
+    for c in candidates:
+        c = _CUDA_RENAMES.get(c, c) if c in _CUDA_RENAMES else c
+        if c is not None and c in MATH_OPS:
+            return c
+    return None
+
+
+class AMDGPUContext(LLVMTargetContext):
+    global_addrspace = GLOBAL
+    float_flags = ("contract",)  # v_fma, as hipcc's default -ffp-contract=fast-honor-pragmas
+    division_fails = False  # the GPU does not trap on x / 0 (llvm_expr.division_guard)
+    byte_atomics = False
+    private_local = True
+
+    def __init__(self, target: Target):
+        self.machine = target_machine(target)
+        super().__init__(target, TRIPLE, str(self.machine.target_data))
+        self.work_group_sizes: dict[str, int] = {}  # kernel symbol -> its largest block
+
+    def pointer(self, scope: str = "global") -> ir.PointerType:
+        space = {"shared": LDS, "shared.dyn": LDS, "local": FLAT,
+                 "generic": FLAT}.get(scope, GLOBAL)
+        return lt.pointer_type(space)
+
+    def param_pointer(self, func: PrimFunc) -> ir.PointerType:
+        return self.pointer("global" if is_kernel(func) else "generic")
+
+    # -- functions --------------------------------------------------------------------
+    def is_exported(self, func: PrimFunc) -> bool:
+        return is_kernel(func)
+
+    def decorate(self, llfunc: ir.Function, func: PrimFunc) -> None:
+        llfunc.attributes.add("nounwind")
+        if not is_kernel(func):
+            llfunc.linkage = "internal"
+            llfunc.attributes.add("noinline")
+            return
+        if func.ret_type is not None and not func.ret_type.is_void:
+            raise Diagnostic(f"kernel '{llfunc.name}' returns a value", func.span)
+        llfunc.linkage = "external"
+        llfunc.calling_convention = "amdgpu_kernel"
+        if any(func.attrs.get(k) for k in NOALIAS_KEYS):
+            for arg in llfunc.args:
+                if isinstance(arg.type, ir.PointerType):
+                    arg.add_attribute("noalias")
+        bounds = max_threads(func)
+        most = int(self.target.get("max_num_threads") or 256)
+        if bounds is not None:
+            most = bounds[0] * bounds[1] * bounds[2]
+            if most > 1024:
+                raise Diagnostic(f"kernel '{llfunc.name}' has {most} work-items a workgroup; "
+                                 "an AMD GPU runs at most 1024 (target rocm)", func.span)
+        self.work_group_sizes[llfunc.name] = max(most, 1)
+
+    def finish_text(self, text: str) -> str:
+        """The module's text with each kernel's ``amdgpu-flat-work-group-size`` (llvmlite
+        has no string function attributes)."""
+        def attrs(m: re.Match) -> str:
+            size = self.work_group_sizes.get(m.group(1).strip('"'))
+            if size is None:
+                return m.group(0)
+            return f'{m.group(0)} "amdgpu-flat-work-group-size"="1,{size}"'
+
+        return re.sub(r'^define external amdgpu_kernel void @("[^"]+"|[\w.$]+)\(.*$',
+                      attrs, text, flags=re.M)
+
+    # -- math -------------------------------------------------------------------------
+    def math(self, name: str, dtype_base: str) -> tuple[str, str] | None:
+        if name in _NATIVE.get(dtype_base, ()):
+            return "llvm", "llvm.exp10" if name == "exp10" else LLVM_MATH[name]
+        return None
+
+    def extern_symbol(self, name: str, call: Call) -> str:
+        raise Diagnostic(f"unknown extern function '{name}' on target rocm: device code links "
+                         "no library (C math names such as expf are the AMDGPU backend's "
+                         "own math)", call.span)
+
+    # -- hooks ------------------------------------------------------------------------
+    def allocate_buffer(self, fl, buf, nbytes, const_bytes, elem, count):
+        scope, m = buf.scope, fl.module.ir
+        if scope == "shared.dyn":
+            g = m.globals.get(DYN_SHMEM)
+            if g is None:
+                g = ir.GlobalVariable(m, ir.ArrayType(lt.I8, 0), DYN_SHMEM, addrspace=LDS)
+                g.linkage, g.align = "external", 16
+                opaque(g, self.pointer("shared.dyn"))
+            return g, 16, False
+        if const_bytes is None:
+            raise Diagnostic(f"buffer '{buf.name}' (scope '{scope}') needs a constant size in "
+                             "device code (target rocm)", buf.span or fl.func.span)
+        if scope == "shared":
+            ty = ir.ArrayType(elem, count)
+            g = ir.GlobalVariable(m, ty, m.get_unique_name(f"{fl.llfunc.name}_{buf.name}"),
+                                  addrspace=LDS)
+            g.linkage, g.align, g.initializer = "internal", 16, ir.Constant(ty, ir.Undefined)
+            opaque(g, self.pointer("shared"))
+            return g, 16, False
+        assert scope.startswith("local"), scope
+        return private_alloca(fl, elem, max(count, 1), buf.name, 16, PRIVATE,
+                              self.pointer("local")), 16, False
+
+    def lower_attr(self, fl, s: AttrStmt) -> bool:
+        if s.key != THREAD_EXTENT or not isinstance(s.node, IterVar):
+            return False
+        axis, _, dim = s.node.thread_tag.partition(".")
+        if axis not in _INTRINSIC or dim not in ("x", "y", "z"):
+            raise Diagnostic(f"unknown thread axis '{s.node.thread_tag}'", s.span)
+        fn = fl.module.declare(f"llvm.amdgcn.{_INTRINSIC[axis]}.id.{dim}",
+                               ir.FunctionType(lt.I32, []))
+        var = s.node.var
+        fl.vars[id(var)] = fl.int_cast(fl.b.call(fn, [], name=var.name),
+                                       ir.IntType(var.dtype.bits), signed=False)
+        fl.stmt(s.body)
+        return True
+
+    def lower_call(self, fl, call: Call) -> ir.Value | None:
+        if ptx_ops.is_ptx(call.op):
+            raise Diagnostic(f"T.{call.op} is a PTX instruction of CUDA device code: it has no "
+                             "AMDGPU form (target rocm)", call.span)
+        if call.op == "tvm_storage_sync":
+            scope = call.args[0].value if call.args and isinstance(call.args[0], StringImm) else ""
+            if scope in SHARED_SCOPES:
+                fl.b.fence("release", "workgroup")
+                fl.b.call(fl.module.declare("llvm.amdgcn.s.barrier",
+                                            ir.FunctionType(ir.VoidType(), [])), [])
+                fl.b.fence("acquire", "workgroup")
+            elif scope == "warp":
+                fl.b.fence("acq_rel", "wavefront")
+            else:
+                raise Diagnostic(f"T.tvm_storage_sync(\"{scope}\") is not supported on target "
+                                 "rocm", call.span)
+            return ir.Constant(lt.I32, 0)
+        warp = lower_warp_call(fl, call)
+        if warp is not None:
+            return warp
+        if call.op in ("call_pure_extern", "call_extern") and call.args \
+                and isinstance(call.args[0], StringImm):
+            return self.extern_call(fl, call)
+        if call.op in MATH_OPS and call.dtype.is_float:
+            return self.math_call(fl, call)
+        return None
+
+    def extern_call(self, fl, call: Call) -> ir.Value:
+        name = call.args[0].value
+        op = extern_math(name)
+        args = call.args[1:]
+        if op is None or not call.dtype.is_float or len(args) != _EXTERN_ARITY.get(op, 1):
+            self.extern_symbol(name, call)
+        return fl.expr(Call(call.dtype, op, tuple(args), span=call.span))
+
+    def math_call(self, fl, call: Call) -> ir.Value | None:
+        """Our expansions; a located error for what neither the backend nor they give;
+        None: the shared lowering's (an intrinsic the backend lowers)."""
+        base = call.dtype.base
+        if call.op in _EXPANDED and base in ("float32", "float16"):
+            return expand(fl, call)
+        need = _COMPOSED_OF.get(call.op, call.op)
+        if self.math(need, base) is None:
+            raise Diagnostic(f"T.{call.op} of {call.dtype} is not available on target rocm: "
+                             "the AMDGPU backend has no instruction for it and tirc links no "
+                             "device library (TVM links ROCm's ocml)", call.span)
+        return None
+
+    def raise_error(self, fl, kind, message) -> None:
+        fl.b.call(fl.module.declare("llvm.trap", ir.FunctionType(ir.VoidType(), [])), [])
+
+
+def expand(fl, call: Call) -> ir.Value:
+    """tanh, erf, tan, sinh, cosh of float32/float16 from exp, sin and cos, computed in
+    float32 (float16 rounded at the end)."""
+    d = call.dtype
+    f32 = DataType("float32", d.lanes)
+    x = fl.convert(fl.expr(call.args[0]), call.args[0].dtype, f32, call.span)
+    b = fl.b
+
+    def c(v: float) -> ir.Value:
+        return lt.const(f32, v, fl.ctx.pointer())
+
+    def exp(v: ir.Value) -> ir.Value:
+        return fl.math("exp", "float32", [v])
+
+    op = call.op
+    if op == "tanh":  # TVM's DispatchNumericalStableTanh
+        en, ep = exp(b.fmul(c(-2.0), x)), exp(b.fmul(c(2.0), x))
+        pos = b.fdiv(b.fsub(c(1.0), en), b.fadd(c(1.0), en))
+        neg = b.fdiv(b.fsub(ep, c(1.0)), b.fadd(ep, c(1.0)))
+        r = b.select(b.fcmp_ordered(">=", x, c(0.0)), pos, neg)
+    elif op == "erf":  # Numerical Recipes' erfc: |relative error| < 1.2e-7
+        z = fl.math("fabs", "float32", [x])
+        t = b.fdiv(c(1.0), b.fadd(c(1.0), b.fmul(c(0.5), z)))
+        poly = c(0.17087277)
+        for k in (-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806,
+                  0.09678418, 0.37409196, 1.00002368, -1.26551223):
+            poly = b.fadd(c(k), b.fmul(t, poly))
+        erfc = b.fmul(t, exp(b.fadd(b.fneg(b.fmul(z, z)), poly)))
+        r = fl.math("copysign", "float32", [b.fsub(c(1.0), erfc), x])
+    elif op == "tan":
+        r = b.fdiv(fl.math("sin", "float32", [x]), fl.math("cos", "float32", [x]))
+    else:  # sinh, cosh
+        ep, en = exp(x), exp(b.fneg(x))
+        r = b.fmul(c(0.5), b.fsub(ep, en) if op == "sinh" else b.fadd(ep, en))
+    return fl.convert(r, f32, d, call.span)
+
+
+@record(frozen=True)
+class DeviceObject:
+    """What the AMDGPU backend makes of a device module before linking."""
+
+    obj: bytes  # the ELF relocatable object
+    llvm_ir: str  # the optimised module ("" unless asked for)
+    asm: str  # the AMDGPU assembly ("" unless asked for)
+    arch: str  # gfx90a
+    kernels: tuple[str, ...]  # entry symbols, in module order
+
+
+def lower_to_llvm(mod: IRModule, target: Target, name: str = "module") -> tuple[str, AMDGPUContext]:
+    """The device module as LLVM IR text, before optimisation."""
+    ctx = AMDGPUContext(target)
+    lowering = ModuleLowering(mod, ctx, name)
+    return ctx.finish_text(module_text(lowering.lower())), ctx
+
+
+def generate(mod: IRModule, target: Target, name: str = "module", keep_ir: bool = False,
+             keep_asm: bool = False, timed=None) -> DeviceObject:
+    """The relocatable object of ``mod``; ``timed(substage)``: a context that times each
+    sub-stage (``DeviceOutputs.timed``)."""
+    timed = timed or _untimed
+    with timed("lower"):
+        text, ctx = lower_to_llvm(mod, target, name)
+    with timed("parse-llvm"):
+        parsed = llvm.parse_assembly(text)
+        parsed.verify()
+    with timed("optimize"):
+        pb = llvm.create_pass_builder(ctx.machine,
+                                      llvm.create_pipeline_tuning_options(speed_level=3))
+        pb.getModulePassManager().run(parsed, pb)
+    with timed("emit-object"):
+        obj = ctx.machine.emit_object(parsed)
+        asm = ctx.machine.emit_assembly(parsed) if keep_asm else ""
+    return DeviceObject(obj, str(parsed) if keep_ir else "", asm, str(target.get("mcpu")),
+                        kernel_symbols(mod))
+
+
+@contextmanager
+def _untimed(substage: str):
+    yield
