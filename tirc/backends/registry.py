@@ -184,8 +184,8 @@ class ROCmBackend(Backend):
         return device_images(devices, out, name, device_format, emit, line_info)
 
     def launch_table(self, devices):
+        from tirc.backends.rocm.amdgpu import kernel_symbols
         from tirc.backends.rocm.launch import HIPCode
-        from tirc.backends.cuda.nvptx import kernel_symbols
         table = HIPCode()
         for mod in devices.values():
             table.expect(mod, kernel_symbols(mod))

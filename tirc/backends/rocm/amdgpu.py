@@ -55,16 +55,17 @@ from tirc.backends.llvm.text import module_text
 from tirc.backends.rocm.warp import lower_warp_call
 from tirc.diagnostics import Diagnostic
 from tirc.ir import ptx_ops
-from tirc.ir.attrs import NOALIAS_KEYS, is_kernel
+from tirc.ir.attrs import GLOBAL_SYMBOL, NOALIAS_KEYS, is_kernel
 from tirc.ir.buffer import SHARED_SCOPES
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call, StringImm
 from tirc.ir.function import IRModule, PrimFunc
+from tirc.ir.expr import IntImm
 from tirc.ir.stmt import AttrStmt, IterVar
 from tirc.ir.attrs import THREAD_EXTENT
+from tirc.ir.visitor import walk
 from tirc.records import record
 from tirc.target.kinds import Target, rocm_features
-from tirc.backends.cuda.nvptx import kernel_symbols, max_threads
 
 TRIPLE = "amdgcn-amd-amdhsa"
 FLAT, GLOBAL, LDS, PRIVATE = 0, 1, 3, 5  # AMDGPU address spaces
@@ -116,6 +117,27 @@ def extern_math(name: str) -> str | None:
     return None
 
 
+def kernel_symbols(mod: IRModule) -> tuple[str, ...]:
+    """The entry symbols of ``mod``'s kernels, in module order, known before they are
+    compiled."""
+    return tuple(str(f.attrs.get(GLOBAL_SYMBOL, n)) for n, f in mod.functions.items()
+                 if is_kernel(f))
+
+
+def work_group_size(func: PrimFunc) -> int | None:
+    """The work-items of one workgroup when every ``threadIdx`` extent is a constant."""
+    dims = {"x": 1, "y": 1, "z": 1}
+    for node in walk(func.body):
+        if isinstance(node, AttrStmt) and node.key == THREAD_EXTENT and isinstance(node.node, IterVar):
+            axis, _, dim = node.node.thread_tag.partition(".")
+            if axis != "threadIdx":
+                continue
+            if not isinstance(node.value, IntImm):
+                return None
+            dims[dim] = node.value.value
+    return dims["x"] * dims["y"] * dims["z"]
+
+
 class AMDGPUContext(LLVMTargetContext):
     global_addrspace = GLOBAL
     float_flags = ("contract",)  # v_fma, as hipcc's default -ffp-contract=fast-honor-pragmas
@@ -154,10 +176,10 @@ class AMDGPUContext(LLVMTargetContext):
             for arg in llfunc.args:
                 if isinstance(arg.type, ir.PointerType):
                     arg.add_attribute("noalias")
-        bounds = max_threads(func)
+        size = work_group_size(func)
         most = int(self.target.get("max_num_threads") or 256)
-        if bounds is not None:
-            most = bounds[0] * bounds[1] * bounds[2]
+        if size is not None:
+            most = size
             if most > 1024:
                 raise Diagnostic(f"kernel '{llfunc.name}' has {most} work-items a workgroup; "
                                  "an AMD GPU runs at most 1024 (target rocm)", func.span)
