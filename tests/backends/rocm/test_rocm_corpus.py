@@ -8,7 +8,14 @@ CUDA one's, tested with the samples in test_rocm_launch.py.
 
 Each module gives one code object that ld.lld linked (an ELF shared object for AMDGPU)
 whose AMDHSA metadata lists exactly the kernels the manifest states, with the manifest's
-LDS sizes and kernarg sizes; or a located error that REFUSED expects."""
+LDS sizes and kernarg sizes; or a located error that REFUSED expects.
+
+And side by side with TVM 0.27 (tests/corpus/rocm_tvm, printed by gen_rocm_tvm.py: TVM's
+``target.build.rocm`` needs ROCm's device bitcode, so TVM's lowered device modules are
+compared, taken through ``tvm.tirx.build``'s steps short of code generation): the same
+kernels, the same argument sizes (8-byte pointers, scalars at their size), and LDS as
+LLVM lays TVM's static shared buffers out (each at a 16-byte boundary), but where
+LDS_DIFFERS says why not."""
 from __future__ import annotations
 
 import json
@@ -53,6 +60,56 @@ UNDEFINED_KERNELS = [f"lowered_{m}" for m in (
     "vector_add_05_device_finalized")]
 
 
+TVM = {e["name"]: e for e in json.loads((TESTS / "corpus" / "rocm_tvm" / "index.json").read_text())
+       if "kernels" in e}
+# Where tirc's LDS is smaller than TVM's buffers laid out, and why
+_DEAD = ("the reduction's second result (the max beside the argmax) is never read: LLVM "
+         "drops its LDS array")
+LDS_DIFFERS = {
+    **{f"argmax_{kind}_{i}_{v}": _DEAD for kind in ("dlight", "warp", "tree")
+       for i in ("i32", "i64") for v in ("float32", "float16", "int32")},
+    "argmax_relax_dlight": _DEAD,
+    "dl_gpu_matmul": "tirc sizes a flattened strided tile to its last element + 1 (574 and "
+                     "1150 floats), TVM to its padded shape (576 and 1152)",
+    "dl_gpu_matmul_dyn": "as dl_gpu_matmul",
+    "cuda_intrinsics_sync": "its shared array is never read: LLVM drops it",
+}
+
+
+def _param_bytes(dtype: str) -> int:
+    from tirc.ir.dtype import DataType
+    if dtype == "handle":
+        return 8
+    d = DataType(dtype)
+    return d.bits * d.lanes // 8
+
+
+def _tvm_lds(shared: list) -> int:
+    """TVM's static shared buffers as LLVM lays them out: each at a 16-byte boundary."""
+    end = 0
+    for _, size in shared:
+        end = (end + 15) // 16 * 16 + size
+    return end
+
+
+def compare_with_tvm(name: str, kernels: list[dict]) -> bool:
+    """Whether ``name`` has TVM's figures; a failed assertion where they differ."""
+    theirs = TVM.get(name)
+    if theirs is None:
+        return False
+    tk = {k["symbol"]: k for k in theirs["kernels"]}
+    assert sorted(tk) == sorted(k["symbol"] for k in kernels), name
+    for k in kernels:
+        t = tk[k["symbol"]]
+        assert [a["size"] for a in k["rocm"]["args"]] == [_param_bytes(d) for d in t["params"]], \
+            (name, k["symbol"])
+        if name in LDS_DIFFERS:
+            assert k["rocm"]["lds_bytes"] < _tvm_lds(t["shared"]), (name, k["symbol"])
+        else:
+            assert k["rocm"]["lds_bytes"] == _tvm_lds(t["shared"]), (name, k["symbol"])
+    return True
+
+
 def _cases():
     for root, entry in expected_cases():
         yield entry["name"], (root / f"{entry['name']}.tir").read_text(), "simt/sblock"
@@ -82,7 +139,7 @@ def test_every_cuda_module_of_the_corpora_builds_for_rocm_or_is_refused_by_name(
     from tirc.build.stages import build
     from tirc.diagnostics import CompileError, Diagnostic
     built: dict[str, int] = {}
-    refused, unbuilt, lds_kernels = [], [], 0
+    refused, unbuilt, lds_kernels, compared = [], [], 0, []
     for name, text, corpus in _cases():
         try:
             result = build(text, ROCM, None, tmp_path, name, filename=f"{name}.tir",
@@ -101,6 +158,8 @@ def test_every_cuda_module_of_the_corpora_builds_for_rocm_or_is_refused_by_name(
             assert set(images) == {f"{name}.hsaco"}, name
             check_code_object(images[f"{name}.hsaco"], kernels, name)
             lds_kernels += sum(k["rocm"]["lds_bytes"] > 0 for k in kernels)
+            if name not in UNDEFINED_KERNELS and compare_with_tvm(name, kernels):
+                compared.append(name)
         built[corpus] = built.get(corpus, 0) + 1
     assert sorted(refused) == sorted(REFUSED)
     # modules TVM printed after SplitHostDevice launch kernels they do not define: a full
@@ -113,3 +172,7 @@ def test_every_cuda_module_of_the_corpora_builds_for_rocm_or_is_refused_by_name(
     assert built == {"samples": 6, "tvm": 29, "tvm_tests": 115, "simt/sblock": 44,
                      "bench": 4}, built
     assert lds_kernels >= 40, lds_kernels
+    # TVM built 183 of these to device modules (not the samples it refuses, the bench
+    # workloads, nor the modules whose kernels are not defined); every one compared
+    assert len(compared) == 183, len(compared)
+    assert set(LDS_DIFFERS) <= set(compared)
