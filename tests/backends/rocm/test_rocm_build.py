@@ -204,3 +204,11 @@ def test_a_bad_rocm_option_in_the_text_is_located(tmp_path):
     assert r.exit_code == 1
     assert f"{src}:5:37: error: invalid target: invalid value 'gfx12' for option 'mcpu' of " \
            "'rocm'" in r.output
+
+
+def test_tirc_run_says_it_has_no_rocm_device():
+    r = run("run", ROOT / "samples" / "vector_add.tir", "--target", "rocm", "--dim", "n=100",
+            "--random")
+    assert r.exit_code == 1
+    assert "'vector_add' is compiled for an AMD GPU (rocm (host llvm)): tirc run has no ROCm " \
+           "device" in r.output
