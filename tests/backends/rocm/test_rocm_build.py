@@ -212,3 +212,48 @@ def test_tirc_run_says_it_has_no_rocm_device():
     assert r.exit_code == 1
     assert "'vector_add' is compiled for an AMD GPU (rocm (host llvm)): tirc run has no ROCm " \
            "device" in r.output
+
+
+CMAKE_PROJECT = """
+cmake_minimum_required(VERSION 3.20)
+project(rocm_sample LANGUAGES C)
+find_package(tirc REQUIRED)
+tirc_add_library(amd_kernels SOURCES ${CMAKE_CURRENT_SOURCE_DIR}/vector_add.tir
+                 TARGET "rocm -mcpu=gfx90a" HOST llvm)
+add_executable(sample main.c)
+target_link_libraries(sample PRIVATE amd_kernels)
+"""
+CMAKE_MAIN = r"""
+#include <stdio.h>
+#include "vector_add.h"
+int main(void) {
+  float a[4] = {1, 2, 3, 4}, b[4] = {1, 1, 1, 1}, c[4];
+  if (vector_add(a, b, c, 4) != 0) printf("vector_add failed: %s\n", vector_add_last_error());
+  else printf("vector_add ran\n");
+  return 0;
+}
+"""
+
+
+def test_a_cmake_project_builds_and_links_a_rocm_module(tmp_path):
+    """tirc_add_library with a rocm TARGET: the code object beside the object, the program
+    links without ROCm and its launch fails cleanly where there is no HIP runtime."""
+    from test_cmake import CMAKE, _project, _run, tool
+    if CMAKE is None or tool("ninja") is None or tool("cc") is None:
+        pytest.skip("cmake, ninja or a C compiler is missing")
+    _project(tmp_path)  # writes tmp_path/tirc, this checkout's tirc
+    src = tmp_path / "proj"
+    src.mkdir()
+    (src / "CMakeLists.txt").write_text(CMAKE_PROJECT)
+    (src / "main.c").write_text(CMAKE_MAIN)
+    shutil.copy(ROOT / "samples" / "vector_add.tir", src / "vector_add.tir")
+    build = tmp_path / "build"
+    _run(CMAKE, "-S", src, "-B", build, "-G", "Ninja", f"-Dtirc_DIR={ROOT / 'tirc' / 'cmake'}",
+         f"-DTIRC_EXECUTABLE={tmp_path / 'tirc'}")
+    _run(CMAKE, "--build", build)
+    out = build / "tirc" / "amd_kernels"
+    assert sorted(p.name for p in out.iterdir()) == [
+        "vector_add.d", "vector_add.h", "vector_add.hsaco", "vector_add.json", "vector_add.o"]
+    ran = _run(build / "sample").stdout
+    assert ran == "vector_add ran\n" or ran.startswith(
+        "vector_add failed: RuntimeError: the HIP runtime (libamdhip64.so) could not be loaded")
