@@ -220,8 +220,8 @@ class HIPLauncher(LauncherSupport):
             reason = b.call(self._declare("dlerror", PTR, []), [])
             reason = b.select(b.icmp_unsigned("==", reason, ir.Constant(PTR, None)),
                               self._string("not found"), reason)
-            self._message(b, msg, NO_RUNTIME + " (%s); GPU functions need ROCm's HIP runtime",
-                          [reason])
+            self._message(b, msg, NO_RUNTIME + f" (tried {', '.join(RUNTIMES)}; the last: %s); "
+                          "GPU functions need ROCm's HIP runtime", [reason])
             b.ret(ir.Constant(I32, -1))
         dlsym = self._declare("dlsym", PTR, [PTR, PTR])
         for i, name in enumerate(_API):
