@@ -44,9 +44,11 @@ class Backend:
         return None
 
     def device_images(self, devices: dict, out, name: str, *, device_format: str,
-                      emit: tuple[str, ...] = (), line_info: bool = False) -> DeviceOutputs:
+                      emit: tuple[str, ...] = (), line_info: bool = False,
+                      jobs: int = 1) -> DeviceOutputs:
         """The images of the device modules ``devices`` (by target), and what the host's
-        launch table needs of them (:class:`~tirc.backends.outputs.DeviceOutputs`)."""
+        launch table needs of them (:class:`~tirc.backends.outputs.DeviceOutputs`);
+        ``jobs``: processes it may use."""
         raise NotImplementedError(f"'{self.kind}' is not a device target")
 
     def launch_table(self, devices: dict) -> Any:
@@ -84,14 +86,17 @@ class CSourceBackend(Backend):
 class CUDABackend(Backend):
     kind, name, role = "cuda", "nvptx", "device"
     # timed in DeviceOutputs.times: TIR -> LLVM IR, its parse and check, libdevice linked
-    # in, LLVM's -O3, PTX emitted, nvJitLink's cubin, nvFatbin's fatbin
-    substages = ("lower", "parse-llvm", "libdevice", "optimize", "emit-ptx", "cubin", "fatbin")
+    # in, LLVM's -O3, PTX emitted, all of these for chunks of kernels side by side (-j N),
+    # nvJitLink's cubin, nvFatbin's fatbin
+    substages = ("lower", "parse-llvm", "libdevice", "optimize", "emit-ptx", "chunks", "cubin",
+                 "fatbin")
     device_formats = ("ptx", "cubin", "fatbin")
     doc = "NVIDIA GPU code through LLVM's NVPTX target (PTX; cubins, fatbins)"
 
-    def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False):
+    def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False,
+                      jobs=1):
         from tirc.backends.cuda.device_stage import device_images
-        return device_images(devices, out, name, device_format, emit, line_info)
+        return device_images(devices, out, name, device_format, emit, line_info, jobs)
 
     def launch_table(self, devices):
         from tirc.backends.cuda.launch import DeviceCode
@@ -159,7 +164,8 @@ class OpenCLBackend(Backend):
     device_formats = ("cl",)
     doc = "OpenCL devices: OpenCL C source (NAME.cl), built by the driver at first launch"
 
-    def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False):
+    def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False,
+                      jobs=1):
         from tirc.backends.opencl.device_stage import device_images
         return device_images(devices, out, name, device_format, emit, line_info)
 

@@ -286,7 +286,8 @@ def _device_codegen(b: _Build) -> None:
                                                device_format=_format_for(
                                                    b, backends[kind], modules, len(by_kind) > 1),
                                                emit=emit,
-                                               line_info=b.opts.line_info)
+                                               line_info=b.opts.line_info,
+                                               jobs=b.opts.jobs)
         except BaseException:
             _abandon_host(b)
             raise

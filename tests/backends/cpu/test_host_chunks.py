@@ -365,15 +365,17 @@ def _reaped(pid: int) -> bool:
 def test_a_device_code_error_ends_the_host_chunks_started_beside_it(tmp_path, forked_pids):
     with pytest.raises(Diagnostic, match="unknown extern function 'no_such_function'"):
         build(BAD_DEVICE, "cuda -arch=sm_90", None, tmp_path, "m", jobs=3)
-    # two groups of the passes (done before the device code), then two host chunks
-    assert len(forked_pids) == 4 and all(_reaped(p) for p in forked_pids)
+    # two groups of the passes (done before the device code), two host chunks, then
+    # two chunks of the device code's kernels
+    assert len(forked_pids) == 6 and all(_reaped(p) for p in forked_pids)
     assert not any(tmp_path.iterdir())  # nothing written
 
 
 def test_a_build_stopped_after_the_device_code_ends_the_started_host_chunks(tmp_path,
                                                                             forked_pids):
     build(CUDA, "cuda -arch=sm_90", None, tmp_path, "m", jobs=3, stop_after="device-codegen")
-    assert len(forked_pids) == 4 and all(_reaped(p) for p in forked_pids)
+    # two groups of the passes, two host chunks, two chunks of the device code
+    assert len(forked_pids) == 6 and all(_reaped(p) for p in forked_pids)
     assert not any(tmp_path.iterdir())
 
 

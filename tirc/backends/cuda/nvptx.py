@@ -304,21 +304,62 @@ class DeviceImage:
 
 
 def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
-                  line_info: bool = False) -> tuple[str, NVPTXContext]:
+                  line_info: bool = False,
+                  ptx_version: int | None = None) -> tuple[str, NVPTXContext]:
     """The device module as LLVM IR text, before optimisation and libdevice;
-    ``line_info``: with ``.file``/``.loc`` directives for the ``.tir`` lines."""
-    ctx = NVPTXContext(target, ptx_version=required_ptx_version(mod))
+    ``line_info``: with ``.file``/``.loc`` directives for the ``.tir`` lines;
+    ``ptx_version``: the PTX ISA version its instructions need (default: found in
+    ``mod``; a chunk of a module takes the whole module's)."""
+    if ptx_version is None:
+        ptx_version = required_ptx_version(mod)
+    ctx = NVPTXContext(target, ptx_version=ptx_version)
     lowering = ModuleLowering(mod, ctx, name, "directives" if line_info else None)
     return module_text(lowering.lower()), ctx
 
 
 def generate(mod: IRModule, target: Target, name: str = "module",
-             keep_ir: bool = True, line_info: bool = False, timed=None) -> DeviceImage:
+             keep_ir: bool = True, line_info: bool = False, timed=None,
+             jobs: int = 1) -> DeviceImage:
     """The PTX of ``mod``; ``line_info``: with ``.loc`` directives (``-lineinfo``);
-    ``timed(substage)``: a context that times each sub-stage (``DeviceOutputs.timed``)."""
-    timed = timed or _untimed
+    ``timed(substage)``: a context that times each sub-stage (``DeviceOutputs.timed``);
+    ``jobs``: processes that may make it in chunks side by side
+    (:mod:`tirc.backends.cuda.ptx_chunks`; not with ``keep_ir`` or ``line_info``, which
+    describe one LLVM module)."""
+    if jobs > 1 and not keep_ir and not line_info:
+        image = _generate_chunked(mod, target, name, jobs, timed or _untimed)
+        if image is not None:
+            return image
+    return _generate(mod, target, name, keep_ir, line_info, timed or _untimed)
+
+
+def _generate_chunked(mod: IRModule, target: Target, name: str, jobs: int,
+                      timed) -> DeviceImage | None:
+    """The PTX of ``mod`` from chunks of its kernels compiled in forked processes; None
+    when it is not cut, or its chunks' texts do not join (``ptx_chunks.join``)."""
+    from functools import partial
+
+    from tirc.backends.cpu.forked import run_forked
+    from tirc.backends.cuda import ptx_chunks
+    chunks = ptx_chunks.split(mod, jobs, frozenset(_MATH_OPS))
+    if chunks is None:
+        return None
+    version = required_ptx_version(mod)
+    tasks = [partial(_chunk_ptx, chunk.mod, target, name, version) for chunk in chunks]
+    with timed("chunks"):
+        ptx = ptx_chunks.join(run_forked(tasks, "device code process"), chunks)
+    if ptx is None:
+        return None
+    return DeviceImage(ptx, "", str(target.get("arch")), kernel_symbols(mod))
+
+
+def _chunk_ptx(mod: IRModule, target: Target, name: str, ptx_version: int) -> str:
+    return _generate(mod, target, name, False, False, _untimed, ptx_version).ptx
+
+
+def _generate(mod: IRModule, target: Target, name: str, keep_ir: bool, line_info: bool,
+              timed, ptx_version: int | None = None) -> DeviceImage:
     with timed("lower"):
-        text, ctx = lower_to_llvm(mod, target, name, line_info)
+        text, ctx = lower_to_llvm(mod, target, name, line_info, ptx_version)
     with timed("parse-llvm"):
         parsed = llvm.parse_assembly(text)
         parsed.verify()

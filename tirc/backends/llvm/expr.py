@@ -45,7 +45,9 @@ class ExprLowering:
     b: ir.IRBuilder
     vars: dict[int, ir.Value]
     alias = None  # llvm_alias.AliasScopes: records the buffer accesses to tag
-    constants: dict  # (dtype, int) -> ir.Constant, shared by the module's functions
+    # (dtype, int) -> ir.Constant, and a splat's constants by element type and lanes
+    # (``broadcast``), shared by the module's functions
+    constants: dict
 
     # -- helpers ----------------------------------------------------------------------
     def ty(self, d: DataType, span=None) -> ir.Type:
@@ -63,10 +65,14 @@ class ExprLowering:
     def broadcast(self, v: ir.Value, lanes: int, scalable: bool = False) -> ir.Value:
         if scalable:
             return scalable_splat(self.b, v, ScalableVectorType(v.type, lanes))
-        vt = ir.VectorType(v.type, lanes)
-        one = self.b.insert_element(ir.Constant(vt, ir.Undefined), v, ir.Constant(lt.I32, 0))
-        return self.b.shuffle_vector(one, ir.Constant(vt, ir.Undefined),
-                                     ir.Constant(ir.VectorType(lt.I32, lanes), [0] * lanes))
+        key = ("splat", str(v.type), lanes)  # the same three constants for every splat
+        made = self.constants.get(key)
+        if made is None:
+            vt = ir.VectorType(v.type, lanes)
+            made = self.constants[key] = (ir.Constant(vt, ir.Undefined), ir.Constant(lt.I32, 0),
+                                          ir.Constant(ir.VectorType(lt.I32, lanes), [0] * lanes))
+        undef, zero, mask = made
+        return self.b.shuffle_vector(self.b.insert_element(undef, v, zero), undef, mask)
 
     def lanes_of(self, v: ir.Value) -> list[ir.Value]:
         if is_scalable(v.type):

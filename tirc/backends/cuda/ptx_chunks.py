@@ -1,0 +1,166 @@
+"""The PTX of one device module made in chunks side by side (``tirc build -j N``): the
+kernels of a device module are compiled independently by LLVM's NVPTX backend, so
+runs of consecutive kernels can be lowered, optimised and printed in forked processes
+(:mod:`tirc.backends.cpu.forked`) and their PTX texts joined into the text the whole
+module gives.
+
+* **Chunks** (:func:`split`): only a module of kernels alone (no device subroutine,
+  which would be a ``.func`` shared by its callers). The kernels that may call libdevice
+  stay together: LLVM inlines and optimises libdevice's functions by what calls them
+  in the module, so a kernel compiled apart from the others that share them can get
+  other code. The units are dealt to at most N chunks by size (statements and
+  expressions of the kernels' bodies). Every chunk is compiled for the whole module's
+  PTX ISA version.
+* **Join** (:func:`join`): the NVPTX printer writes the header, the first kernel's
+  ``.globl`` line, one line per shared-memory global it demoted to a kernel-local
+  ``.shared`` (in the order of the kernels that own them) and a blank line, then each
+  kernel; block labels and local stack frames are numbered by the function's place in
+  the module (``$L__BB3_1``, ``__local_depot3``). The join writes the same from the
+  chunks' texts, each kernel renumbered from its place in its chunk to its place in
+  the module. A chunk whose text holds anything else at the top level (an ``.extern``
+  or ``.global`` declaration, a ``.func``) cannot be joined that way: the module is
+  then compiled whole (:func:`join` returns None).
+
+The joined text is the whole module's PTX byte for byte (tests/backends/cuda/
+test_ptx_chunks.py compares them over the CUDA corpora), so the device code does not
+depend on N.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import replace
+
+from tirc.ir.attrs import is_kernel
+from tirc.ir.expr import Call
+from tirc.ir.function import IRModule
+from tirc.ir.visitor import walk
+from tirc.records import record
+
+_NUMBERED = re.compile(r"(\$L__BB|__local_depot)(\d+)")
+_DEMOTED = re.compile(r"// \S+ has been demoted")
+_EXTERN_CALLS = frozenset({"call_extern", "call_pure_extern"})
+
+
+def split(mod: IRModule, jobs: int, math_ops: frozenset[str]) -> list[Chunk] | None:
+    """``mod``'s kernels dealt into at most ``jobs`` chunks of about equal size (largest
+    unit first, to the smallest chunk), the kernels that may call libdevice (a call of
+    one of ``math_ops`` or an extern function) kept together in one unit; None when it
+    is not cut (one process, one unit, or a device subroutine)."""
+    funcs = list(mod.functions.items())
+    if jobs <= 1 or len(funcs) < 2 or not all(is_kernel(f) for _, f in funcs):
+        return None
+    units: list[list[int]] = []
+    sizes: list[int] = []
+    shared = None  # the unit of the kernels that may use libdevice
+    for i, (_, func) in enumerate(funcs):
+        size, math = 0, False
+        for node in walk(func.body):
+            size += 1
+            if isinstance(node, Call) and isinstance(node.op, str) and (
+                    node.op in math_ops or node.op in _EXTERN_CALLS):
+                math = True
+        if math and shared is not None:
+            units[shared].append(i)
+            sizes[shared] += size
+            continue
+        if math:
+            shared = len(units)
+        units.append([i])
+        sizes.append(size)
+    if len(units) < 2:
+        return None
+    loads = [0] * min(jobs, len(units))
+    members: list[list[int]] = [[] for _ in loads]
+    for u in sorted(range(len(units)), key=lambda u: (-sizes[u], u)):
+        k = loads.index(min(loads))
+        members[k] += units[u]
+        loads[k] += sizes[u]
+    names = [n for n, _ in funcs]
+    return [Chunk(replace(mod, functions={names[i]: funcs[i][1] for i in sorted(m)}),
+                  tuple(sorted(m))) for m in members if m]
+
+
+@record(frozen=True)
+class Chunk:
+    """Some kernels of a device module, as a module, and their places in it."""
+
+    mod: IRModule
+    places: tuple[int, ...]
+
+
+def join(texts: list[str], chunks: list[Chunk]) -> str | None:
+    """The PTX of the whole module from the PTX of each of its ``chunks``; None when a
+    chunk holds a top-level item other than demoted-global notes and kernels."""
+    header = None
+    notes: list[tuple[int, int, str]] = []  # (owner's place, order in chunk, line)
+    kernels: list[tuple[int, str]] = []
+    for text, chunk in zip(texts, chunks):
+        parsed = _parse(text)
+        if parsed is None or len(parsed[2]) != len(chunk.places):
+            return None
+        head, lines, bodies = parsed
+        if header is None:
+            header = head
+        elif head != header:
+            return None
+        bodies = [_NUMBERED.sub(lambda m, d=place - i: f"{m.group(1)}{int(m.group(2)) + d}", body)
+                  for i, (place, body) in enumerate(zip(chunk.places, bodies))]
+        for n, line in enumerate(lines):
+            name = line.split()[1]
+            declared = re.compile(rf"^\t\.shared .* {re.escape(name)}(\[\d*\])?;$", re.M)
+            owner = next((place for place, body in zip(chunk.places, bodies)
+                          if declared.search(body)), None)
+            if owner is None:
+                return None
+            notes.append((owner, n, line))
+        kernels += zip(chunk.places, bodies)
+    if header is None or not kernels:
+        return None
+    kernels.sort()
+    notes.sort()
+    first, _, rest = kernels[0][1].partition("\n")
+    return (header + first + "\n" + "".join(f"{line}\n" for _, _, line in notes) + "\n"
+            + rest + "".join(body for _, body in kernels[1:]))
+
+
+def _parse(text: str) -> tuple[str, list[str], list[str]] | None:
+    """A chunk's header (through ``.address_size`` and the blank line after it), its
+    demoted-global notes and its kernels, each from its ``.globl`` line through its
+    closing brace; None when anything else is at the top level."""
+    lines = text.splitlines(keepends=True)
+    at = next((i for i, line in enumerate(lines) if line.startswith(".address_size")), None)
+    if at is None or at + 1 >= len(lines) or lines[at + 1] != "\n":
+        return None
+    header = "".join(lines[:at + 2])
+    notes: list[str] = []
+    kernels: list[str] = []
+    i = at + 2
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("\t// .globl\t"):
+            j = i + 1
+            while j < len(lines) and _DEMOTED.fullmatch(lines[j].rstrip("\n")):
+                notes.append(lines[j].rstrip("\n"))
+                j += 1
+            if not kernels:  # the chunk's first kernel: its notes, then a blank line
+                if j >= len(lines) or lines[j] != "\n":
+                    return None
+                j += 1
+            if j >= len(lines) or not lines[j].startswith(".visible .entry "):
+                return None
+            end = j
+            while end < len(lines) and lines[end] != "}\n":
+                end += 1
+            if end >= len(lines):
+                return None
+            kernels.append(line + "".join(lines[j:end + 1]))
+            i = end + 1
+            continue
+        if line != "\n":
+            return None
+        if kernels:
+            kernels[-1] += line  # a blank line between kernels belongs to the one before
+        else:
+            return None
+        i += 1
+    return header, notes, kernels
