@@ -185,7 +185,8 @@ class ROCmBackend(Backend):
     device_formats = ("hsaco",)
     doc = "AMD GPUs through LLVM's AMDGPU target (code objects, NAME.hsaco, linked by ld.lld)"
 
-    def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False):
+    def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False,
+                      jobs=1):
         from tirc.backends.rocm.device_stage import device_images
         return device_images(devices, out, name, device_format, emit, line_info)
 
