@@ -187,3 +187,99 @@ def test_tvm_defaults_and_derived_options():
     assert parse_target("rocm -mtriple=amdgcn-amd-amdhsa-hcc").get("mtriple") == \
         "amdgcn-amd-amdhsa-hcc"
 
+
+
+EXPANDED = HEAD + textwrap.dedent("""
+    @T.prim_func
+    def f(A: T.Buffer((4001,), "float32"), B: T.Buffer((5, 4001), "float32")):
+        for i in range(4001):
+            B[0, i] = T.tanh(A[i])
+            B[1, i] = T.erf(A[i])
+            B[2, i] = T.tan(A[i] * T.float32(0.25))
+            B[3, i] = T.sinh(A[i])
+            B[4, i] = T.cosh(A[i])
+""")
+
+
+def test_the_math_expansions_are_accurate(monkeypatch):
+    """The expansions AMDGPU code uses for tanh, erf, tan, sinh and cosh, run on the CPU
+    (the CPU backend made to lower those calls with them) against NumPy/math in float64."""
+    import math
+
+    import numpy as np
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    import tirc
+    from tirc.backends.cpu.context import CPUContext
+    cpu_lower_call = CPUContext.lower_call
+
+    def lower_call(self, fl, call):
+        if call.op in ("tanh", "erf", "tan", "sinh", "cosh") and call.dtype.is_float:
+            return amdgpu.expand(fl, call)
+        return cpu_lower_call(self, fl, call)
+
+    monkeypatch.setattr(CPUContext, "lower_call", lower_call)
+    c = tirc.compile(EXPANDED, name="expanded")
+    assert "erff" not in c.files["expanded.o"].decode("latin-1")  # ours, not libm's
+    a = np.linspace(-6, 6, 4001).astype(np.float32)
+    b = np.zeros((5, 4001), np.float32)
+    c["f"](tvm_ffi.from_dlpack(a), tvm_ffi.from_dlpack(b))
+    x = a.astype(np.float64)
+    want = [np.tanh(x), np.array([math.erf(v) for v in x]), np.tan(x * 0.25), np.sinh(x),
+            np.cosh(x)]
+    for name, got, ref, tol in zip(("tanh", "erf", "tan", "sinh", "cosh"), b, want,
+                                   (2e-7, 3e-7, 1e-6, 1e-6, 1e-6)):
+        err = np.abs(got - ref) / np.maximum(1.0, np.abs(ref))
+        assert err.max() < tol, (name, err.max())
+
+
+def _cuda_source_lane(mode: str, me: int, lane: int, width: int) -> int:
+    """The lane CUDA's __shfl*_sync reads from (a lane outside the segment reads itself)."""
+    base = me & ~(width - 1)
+    if mode == "idx":
+        return base + lane % width
+    if mode == "up":
+        return me - lane if me - lane >= base else me
+    if mode == "down":
+        return me + lane if (me & (width - 1)) + lane < width else me
+    return me ^ lane  # xor, a lane mask below width
+
+
+def test_the_shuffle_source_lanes_are_cudas():
+    """The source lane tirc's ds_bpermute shuffles compute (``warp._source_lane``), as
+    LLVM IR run on the CPU, for every lane of a wavefront of 64, every width and offset:
+    the lane CUDA's shuffle reads."""
+    import ctypes
+
+    from llvmlite import binding as llvm
+    from llvmlite import ir
+
+    from tirc.backends.llvm.builder import Builder
+    from tirc.backends.llvm.context import init_llvm
+    from tirc.backends.rocm import warp
+
+    init_llvm()
+    llvm.initialize_native_target()
+    llvm.initialize_native_asmprinter()
+    i32 = ir.IntType(32)
+    m = ir.Module("lanes")
+    m.triple = llvm.get_process_triple()
+    modes = ("idx", "up", "down", "xor")
+    for mode in modes:
+        f = ir.Function(m, ir.FunctionType(i32, [i32, i32, i32]), f"src_{mode}")
+
+        class FL:  # what _source_lane uses of a function lowering
+            b = Builder(f.append_basic_block("entry"))
+
+        FL.b.ret(warp._source_lane(FL, mode, *f.args))
+    tm = llvm.Target.from_default_triple().create_target_machine()
+    engine = llvm.create_mcjit_compiler(llvm.parse_assembly(str(m)), tm)
+    engine.finalize_object()
+    fns = {mode: ctypes.CFUNCTYPE(ctypes.c_int32, ctypes.c_int32, ctypes.c_int32, ctypes.c_int32)(
+        engine.get_function_address(f"src_{mode}")) for mode in modes}
+    for width in (2, 4, 8, 16, 32, 64):
+        for lane in range(width):
+            for me in range(64):
+                for mode in modes:
+                    if mode == "idx" or lane > 0 or mode == "xor":
+                        assert fns[mode](me, lane, width) == _cuda_source_lane(mode, me, lane, width), \
+                            (mode, me, lane, width)
