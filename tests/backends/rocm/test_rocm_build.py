@@ -257,3 +257,37 @@ def test_a_cmake_project_builds_and_links_a_rocm_module(tmp_path):
     ran = _run(build / "sample").stdout
     assert ran == "vector_add ran\n" or ran.startswith(
         "vector_add failed: RuntimeError: the HIP runtime (libamdhip64.so) could not be loaded")
+
+
+TWO_ARCHS = '''# from tvm.script import ir as I
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def a(A: T.Buffer((1024,), "float32")):
+        T.func_attr({"target": T.target({"kind": "rocm", "mcpu": "gfx90a", "host": {"kind": "llvm"}})})
+        for bx in T.thread_binding(8, thread="blockIdx.x"):
+            for tx in T.thread_binding(128, thread="threadIdx.x"):
+                A[bx * 128 + tx] = A[bx * 128 + tx] * T.float32(0.5)
+
+    @T.prim_func
+    def b(A: T.Buffer((1024,), "float32")):
+        T.func_attr({"target": T.target({"kind": "rocm", "mcpu": "gfx1100", "host": {"kind": "llvm"}})})
+        for bx in T.thread_binding(8, thread="blockIdx.x"):
+            for tx in T.thread_binding(128, thread="threadIdx.x"):
+                A[bx * 128 + tx] = A[bx * 128 + tx] * T.float32(2)
+'''
+
+
+def test_two_rocm_targets_give_two_code_objects(tmp_path):
+    src = tmp_path / "two.tir"
+    src.write_text(TWO_ARCHS)
+    r = run("build", src, "-o", tmp_path / "out")
+    assert r.exit_code == 0, r.output
+    kernels = json.loads((tmp_path / "out" / "two.json").read_text())["kernels"]
+    assert [(k["name"], k["image"], k["rocm"]["wavefront_size"]) for k in kernels] == [
+        ("a_kernel", "two.hsaco", 64), ("b_kernel", "two.2.hsaco", 32)]
+    for image, arch in (("two.hsaco", "gfx90a"), ("two.2.hsaco", "gfx1100")):
+        meta = hsaco.metadata((tmp_path / "out" / image).read_bytes())
+        assert meta["amdhsa.target"] == f"amdgcn-amd-amdhsa--{arch}"
