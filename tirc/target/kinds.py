@@ -99,36 +99,30 @@ CUDA_ARCHS: dict[str, ArchFacts] = {
 # Per-arch facts of AMD GPUs (LLVM's AMDGPU processor names), beside the CUDA archs: the
 # wavefront size the code is compiled for (GCN and CDNA, gfx9: 64; RDNA, gfx10 and later:
 # 32, their native mode and what HIP compiles for), the LDS (shared memory) one workgroup
-# may use, bytes (64 KiB; 160 KiB on gfx950), and the vector registers of a SIMD lane
-# (VGPRs, with the AGPRs on gfx90a/gfx94x: 512) — from AMD's ISA manuals and LLVM's
-# AMDGPUUsage processor table (LLVM 22 has dropped gfx940 and gfx941). ``thread_warp_size`` other than the arch's wavefront size
-# compiles with ``+wavefrontsize32``/``+wavefrontsize64``, which RDNA allows and GCN
-# does not (a located error).
+# may use, bytes (64 KiB; 160 KiB on gfx950), and whether it also runs the other
+# wavefront size — from AMD's ISA manuals and LLVM's AMDGPUUsage processor table (LLVM 22
+# has dropped gfx940 and gfx941). The registers a kernel may use are LLVM's to fit to its
+# workgroup size (``amdgpu-flat-work-group-size``).
+# ``thread_warp_size`` other than the arch's wavefront size compiles with
+# ``+wavefrontsize32``/``+wavefrontsize64``, which RDNA allows and GCN does not (an error).
 
 
 class AMDGPUFacts(NamedTuple):
     wavefront_size: int
     max_lds: int  # bytes per workgroup
-    vgprs: int = 256  # per lane of a SIMD (512 with the accumulation registers)
     wave64_only: bool = True  # False: RDNA, which runs wave32 and wave64
 
 
 _G = AMDGPUFacts
 _LDS_64K = 65536
 ROCM_ARCHS: dict[str, AMDGPUFacts] = {
-    "gfx900": _G(64, _LDS_64K), "gfx902": _G(64, _LDS_64K), "gfx904": _G(64, _LDS_64K),
-    "gfx906": _G(64, _LDS_64K), "gfx908": _G(64, _LDS_64K, 512), "gfx909": _G(64, _LDS_64K),
-    "gfx90a": _G(64, _LDS_64K, 512), "gfx90c": _G(64, _LDS_64K),
-    "gfx942": _G(64, _LDS_64K, 512), "gfx950": _G(64, 163840, 512),
-    "gfx1010": _G(32, _LDS_64K, 1024, False), "gfx1011": _G(32, _LDS_64K, 1024, False),
-    "gfx1012": _G(32, _LDS_64K, 1024, False), "gfx1030": _G(32, _LDS_64K, 1024, False),
-    "gfx1031": _G(32, _LDS_64K, 1024, False), "gfx1032": _G(32, _LDS_64K, 1024, False),
-    "gfx1034": _G(32, _LDS_64K, 1024, False), "gfx1035": _G(32, _LDS_64K, 1024, False),
-    "gfx1036": _G(32, _LDS_64K, 1024, False),
-    "gfx1100": _G(32, _LDS_64K, 1536, False), "gfx1101": _G(32, _LDS_64K, 1536, False),
-    "gfx1102": _G(32, _LDS_64K, 1024, False), "gfx1103": _G(32, _LDS_64K, 1024, False),
-    "gfx1150": _G(32, _LDS_64K, 1024, False), "gfx1151": _G(32, _LDS_64K, 1536, False),
-    "gfx1200": _G(32, _LDS_64K, 1536, False), "gfx1201": _G(32, _LDS_64K, 1536, False),
+    **{a: _G(64, _LDS_64K) for a in ("gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909",
+                                     "gfx90a", "gfx90c", "gfx942")},
+    "gfx950": _G(64, 163840),
+    **{a: _G(32, _LDS_64K, False) for a in (
+        "gfx1010", "gfx1011", "gfx1012", "gfx1030", "gfx1031", "gfx1032", "gfx1034", "gfx1035",
+        "gfx1036", "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1200",
+        "gfx1201")},
 }
 DEFAULT_ROCM_ARCH = "gfx900"  # TVM 0.27's when no ROCm device answers
 ROCM_TRIPLES = ("amdgcn-amd-amdhsa", "amdgcn-amd-amdhsa-hcc")  # TVM writes the second

@@ -86,7 +86,7 @@ MATH_OPS = frozenset(("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "
 # C and CUDA math names of extern calls -> the TIR function they compute
 _EXTERN_ARITY = {"pow": 2, "atan2": 2, "hypot": 2, "copysign": 2, "fmod": 2, "nextafter": 2,
                  "ldexp": 2, "fma": 3}
-_CUDA_RENAMES = {"rint": "nearbyint", "fdividef": None, "saturatef": None}
+_RENAMES = {"rint": "nearbyint"}  # C names of TIR functions
 
 
 def target_machine(target: Target) -> llvm.TargetMachine:
@@ -111,8 +111,8 @@ def extern_math(name: str) -> str | None:
     if base.startswith("h"):
         candidates.append(base[1:])
     for c in candidates:
-        c = _CUDA_RENAMES.get(c, c) if c in _CUDA_RENAMES else c
-        if c is not None and c in MATH_OPS:
+        c = _RENAMES.get(c, c)
+        if c in MATH_OPS:
             return c
     return None
 
@@ -341,7 +341,6 @@ class DeviceObject:
 
     obj: bytes  # the ELF relocatable object
     llvm_ir: str  # the optimised module ("" unless asked for)
-    asm: str  # the AMDGPU assembly ("" unless asked for)
     arch: str  # gfx90a
     kernels: tuple[str, ...]  # entry symbols, in module order
 
@@ -354,7 +353,7 @@ def lower_to_llvm(mod: IRModule, target: Target, name: str = "module") -> tuple[
 
 
 def generate(mod: IRModule, target: Target, name: str = "module", keep_ir: bool = False,
-             keep_asm: bool = False, timed=None) -> DeviceObject:
+             timed=None) -> DeviceObject:
     """The relocatable object of ``mod``; ``timed(substage)``: a context that times each
     sub-stage (``DeviceOutputs.timed``)."""
     timed = timed or _untimed
@@ -369,8 +368,7 @@ def generate(mod: IRModule, target: Target, name: str = "module", keep_ir: bool 
         pb.getModulePassManager().run(parsed, pb)
     with timed("emit-object"):
         obj = ctx.machine.emit_object(parsed)
-        asm = ctx.machine.emit_assembly(parsed) if keep_asm else ""
-    return DeviceObject(obj, str(parsed) if keep_ir else "", asm, str(target.get("mcpu")),
+    return DeviceObject(obj, str(parsed) if keep_ir else "", str(target.get("mcpu")),
                         kernel_symbols(mod))
 
 
