@@ -291,3 +291,11 @@ def test_two_rocm_targets_give_two_code_objects(tmp_path):
     for image, arch in (("two.hsaco", "gfx90a"), ("two.2.hsaco", "gfx1100")):
         meta = hsaco.metadata((tmp_path / "out" / image).read_bytes())
         assert meta["amdhsa.target"] == f"amdgcn-amd-amdhsa--{arch}"
+
+
+def test_lineinfo_is_a_warning_for_rocm(tmp_path):
+    r = run("build", ROOT / "samples" / "vector_add.tir", "--target", "rocm", "-lineinfo",
+            "-o", tmp_path)
+    assert r.exit_code == 0, r.output
+    assert "warning: -lineinfo: AMDGPU code objects are built without line information" in r.output
+    assert (tmp_path / "vector_add.hsaco").exists()

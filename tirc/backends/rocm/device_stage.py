@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from tirc.backends.outputs import DeviceOutputs
+from tirc.diagnostics import Diagnostic
 from tirc.ir.function import IRModule
 from tirc.target.kinds import Target
 
@@ -25,6 +26,11 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
     result = DeviceOutputs()
     for i, (t, m) in enumerate(devices.items()):
         first = next(iter(m.functions.values()), None)
+        if line_info and i == 0:
+            result.warnings.append(Diagnostic(
+                "-lineinfo: AMDGPU code objects are built without line information (target "
+                "rocm); the build goes on without it", first.span if first else None,
+                severity="warning"))
         obj = generate(m, t, name, keep_ir="llvm" in emit,
                        timed=result.timed)
         with result.timed("link"):
