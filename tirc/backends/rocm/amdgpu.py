@@ -32,8 +32,9 @@ ROCm install):
 * math: LLVM intrinsics the AMDGPU backend lowers to instructions — float32 and float16
   exp, exp2, exp10, log, log2, log10, pow, sin, cos, sqrt; float64 only sqrt; and for
   all three floor, ceil, trunc, round/nearbyint, fabs, fma, copysign — and expansions of
-  our own for tanh (TVM's numerically stable form), erf (a rational approximation,
-  relative error below 1.2e-7), tan, sinh and cosh of float32/float16. TVM links ROCm's
+  our own for tanh (TVM's numerically stable form; its Taylor series near 0), erf
+  (Numerical Recipes' erfc, relative error below 1.2e-7; its Taylor series near 0), tan,
+  sinh (its Taylor series near 0) and cosh of float32/float16. TVM links ROCm's
   device libraries (ocml) for the rest; tirc links nothing, so any other math function
   (float64 exp, atan, ...) is a located error naming the target. C math names in
   extern calls (``expf``, ``__expf``, ``hexp``, ``exp``) are the TIR functions they
@@ -41,6 +42,7 @@ ROCm install):
 """
 from __future__ import annotations
 
+import math
 import re
 from contextlib import contextmanager
 
@@ -312,26 +314,44 @@ def expand(fl, call: Call) -> ir.Value:
     def exp(v: ir.Value) -> ir.Value:
         return fl.math("exp", "float32", [v])
 
+    def series(z: ir.Value, coefficients: tuple[float, ...]) -> ir.Value:
+        """z * (c0 + c1 z^2 + c2 z^4 + ...), by Horner's rule."""
+        z2, acc = b.fmul(z, z), c(coefficients[-1])
+        for k in reversed(coefficients[:-1]):
+            acc = b.fadd(c(k), b.fmul(z2, acc))
+        return b.fmul(z, acc)
+
     op = call.op
-    if op == "tanh":  # TVM's DispatchNumericalStableTanh
+    ax = fl.math("fabs", "float32", [x])
+    if op == "tanh":  # TVM's DispatchNumericalStableTanh; near 0, where 1 - e^-2x cancels,
+        # its Taylor series (relative error below 1e-9 for |x| < 1/8)
         en, ep = exp(b.fmul(c(-2.0), x)), exp(b.fmul(c(2.0), x))
         pos = b.fdiv(b.fsub(c(1.0), en), b.fadd(c(1.0), en))
         neg = b.fdiv(b.fsub(ep, c(1.0)), b.fadd(ep, c(1.0)))
         r = b.select(b.fcmp_ordered(">=", x, c(0.0)), pos, neg)
-    elif op == "erf":  # Numerical Recipes' erfc: |relative error| < 1.2e-7
-        z = fl.math("fabs", "float32", [x])
-        t = b.fdiv(c(1.0), b.fadd(c(1.0), b.fmul(c(0.5), z)))
+        small = series(x, (1.0, -1 / 3, 2 / 15, -17 / 315, 62 / 2835))
+        r = b.select(b.fcmp_ordered("<", ax, c(0.125)), small, r)
+    elif op == "erf":  # Numerical Recipes' erfc: |relative error| < 1.2e-7; near 0, where
+        # 1 - erfc cancels, erf's Taylor series (relative error below 1e-9 for |x| < 1/2)
+        t = b.fdiv(c(1.0), b.fadd(c(1.0), b.fmul(c(0.5), ax)))
         poly = c(0.17087277)
         for k in (-0.82215223, 1.48851587, -1.13520398, 0.27886807, -0.18628806,
                   0.09678418, 0.37409196, 1.00002368, -1.26551223):
             poly = b.fadd(c(k), b.fmul(t, poly))
-        erfc = b.fmul(t, exp(b.fadd(b.fneg(b.fmul(z, z)), poly)))
+        erfc = b.fmul(t, exp(b.fadd(b.fneg(b.fmul(ax, ax)), poly)))
         r = fl.math("copysign", "float32", [b.fsub(c(1.0), erfc), x])
+        two_over_sqrt_pi = 1.1283791670955126
+        small = series(x, tuple(two_over_sqrt_pi * (-1) ** n / (math.factorial(n) * (2 * n + 1))
+                                for n in range(7)))
+        r = b.select(b.fcmp_ordered("<", ax, c(0.5)), small, r)
     elif op == "tan":
         r = b.fdiv(fl.math("sin", "float32", [x]), fl.math("cos", "float32", [x]))
-    else:  # sinh, cosh
+    else:  # sinh, cosh; sinh near 0, where e^x - e^-x cancels, by its Taylor series
         ep, en = exp(x), exp(b.fneg(x))
         r = b.fmul(c(0.5), b.fsub(ep, en) if op == "sinh" else b.fadd(ep, en))
+        if op == "sinh":
+            small = series(x, tuple(1 / math.factorial(2 * n + 1) for n in range(5)))
+            r = b.select(b.fcmp_ordered("<", ax, c(0.5)), small, r)
     return fl.convert(r, f32, d, call.span)
 
 
