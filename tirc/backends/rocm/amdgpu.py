@@ -34,9 +34,11 @@ ROCm install):
   all three floor, ceil, trunc, round/nearbyint, fabs, fma, copysign — and expansions of
   our own for tanh (TVM's numerically stable form; its Taylor series near 0), erf
   (Numerical Recipes' erfc, relative error below 1.2e-7; its Taylor series near 0), tan,
-  sinh (its Taylor series near 0) and cosh of float32/float16. TVM links ROCm's
-  device libraries (ocml) for the rest; tirc links nothing, so any other math function
-  (float64 exp, atan, ...) is a located error naming the target. C math names in
+  sinh (its Taylor series near 0) and cosh of float32/float16, and for exp, exp2, exp10,
+  log, log2, log10, tanh and sigmoid of float64 scalars (:func:`expand_f64`, within 4
+  ulp). TVM links ROCm's device libraries (ocml) for the rest; tirc links nothing, so any
+  other math function (float64 sin, cos, tan, pow; atan, ...) is a located error naming
+  the target. C math names in
   extern calls (``expf``, ``__expf``, ``hexp``, ``exp``) are the TIR functions they
   compute; any other extern name is a located error.
 """
@@ -78,6 +80,7 @@ _NATIVE_ANY = {"floor", "ceil", "trunc", "round", "nearbyint", "fabs", "fma", "c
 _NATIVE_F32 = _NATIVE_ANY | {"exp", "exp2", "exp10", "log", "log2", "log10", "pow", "sin", "cos"}
 _NATIVE = {"float32": _NATIVE_F32, "float16": _NATIVE_F32, "float64": _NATIVE_ANY}
 _EXPANDED = {"tanh", "erf", "tan", "sinh", "cosh"}  # float32/float16, here
+_EXPANDED_F64 = {"exp", "exp2", "exp10", "log", "log2", "log10", "tanh", "sigmoid"}  # scalars
 # what the shared lowering composes some functions of (tirc.backends.llvm.intrin._math)
 _COMPOSED_OF = {"sigmoid": "exp", "rsqrt": "sqrt", "ldexp": "exp2"}
 MATH_OPS = frozenset(("exp", "exp2", "exp10", "log", "log2", "log10", "log1p", "sqrt", "rsqrt",
@@ -289,6 +292,8 @@ class AMDGPUContext(LLVMTargetContext):
         base = call.dtype.base
         if call.op in _EXPANDED and base in ("float32", "float16"):
             return expand(fl, call)
+        if call.op in _EXPANDED_F64 and base == "float64" and call.dtype.lanes == 1:
+            return expand_f64(fl, call)
         need = _COMPOSED_OF.get(call.op, call.op)
         if self.math(need, base) is None:
             raise Diagnostic(f"T.{call.op} of {call.dtype} is not available on target rocm: "
@@ -353,6 +358,112 @@ def expand(fl, call: Call) -> ir.Value:
             small = series(x, tuple(1 / math.factorial(2 * n + 1) for n in range(5)))
             r = b.select(b.fcmp_ordered("<", ax, c(0.5)), small, r)
     return fl.convert(r, f32, d, call.span)
+
+
+_LN2_HI, _LN2_LO = 0.6931471805599453, 2.3190468138462996e-17  # ln 2, hi + lo
+_LN10_HI, _LN10_LO = 2.302585092994046, -2.1707562233822494e-16  # ln 10, hi + lo
+_LOG10_2_HI, _LOG10_2_LO = 0.3010299956639812, -2.8037281277851704e-18  # log10 2, hi + lo
+_LOG2E, _LOG10E = 1.4426950408889634, 0.4342944819032518
+
+
+def expand_f64(fl, call: Call) -> ir.Value:
+    """exp, exp2, exp10, log, log2, log10, tanh and sigmoid of a float64 scalar, which the
+    AMDGPU backend has no instruction for (ROCm's ocml has them), as fma, rint, ldexp and
+    frexp, which it has:
+
+    * exp: ``n = rint(x log2 e)``, ``r = x - n ln 2`` (ln 2 in two parts, by fma), a
+      degree-13 Taylor polynomial of e^r (|r| <= 0.35), ``ldexp(p, n)``; x clamped to
+      +-1100 first (so n fits; e^x is then 0 or inf anyway), NaN kept. exp2 reduces
+      ``x - n`` exactly, then ``r = (x - n) ln 2``; exp10 takes ``x ln 10`` as a
+      double-double (fma) and reduces both parts;
+    * log: ``frexp``, the mantissa m in [sqrt(1/2), sqrt(2)), ``s = (m - 1) / (m + 1)``,
+      ``log m = 2 atanh s`` by its series to s^21 (|s| <= 0.172); ``e ln 2 + log m`` (ln 2
+      in two parts); log2 ``e + log m log2 e``, log10 ``e log10 2 + log m log10 e``; a
+      negative x is NaN, 0 is -inf, inf is inf, NaN is NaN;
+    * tanh: TVM's stable form over the exp above, its Taylor series for |x| < 1/8;
+      sigmoid: ``1 / (1 + exp(-x))``."""
+    b = fl.b
+    f64, i32 = ir.DoubleType(), lt.I32
+    x = fl.convert(fl.expr(call.args[0]), call.args[0].dtype, call.dtype, call.span)
+
+    def c(v: float) -> ir.Value:
+        return ir.Constant(f64, v)
+
+    def fma(a, m, add) -> ir.Value:
+        return fl.call_intrinsic("llvm.fma", [a, m, add])
+
+    def poly(z, coefficients) -> ir.Value:  # c0 + c1 z + c2 z^2 + ...
+        acc = c(coefficients[-1])
+        for k in reversed(coefficients[:-1]):
+            acc = fma(acc, z, c(k))
+        return acc
+
+    def is_nan(v) -> ir.Value:
+        return b.fcmp_unordered("uno", v, v)
+
+    def exp_of(hi: ir.Value, lo: ir.Value | None, kind: str) -> ir.Value:
+        """e^(hi + lo) (kind "e"), 2^hi (kind "2")."""
+        clamped = fl.call_intrinsic("llvm.minnum", [fl.call_intrinsic("llvm.maxnum", [hi, c(-1100.0)]), c(1100.0)])
+        if kind == "2":
+            n = fl.call_intrinsic("llvm.rint", [clamped])
+            r = b.fmul(b.fsub(clamped, n), c(_LN2_HI))
+        else:
+            n = fl.call_intrinsic("llvm.rint", [b.fmul(clamped, c(_LOG2E))])
+            r = fma(b.fneg(n), c(_LN2_HI), clamped)
+            r = fma(b.fneg(n), c(_LN2_LO), r)
+            if lo is not None:
+                r = b.fadd(r, lo)
+        p = poly(r, tuple(1 / math.factorial(k) for k in range(14)))
+        ldexp = fl.module.declare("llvm.ldexp.f64.i32", ir.FunctionType(f64, [f64, i32]))
+        y = b.call(ldexp, [p, b.fptosi(n, i32)])
+        return b.select(is_nan(hi), hi, y)
+
+    def log_of(v: ir.Value, kind: str) -> ir.Value:
+        pair = ir.LiteralStructType([f64, i32])
+        frexp = fl.module.declare("llvm.frexp.f64.i32", ir.FunctionType(pair, [f64]))
+        parts = b.call(frexp, [v])
+        m, e = b.extract_value(parts, 0), b.extract_value(parts, 1)
+        low = b.fcmp_ordered("<", m, c(0.7071067811865476))
+        m = b.select(low, b.fmul(m, c(2.0)), m)
+        e = b.sitofp(b.select(low, b.sub(e, ir.Constant(i32, 1)), e), f64)
+        f = b.fsub(m, c(1.0))
+        s = b.fdiv(f, b.fadd(m, c(1.0)))
+        s2 = b.fmul(s, s)
+        log_m = b.fmul(b.fmul(c(2.0), s), poly(s2, tuple(1 / (2 * k + 1) for k in range(11))))
+        if kind == "e":
+            y = fma(e, c(_LN2_HI), fma(e, c(_LN2_LO), log_m))
+        elif kind == "2":
+            y = fma(log_m, c(_LOG2E), e)
+        else:
+            y = fma(e, c(_LOG10_2_HI), fma(e, c(_LOG10_2_LO), b.fmul(log_m, c(_LOG10E))))
+        y = b.select(b.fcmp_ordered("==", v, c(math.inf)), v, y)
+        y = b.select(b.fcmp_ordered("==", v, c(0.0)), c(-math.inf), y)
+        return b.select(b.fcmp_unordered("<", v, c(0.0)), c(math.nan), y)  # and NaN
+
+    op = call.op
+    if op in ("exp", "exp2"):
+        return exp_of(x, None, "e" if op == "exp" else "2")
+    if op == "exp10":
+        hi = b.fmul(x, c(_LN10_HI))
+        lo = fma(x, c(_LN10_LO), fma(x, c(_LN10_HI), b.fneg(hi)))
+        far = b.fcmp_unordered(">=", fl.call_intrinsic("llvm.fabs", [hi]), c(1000.0))
+        lo = b.select(far, c(0.0), lo)  # e^hi is 0 or inf there (and lo NaN at inf)
+        return b.select(is_nan(x), x, exp_of(hi, lo, "e"))
+    if op in ("log", "log2", "log10"):
+        return log_of(x, {"log": "e", "log2": "2", "log10": "10"}[op])
+    if op == "sigmoid":
+        return b.fdiv(c(1.0), b.fadd(c(1.0), exp_of(b.fneg(x), None, "e")))
+    # tanh
+    en, ep = exp_of(b.fmul(c(-2.0), x), None, "e"), exp_of(b.fmul(c(2.0), x), None, "e")
+    pos = b.fdiv(b.fsub(c(1.0), en), b.fadd(c(1.0), en))
+    neg = b.fdiv(b.fsub(ep, c(1.0)), b.fadd(ep, c(1.0)))
+    r = b.select(b.fcmp_ordered(">=", x, c(0.0)), pos, neg)
+    x2 = b.fmul(x, x)
+    series = b.fmul(x, poly(x2, (1.0, -1 / 3, 2 / 15, -17 / 315, 62 / 2835, -1382 / 155925,
+                                 21844 / 6081075, -929569 / 638512875,
+                                 6404582 / 10854718875)))
+    small = b.fcmp_ordered("<", fl.call_intrinsic("llvm.fabs", [x]), c(0.125))
+    return b.select(small, series, r)
 
 
 @record(frozen=True)
