@@ -47,7 +47,9 @@ class Compiled:
     ``fatbin`` (bytes): with ``device_format="fatbin"``, each device target's fatbin by
     its archs (``"sm_80-sm_90"``; the PTX is in ``ptx`` too). ``opencl`` (text): the
     OpenCL C of each opencl target (``"opencl"``; ``"opencl.2"`` for a second target, as
-    the files ``NAME.cl``, ``NAME.2.cl`` go). ``warnings``: the build's
+    the files ``NAME.cl``, ``NAME.2.cl`` go). ``hsaco`` (bytes): the code object of each
+    rocm target by its arch (``"gfx90a"``; ``"gfx90a.2"`` for a second target, whose file
+    is ``NAME.2.hsaco``). ``warnings``: the build's
     warnings, rendered as the command line prints them. ``files``: every output by file name (``NAME.o``, ``NAME.h``, ``NAME.json``, the
     images, ``NAME.so``, what ``emit`` asked for), as bytes."""
 
@@ -62,6 +64,7 @@ class Compiled:
     fatbin: dict[str, bytes] = field(default_factory=dict, repr=False)
     warnings: tuple[str, ...] = ()
     opencl: dict[str, str] = field(default_factory=dict, repr=False)
+    hsaco: dict[str, bytes] = field(default_factory=dict, repr=False)
 
     def __getitem__(self, function: str):
         if self.module is None:
@@ -90,7 +93,8 @@ class Compiled:
     def __repr__(self) -> str:
         images = (sorted(self.ptx) + [f"{a} (cubin)" for a in sorted(self.cubin)]
                   + [f"{a} (fatbin)" for a in sorted(self.fatbin)]
-                  + [f"{a} (OpenCL C)" for a in sorted(self.opencl)])
+                  + [f"{a} (OpenCL C)" for a in sorted(self.opencl)]
+                  + [f"{a} (code object)" for a in sorted(self.hsaco)])
         return (f"Compiled({self.name!r}, functions={self.functions}"
                 + (f", images={images}" if images else "") + ")")
 
@@ -230,7 +234,8 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
                     {k: v.decode() for k, v in labelled.get("ptx", {}).items()},
                     dict(labelled.get("cubin", {})), dict(labelled.get("fatbin", {})),
                     warnings=tuple(render(w, source) for w in result.warnings),
-                    opencl={k: v.decode() for k, v in labelled.get("cl", {}).items()})
+                    opencl={k: v.decode() for k, v in labelled.get("cl", {}).items()},
+                    hsaco=dict(labelled.get("hsaco", {})))
 
 
 # -- helpers -------------------------------------------------------------------------------

@@ -414,6 +414,11 @@ def run_module(mod: IRModule, filename: str, opts: RunOptions,
                 raise RunError(f"--check-against llvm is not possible for this module: "
                                f"{d.message}") from None
         kind = _target_kind(entry)
+        if kind == "rocm":
+            raise RunError(f"'{entry['name']}' is compiled for an AMD GPU "
+                           f"({entry.get('target_summary')}): tirc run has no ROCm device; "
+                           "build it with 'tirc build' and call it through tvm-ffi with "
+                           "tensors of a ROCm device")
         on_cuda = kind not in ("llvm", "c", "opencl")
         dev = rt.device("cuda", 0) if on_cuda else rt.device(
             "opencl" if kind == "opencl" else "cpu")

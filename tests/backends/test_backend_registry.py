@@ -78,7 +78,7 @@ def test_backends_are_objects_not_import_strings():
         assert backend.role in ("host", "device")
     assert registry.get_backend("cuda", role="device").launch_table({}) is not None
     with pytest.raises(Diagnostic, match=r"no device code generator for target kind 'llvm' "
-                                         r"\(available: cuda, nvptx, opencl\)"):
+                                         r"\(available: cuda, nvptx, opencl, rocm\)"):
         registry.get_backend("llvm", role="device")
 
 

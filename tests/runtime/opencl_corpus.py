@@ -19,9 +19,9 @@ OPENCL = "opencl -max_num_threads=1024"
 _TARGET = {"kind": "opencl", "max_num_threads": 1024}
 
 
-def retarget_text(text: str) -> str:
+def retarget_text(text: str, target: dict | None = None) -> str:
     """``text`` with every ``T.target({...})`` of kind cuda or nvptx made an opencl target
-    (the same host); other targets unchanged."""
+    (``target``, another kind's, when given; the same host); other targets unchanged."""
     out, i = [], 0
     while True:
         j = text.find("T.target(", i)
@@ -36,7 +36,7 @@ def retarget_text(text: str) -> str:
         except ValueError:
             config = None
         if isinstance(config, dict) and config.get("kind") in ("cuda", "nvptx"):
-            new = dict(_TARGET)
+            new = dict(target or _TARGET)
             if "host" in config:
                 new["host"] = config["host"]
             body = json.dumps(new)

@@ -61,8 +61,8 @@ def test_printed_form_keeps_only_what_was_written():
 
 @pytest.mark.parametrize("bad,message", [
     ("", "empty target; valid kinds: c, cuda, llvm, nvptx"),
-    ("rocm", "target kind 'rocm' (AMD GPUs) is not supported by tirc; supported kinds: "
-             "c, cuda, llvm, nvptx"),
+    ("metal", "target kind 'metal' (Apple GPUs) is not supported by tirc; supported kinds: "
+              "c, cuda, llvm, nvptx"),
     ("tpu", "unknown target kind 'tpu'; valid kinds: c, cuda, llvm, nvptx"),
     ("cuda -archh=sm_90", "unknown option 'archh' for target kind 'cuda'; valid options:"),
     ("cuda -arch=sm_91", "invalid value 'sm_91' for option 'arch' of 'cuda'; valid values: sm_50"),

@@ -178,6 +178,27 @@ class OpenCLBackend(Backend):
         return table
 
 
+class ROCmBackend(Backend):
+    kind, name, role = "rocm", "amdgpu", "device"
+    # TIR -> LLVM IR, its parse and check, LLVM's -O3, the object emitted, ld.lld's link
+    substages = ("lower", "parse-llvm", "optimize", "emit-object", "link")
+    device_formats = ("hsaco",)
+    doc = "AMD GPUs through LLVM's AMDGPU target (code objects, NAME.hsaco, linked by ld.lld)"
+
+    def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False,
+                      jobs=1):
+        from tirc.backends.rocm.device_stage import device_images
+        return device_images(devices, out, name, device_format, emit, line_info)
+
+    def launch_table(self, devices):
+        from tirc.backends.rocm.amdgpu import kernel_symbols
+        from tirc.backends.rocm.launch import HIPCode
+        table = HIPCode()
+        for mod in devices.values():
+            table.expect(mod, kernel_symbols(mod))
+        return table
+
+
 class NVPTXBackend(CUDABackend):
     """TVM's ``nvptx`` kind: the cuda backend under its other name."""
 
@@ -189,3 +210,4 @@ register(CSourceBackend())
 register(CUDABackend())
 register(NVPTXBackend())
 register(OpenCLBackend())
+register(ROCmBackend())

@@ -82,7 +82,10 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
         outcome.messages += [render(w, source) for w in result.warnings]
         if opts.resource_usage:
             from tirc.backends.cuda.resource_usage import nvcc_report
-            outcome.report = nvcc_report(result.manifest.get("kernels", []))
+            from tirc.backends.rocm.resource_usage import amdgpu_report, is_amdgpu
+            kernels = result.manifest.get("kernels", [])
+            outcome.report = (nvcc_report([k for k in kernels if not is_amdgpu(k)])
+                              + amdgpu_report([k for k in kernels if is_amdgpu(k)]))
         if opts.time_passes:
             from tirc.passes.pipeline import timing_report
             outcome.report += timing_report("pass timings", result.pass_times).splitlines()

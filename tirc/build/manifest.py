@@ -6,7 +6,7 @@
                     "declaration"?}],
      "kernels":   [{"name", "symbol", "target", "target_summary", "image"?, "params",
                     "launch_params", "grid", "block", "dynamic_shared_memory", "launches",
-                    "resource_usage"?, "fatbin"?, "opencl"?}]}
+                    "resource_usage"?, "fatbin"?, "opencl"?, "rocm"?}]}
 
 ``functions`` are the exported host functions (packed or C API), with their TIR
 parameters (``{"name", "kind": "buffer", "dtype", "shape", "written"}`` or ``{"name",
@@ -26,7 +26,11 @@ but for registers per thread), as the cubin stage read them from nvJitLink; fatb
 builds add ``fatbin``, the images of the kernel's fatbin in order (``[{"arch":
 "sm_80", "format": "cubin"}, ..., {"arch": "sm_90", "format": "ptx"}]``). Kernels of an
 opencl target add ``opencl``: ``{"params": [OpenCL C parameter declarations],
-"local_memory_bytes": static __local bytes, "dynamic_local_memory": bool}``. These are
+"local_memory_bytes": static __local bytes, "dynamic_local_memory": bool}``. Kernels of a
+rocm target add ``rocm``, as the code object's metadata states them: ``{"lds_bytes":
+static LDS bytes, "kernarg_bytes", "args": [{"offset", "size", "kind"}], "wavefront_size",
+"max_flat_workgroup_size"}``, and their ``resource_usage`` per arch is ``{"vgprs",
+"agprs", "sgprs", "vgpr_spills", "sgpr_spills", "scratch_bytes", "lds_bytes"}``. These are
 the device stage's facts, passed in as plain data (``device_facts``), never derived
 here. Lists are in module order; the JSON has sorted keys and a trailing newline, so the
 same input gives the same bytes.
@@ -53,6 +57,9 @@ def _kernel(k: Kernel, images: dict, device_facts: dict) -> dict:
     opencl = found.get("opencl_kernels", {}).get(k.symbol)
     if opencl is not None:
         entry["opencl"] = opencl
+    rocm = found.get("rocm_kernels", {}).get(k.symbol)
+    if rocm is not None:
+        entry["rocm"] = rocm
     return entry
 
 
@@ -73,7 +80,8 @@ def manifest(facts: BuildFacts, name: str, abi: str, host_target: str | None = N
     image file name, a list of names for a multi-arch target) and ``device_facts`` (a
     device target's canonical string -> what its device stage recorded:
     ``"resource_usage"``, ``{kernel symbol: {arch: figures}}``, ``"fatbin"``, the
-    fatbin's entries, and ``"opencl_kernels"``, ``{kernel symbol: facts}``)."""
+    fatbin's entries, ``"opencl_kernels"`` and ``"rocm_kernels"``, ``{kernel symbol:
+    facts}``)."""
     images = images or {}
     device_facts = device_facts or {}
     return {"abi": abi, "module": name, "host_target": host_target,

@@ -53,7 +53,7 @@ class BuildOptions:
     print_after: frozenset[str] = frozenset()  # --print-after: stage and pass names
     stop_after: str | None = None  # --stop-after: a stage or pass; nothing written
     jobs: int = 1  # -j N with one input: the host object in N chunks at once
-    resource_usage: bool = False  # --resource-usage: the cubins' figures, as nvcc prints them
+    resource_usage: bool = False  # --resource-usage: the cubins' (code objects') figures
     time_passes: bool = False  # --time-passes: the time of every pass and stage
     verbose: bool = False  # -v: what was built and written
 
@@ -85,9 +85,10 @@ def build_options(target: Target | str | None = None, host: Target | str | None 
     if flags.get("device_only") and (flags.get("shared") or emit):
         raise OptionError("--device-only", "--device-only writes no host object: it cannot go "
                           "with --shared or --emit")
-    if flags.get("resource_usage") and fmt == "ptx":
+    if flags.get("resource_usage") and fmt == "ptx" and bind.kind != "rocm":
         raise OptionError("--resource-usage", "--resource-usage reports what the cubins use: "
-                          "build them with --device-format cubin or fatbin")
+                          "build them with --device-format cubin or fatbin (a rocm target's "
+                          "code objects always have the figures)")
     if isinstance(jobs, bool) or not isinstance(jobs, int) or jobs < 1:
         raise OptionError("-j", f"-j takes a number of processes of at least 1, not {jobs!r}")
     names = check_stop_names(print_after, stop_after, abi)

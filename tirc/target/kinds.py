@@ -46,8 +46,8 @@ class Option:
 @record(frozen=True)
 class TargetKind:
     name: str
-    device_type: str  # "cpu", "cuda" or "opencl"
-    dl_device_type: int  # DLPack's kDLCPU = 1, kDLCUDA = 2, kDLOpenCL = 4
+    device_type: str  # "cpu", "cuda", "opencl" or "rocm"
+    dl_device_type: int  # DLPack's kDLCPU = 1, kDLCUDA = 2, kDLOpenCL = 4, kDLROCM = 10
     options: dict[str, Option]
     derive: Callable[[dict[str, Any]], dict[str, Any]]
     doc: str
@@ -95,6 +95,79 @@ CUDA_ARCHS: dict[str, ArchFacts] = {
 }
 
 
+# -- rocm ----------------------------------------------------------------------------------
+# Per-arch facts of AMD GPUs (LLVM's AMDGPU processor names), beside the CUDA archs: the
+# wavefront size the code is compiled for (GCN and CDNA, gfx9: 64; RDNA, gfx10 and later:
+# 32, their native mode and what HIP compiles for), the LDS (shared memory) one workgroup
+# may use, bytes (64 KiB; 160 KiB on gfx950), and whether it also runs the other
+# wavefront size — from AMD's ISA manuals and LLVM's AMDGPUUsage processor table (LLVM 22
+# has dropped gfx940 and gfx941). The registers a kernel may use are LLVM's to fit to its
+# workgroup size (``amdgpu-flat-work-group-size``).
+# ``thread_warp_size`` other than the arch's wavefront size compiles with
+# ``+wavefrontsize32``/``+wavefrontsize64``, which RDNA allows and GCN does not (an error).
+
+
+class AMDGPUFacts(NamedTuple):
+    wavefront_size: int
+    max_lds: int  # bytes per workgroup
+    wave64_only: bool = True  # False: RDNA, which runs wave32 and wave64
+
+
+_G = AMDGPUFacts
+_LDS_64K = 65536
+ROCM_ARCHS: dict[str, AMDGPUFacts] = {
+    **{a: _G(64, _LDS_64K) for a in ("gfx900", "gfx902", "gfx904", "gfx906", "gfx908", "gfx909",
+                                     "gfx90a", "gfx90c", "gfx942")},
+    "gfx950": _G(64, 163840),
+    **{a: _G(32, _LDS_64K, False) for a in (
+        "gfx1010", "gfx1011", "gfx1012", "gfx1030", "gfx1031", "gfx1032", "gfx1034", "gfx1035",
+        "gfx1036", "gfx1100", "gfx1101", "gfx1102", "gfx1103", "gfx1150", "gfx1151", "gfx1200",
+        "gfx1201")},
+}
+DEFAULT_ROCM_ARCH = "gfx900"  # TVM 0.27's when no ROCm device answers
+ROCM_TRIPLES = ("amdgcn-amd-amdhsa", "amdgcn-amd-amdhsa-hcc")  # TVM writes the second
+
+
+def _derive_rocm(opts: dict[str, Any]) -> dict[str, Any]:
+    """The wavefront size and LDS limit of ``mcpu``."""
+    facts = ROCM_ARCHS[opts["mcpu"]]
+    return {"thread_warp_size": facts.wavefront_size,
+            "max_shared_memory_per_block": facts.max_lds}
+
+
+def _check_rocm(values: dict[str, Any]) -> None:
+    """``mattr`` flags are +name/-name of a feature LLVM knows for AMDGPU; a wavefront
+    size other than the arch's only where the arch has both (RDNA)."""
+    for flag in values.get("mattr") or ():
+        if flag[:1] not in ("+", "-") or len(flag) < 2:
+            raise TargetError(f"invalid value {flag!r} in option 'mattr' of 'rocm': a feature "
+                              "is '+name' to enable it or '-name' to disable it")
+    if values.get("mattr"):
+        known = llvm_cpus_and_features("amdgcn-amd-amdhsa")
+        if known is not None:
+            for flag in values["mattr"]:
+                if flag[1:] not in known[1]:
+                    raise TargetError(f"invalid value {flag!r} in option 'mattr' of 'rocm': not "
+                                      "a feature LLVM knows for AMDGPU (e.g. +xnack, "
+                                      "+wavefrontsize64, +cumode)")
+    facts = ROCM_ARCHS[values["mcpu"]]
+    warp = values["thread_warp_size"]
+    if warp not in (32, 64) or (warp != facts.wavefront_size and facts.wave64_only):
+        allowed = "64" if facts.wave64_only else "32 or 64"
+        raise TargetError(f"invalid value {warp!r} for option 'thread_warp_size' of 'rocm': "
+                          f"{values['mcpu']} runs wavefronts of {allowed} work-items")
+
+
+def rocm_features(target: "Target") -> str:
+    """The LLVM feature string of a rocm target: its ``mattr``, and the wavefront size
+    when it is not the arch's."""
+    flags = list(target.get("mattr") or ())
+    warp = int(target.get("thread_warp_size"))
+    if warp != ROCM_ARCHS[str(target.get("mcpu"))].wavefront_size:
+        flags.append(f"+wavefrontsize{warp}")
+    return ",".join(flags)
+
+
 # What each PTX instruction tirc writes as inline assembly needs (``tirc.ir.ptx_ops.feature``
 # names a call's row): the oldest arch by number (sm_80: 80) and the PTX ISA version x10
 # that brought it, from the PTX ISA's target notes of ``mma``, ``ldmatrix``, ``cp.async``
@@ -138,8 +211,18 @@ CUDA_AXIS_LIMITS: dict[str, int] = {
 }
 
 
+# HIP's limits on AMD GPUs (hipDeviceProp_t's maxGridSize and maxThreadsDim): grid x
+# 2^31-1, y and z 65536; a workgroup at most 1024 work-items on each axis.
+ROCM_AXIS_LIMITS: dict[str, int] = {
+    "blockIdx.x": 2**31 - 1, "blockIdx.y": 65536, "blockIdx.z": 65536,
+    "threadIdx.x": 1024, "threadIdx.y": 1024, "threadIdx.z": 1024,
+}
+
+
 def thread_axis_limits(target: "Target") -> dict[str, int]:
     """The largest extent each thread axis may have on ``target`` (none for a CPU)."""
+    if target.kind == "rocm":
+        return dict(ROCM_AXIS_LIMITS)
     return dict(CUDA_AXIS_LIMITS) if target.is_cuda else {}
 
 
@@ -403,13 +486,34 @@ KINDS: dict[str, TargetKind] = {
         },
         lambda opts: {}, "OpenCL devices: OpenCL C source (NAME.cl), built by the OpenCL "
         "driver when first launched"),
+    "rocm": TargetKind(
+        "rocm", "rocm", 10,
+        {
+            "mcpu": Option("str", DEFAULT_ROCM_ARCH, "AMD GPU architecture, e.g. gfx90a",
+                           tuple(ROCM_ARCHS)),
+            "mtriple": Option("str", ROCM_TRIPLES[0], "target triple", ROCM_TRIPLES),
+            "mattr": Option("list", (), "AMDGPU features, e.g. +xnack,-sramecc"),
+            "max_num_threads": Option("int", 256, "most work-items in one workgroup"),
+            "max_threads_per_block": Option("int", 256, "most work-items in one workgroup "
+                                            "(TVM's second name)"),
+            "max_shared_memory_per_block": Option("int", None, "LDS one workgroup may use, "
+                                                  "bytes (from mcpu)", derived=True),
+            "thread_warp_size": Option("int", None, "work-items in a wavefront (from mcpu: "
+                                       "64 on gfx9, 32 on gfx10 and later)", derived=True),
+            "supports_calls": Option("bool", True, "the code generator emits calls between "
+                                     "functions; false inlines private functions"),
+            "keys": Option("list", ("rocm", "gpu"), "keys TVM uses to select schedules"),
+            **_COMMON,
+        },
+        _derive_rocm, "AMD GPUs through LLVM's AMDGPU backend (a code object, NAME.hsaco, "
+        "linked by ld.lld)"),
 }
 
 # Target kinds TVM 0.27 registers that tirc has no code generator for: a located error
 # that says so, rather than "unknown kind".
 UNSUPPORTED_KINDS = {
     "ext_dev": "TVM's external-device placeholder",
-    "rocm": "AMD GPUs", "metal": "Apple GPUs",
+    "metal": "Apple GPUs",
     "vulkan": "Vulkan devices", "webgpu": "WebGPU", "hexagon": "Qualcomm Hexagon DSPs",
     "composite": "TVM's multi-device composite target", "trn": "AWS Trainium",
     "test": "TVM's test target",
@@ -602,6 +706,8 @@ def make_target(kind_name: str, given: dict[str, Any], host: "Target | None" = N
     resolved.update(values)
     if kind_name == "llvm":
         _check_llvm(resolved)
+    elif kind_name == "rocm":
+        _check_rocm(resolved)
     return Target(kind_name, tuple(resolved.items()), host, frozenset(values))
 
 
@@ -667,7 +773,7 @@ def describe_kinds() -> str:
             note = " [derived]" if opt.derived else ""
             typ = "str" if opt.type == "archs" else opt.type  # a name, or names with commas
             lines.append(f"  -{name}=<{typ}>  default {shown}{note}  {opt.doc}")
-            if opt.choices and name == "arch":
+            if opt.choices and name in ("arch", "mcpu") and len(opt.choices) > 2:
                 lines.append(f"      one of: {', '.join(str(c) for c in opt.choices)}")
         lines.append("")
     lines.append(f"The default CUDA architecture is {DEFAULT_CUDA_ARCH}: its PTX is JIT-compiled "

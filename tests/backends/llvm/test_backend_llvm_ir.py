@@ -259,5 +259,6 @@ def test_kernel_launch_without_device_images_is_a_diagnostic():
 def test_registry_is_keyed_by_target_kind():
     assert get_backend("llvm").name == "cpu"
     assert get_backend("cuda").name == "nvptx"
-    with pytest.raises(Diagnostic, match="no code generator for target kind 'rocm'"):
-        get_backend("rocm")
+    assert get_backend("rocm").name == "amdgpu"
+    with pytest.raises(Diagnostic, match="no code generator for target kind 'metal'"):
+        get_backend("metal")

@@ -18,6 +18,9 @@ pointers in a few places:
 When llvmlite handles opaque pointers in these three places, each function becomes the
 public call it stands for.
 
+- :func:`private_alloca`: llvmlite's ``alloca`` has no address space; AMDGPU's stack
+  is address space 5 (``A5`` in its data layout), so the instruction is printed with
+  one.
 - :class:`ScalableVectorType` (``<vscale x N x T>``), :func:`scalable_mask` and
   :func:`scalable_splat`: llvmlite has no scalable vector type (below).
 - :func:`dismantle`: an llvmlite module is a web of reference cycles (every value
@@ -40,6 +43,41 @@ def store_atomic(b: ir.IRBuilder, value: ir.Value, ptr: ir.Value, ordering: str,
     instr = ir.instructions.StoreAtomicInstr(b.block, value, ptr, ordering, align)
     b._insert(instr)
     return instr
+
+
+class _AllocaIn(ir.instructions.AllocaInstr):
+    """An ``alloca`` in address space ``addrspace``."""
+
+    addrspace = 0
+
+    def descr(self, buf):
+        buf.append(f"alloca {self.allocated_type}")
+        if self.operands:
+            op, = self.operands
+            buf.append(f", {op.type} {op.get_reference()}")
+        if self.align is not None:
+            buf.append(f", align {self.align}")
+        buf.append(f", addrspace({self.addrspace})")
+        if self.metadata:
+            buf.append(self._stringify_metadata(leading_comma=True))
+
+
+def private_alloca(fl, elem: ir.Type, count: int, name: str, align: int, addrspace: int,
+                   flat: ir.PointerType) -> ir.Value:
+    """A stack slot of ``count`` ``elem`` in address space ``addrspace``, made in the
+    entry block of function lowering ``fl`` (so loops do not grow the stack), and its
+    address cast to the pointer type ``flat``."""
+    here = fl.b.block
+    b = type(fl.b)(fl.entry)
+    if fl.entry.instructions:
+        b.position_before(fl.entry.instructions[0])
+    slot = b.alloca(elem, size=ir.Constant(ir.IntType(64), count), name=name)
+    slot.__class__ = _AllocaIn
+    slot.addrspace, slot.align = addrspace, align
+    slot.type = ir.PointerType(addrspace=addrspace)
+    cast = b.addrspacecast(slot, flat, name=f"{name}.flat" if name else "")
+    fl.b.position_at_end(here)
+    return cast
 
 
 class FnPointer(ir.instructions.LoadInstr):

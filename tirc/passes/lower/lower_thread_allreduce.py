@@ -4,7 +4,10 @@ thread over the reduction threads, as TVM emits it.
 
 The call's thread arguments name the reduction threads; the other ``threadIdx`` axes of
 the kernel (extent above 1) form independent groups. Both are flattened x-fastest into a
-reduce index and a group index. On CUDA, when the reduction threads are the lowest
+reduce index and a group index. The warp size is the target's ``thread_warp_size`` (32
+on CUDA; a wavefront, 64 or 32 by arch, on rocm). On rocm, as in TVM, shuffles reduce
+only 32-bit values over exactly one wavefront; everything else takes the tree below.
+On CUDA, when the reduction threads are the lowest
 ``threadIdx`` dimensions and their count divides the warp (or is a multiple of it with
 at most 32 warps, or the only group is at most one warp), the reduction uses warp
 shuffles:
@@ -51,7 +54,7 @@ from tirc.ir.index_arith import arith
 from tirc.records import record
 from tirc.target.kinds import Target
 
-_WARP_KINDS = ("cuda", "nvptx")
+_WARP_KINDS = ("cuda", "nvptx", "rocm")
 
 
 @record
@@ -213,13 +216,22 @@ class _Builder(Mutator):
         t = self.target
         if t is None or t.kind not in _WARP_KINDS:
             return False
+        # rocm, as TVM: 32-bit values only (ds_bpermute moves 32 bits), and only a
+        # reduction over exactly one wavefront
+        if t.kind == "rocm" and any(d.bits * d.lanes != 32 if d.lanes > 1 else d.bits != 32
+                                    for d in dtypes):
+            return False
         for d in dtypes:
             if d.is_float and d.bits == 16:
                 if d.lanes > 2:
                     return False
             elif d.lanes > 1 or d.bits // 8 < 4 or d.bits // 8 > 8:
                 return False
-        if not self.threads or contiguous != reduce_extent or reduce_extent == 1:
+        if not self.threads or contiguous != reduce_extent:
+            return False
+        if t.kind == "rocm":
+            return reduce_extent == self.warp_size
+        if reduce_extent == 1:
             return False
         warp = self.warp_size
         max_threads = t.get("max_num_threads", -1)
