@@ -42,6 +42,7 @@ def _passes():
         plan_and_update_buffer_allocation_location)
     from tirc.passes.lower.lower_thread_bindings import lower_thread_bindings
     from tirc.passes.blocks.unify_thread_binding import unify_thread_binding
+    from tirc.passes.blocks.inject_software_pipeline import inject_software_pipeline
 
     def lower_opaque_block_and_threads(mod, ctx=None):
         # TVM's LowerOpaqueBlock also turns thread-bound loops into launch_thread scopes;
@@ -65,6 +66,7 @@ def _passes():
         "LoopPartition": loop_partition,
         "StorageRewrite": storage_rewrite,
         "CommonSubexprElim": common_subexpr_elim,
+        "InjectSoftwarePipeline": inject_software_pipeline,
     }
 
 

@@ -1,0 +1,319 @@
+"""The rewrite of one software-pipelined loop (InjectSoftwarePipeline's core, TVM's
+``PipelineRewriter``): buffer versions, prologue/body/epilogue emission with the
+statements skewed by their stage, and the commit groups and waits of asynchronous
+stages (:mod:`tirc.passes.blocks.software_pipeline_async`)."""
+from __future__ import annotations
+
+from dataclasses import replace
+
+from tirc.ir.block import BufferRegion, Range, SBlock, SBlockRealize
+from tirc.ir.buffer import Buffer
+from tirc.ir.dtype import BOOL, INT32
+from tirc.ir.expr import BufferLoad, Call, IntImm, Not, PrimExpr, Var
+from tirc.ir.renew import substitute
+from tirc.ir.stmt import AttrStmt, BufferStore, Evaluate, For, SeqStmt, Stmt
+from tirc.ir.visitor import Mutator
+from tirc.diagnostics import Diagnostic
+from tirc.passes.analysis.arith_analyzer import Analyzer
+from tirc.passes.analysis.arith_ops import binop, imm
+from tirc.passes.analysis.block_access_region import block_read_write_regions
+from tirc.passes.blocks.software_pipeline_async import AsyncPlanner
+from tirc.records import record
+
+
+@record(frozen=True)
+class Stage:
+    stage: int
+    order: int
+    is_async: bool
+
+
+def make_sblock(body: Stmt, visible: dict[int, Buffer]) -> SBlock:
+    """``body`` as an opaque block with the regions it accesses (of ``visible`` buffers);
+    a realization without predicate gives its own block."""
+    if isinstance(body, SBlockRealize) and _is_true(body.predicate):
+        return body.block
+    block = SBlock("", (), (), (), body, span=body.span)
+    reads, writes = block_read_write_regions(block, visible)
+    return replace(block, reads=tuple(reads), writes=tuple(writes))
+
+
+def depends(blocks: list[SBlock]) -> list[tuple[int, int]]:
+    """The (writer, reader) pairs of ``blocks``: a block reading a buffer an earlier one
+    writes (TVM's ``BuildDependencyGraph``), in TVM's order."""
+    writers: dict[int, list[int]] = {}
+    edges = []
+    for i, b in enumerate(blocks):
+        for r in b.reads:
+            for w in writers.get(id(r.buffer.data), ()):
+                edges.append((w, i))
+        for w in b.writes:
+            writers.setdefault(id(w.buffer.data), []).append(i)
+    return edges
+
+
+def _is_true(e) -> bool:
+    return isinstance(e, IntImm) and e.value != 0
+
+
+def _true() -> IntImm:
+    return IntImm(BOOL, 1)
+
+
+def _nop() -> SBlockRealize:
+    return SBlockRealize((), _true(), SBlock("", (), (), (), Evaluate(IntImm(INT32, 0))))
+
+
+def _i32():
+    return INT32
+
+
+def _logical_and(a: PrimExpr, b: PrimExpr) -> PrimExpr:
+    return binop("and", a, b)
+
+
+def _not(a: PrimExpr) -> PrimExpr:
+    if isinstance(a, IntImm):
+        return IntImm(a.dtype, int(not a.value))
+    return Not(a)
+
+
+class _BodyRewriter(Mutator):
+    """A pipelined statement with its multi-versioned buffers indexed by version (TVM's
+    ``PipelineBodyRewriter``)."""
+
+    def __init__(self, remap: dict[int, Buffer], olds: dict[int, Buffer], loop: For,
+                 all_versions: bool):
+        self.remap = remap
+        self.olds = olds
+        self.loop = loop
+        self.all_versions = all_versions
+
+    def _version(self, new: Buffer) -> PrimExpr:
+        return binop("floormod", binop("sub", self.loop.loop_var, self.loop.min), new.shape[0])
+
+    def _region(self, r: BufferRegion) -> BufferRegion:
+        new = self.remap.get(id(r.buffer))
+        if new is None:
+            return r
+        if self.all_versions:
+            version = Range(imm(new.shape[0].dtype, 0), new.shape[0])
+        else:
+            version = Range(self._version(new), imm(_i32(), 1))
+        return BufferRegion(new, (version, *r.region), r.span)
+
+    def visit_SBlock(self, b: SBlock):
+        b = self.generic_visit(b)
+        reads = tuple(self._region(r) for r in b.reads)
+        writes = tuple(self._region(r) for r in b.writes)
+        if any(x is not y for x, y in zip(reads + writes, b.reads + b.writes)):
+            b = replace(b, reads=reads, writes=writes)
+        return b
+
+    def visit_BufferStore(self, s: BufferStore):
+        s = self.generic_visit(s)
+        new = self.remap.get(id(s.buffer))
+        if new is None:
+            return s
+        return replace(s, buffer=new, indices=(self._version(new), *s.indices))
+
+    def visit_BufferLoad(self, e: BufferLoad):
+        e = self.generic_visit(e)
+        new = self.remap.get(id(e.buffer))
+        if new is None:
+            return e
+        return replace(e, buffer=new, indices=(self._version(new), *e.indices))
+
+    def visit_Call(self, e: Call):
+        e = self.generic_visit(e)
+        if e.op == "tvm_access_ptr":
+            return self._access_ptr(e)
+        if e.op in ("tvm_load_matrix_sync", "tvm_store_matrix_sync", "tvm_mma_sync",
+                    "ptx_mma", "ptx_ldmatrix"):
+            for a in e.args:
+                if isinstance(a, Var) and any(b.data is a for b in self._old_buffers()):
+                    raise Diagnostic(f"software pipelining a buffer accessed by T.{e.op} "
+                                     "(tensor-core fragments) is not supported", e.span)
+        return e
+
+    def _old_buffers(self):
+        return self.olds.values()
+
+    def _access_ptr(self, e: Call) -> Call:
+        data = e.args[1]
+        old = next((b for b in self._old_buffers() if b.data is data), None)
+        if old is None:
+            return e
+        new = self.remap[id(old)]
+        offset = new.strides[0] if new.strides else _product(old.shape)
+        index = binop("add", e.args[2],
+                      binop("mul", binop("floormod", self.loop.loop_var, new.shape[0]), offset))
+        args = list(e.args)
+        args[1], args[2] = new.data, index
+        return replace(e, args=tuple(args))
+
+
+def _product(shape) -> PrimExpr:
+    out: PrimExpr = imm(_i32(), 1)
+    for e in shape:
+        out = binop("mul", out, e)
+    return out
+
+
+class PipelineRewriter:
+    """Rewrites one annotated loop (``build``) into the block realization of its
+    prologue, body and epilogue."""
+
+    def __init__(self, visible: dict[int, Buffer], double_buffers: set[int],
+                 allocs: list[Buffer], loop: For, blocks: list[SBlock], info: list,
+                 preserved: tuple):
+        self.ana = Analyzer()
+        self.visible = visible
+        self.double_buffers = double_buffers
+        self.allocs = allocs
+        self.loop = loop
+        self.blocks = blocks
+        self.info = info
+        self.preserved = preserved
+        self.max_stage = max((st.stage for st in info), default=-1)
+        self.remap: dict[int, Buffer] = {}
+        self.olds: dict[int, Buffer] = {}
+        self.asyncs = AsyncPlanner(self)
+
+    # ---- buffer versions ----------------------------------------------------------
+
+    def _access_info(self) -> dict[int, list[int]]:
+        infos: dict[int, list[int]] = {}  # id(buffer) -> [def, use]
+        for b, st in zip(self.blocks, self.info):
+            for w in b.writes:
+                info = infos.setdefault(id(w.buffer), [-1, -1])
+                info[0] = st.stage if info[0] == -1 else min(info[0], st.stage)
+            for r in b.reads:
+                info = infos.setdefault(id(r.buffer), [-1, -1])
+                info[1] = max(info[1], st.stage)
+        return infos
+
+    def _may_conflict(self, a: tuple[Range, ...], b: tuple[Range, ...]) -> bool:
+        for x, y in zip(a, b):
+            lo = binop("max", x.min, y.min)
+            hi = binop("min", binop("sub", binop("add", x.min, x.extent), imm(x.extent.dtype, 1)),
+                       binop("sub", binop("add", y.min, y.extent), imm(y.extent.dtype, 1)))
+            if Analyzer().can_prove(binop("lt", hi, lo)):
+                return False
+        return True
+
+    def _versions(self, buf: Buffer, info: list[int]) -> int:
+        define, use = info
+        if define == -1:
+            return 1
+        n = use - define + 1
+        if n == 2:
+            need = False
+            for wb, wi in zip(self.blocks, self.info):
+                w = next((r for r in wb.writes if r.buffer is buf), None)
+                if w is None:
+                    continue
+                for rb, ri in zip(self.blocks, self.info):
+                    r = next((x for x in rb.reads if x.buffer is buf), None)
+                    if r is None:
+                        continue
+                    if (wi.order < ri.order and wi.stage < ri.stage
+                            and self._may_conflict(w.region, r.region)):
+                        need = True
+                        break
+            if not need:
+                n = 1
+        if n == 1 and id(buf) in self.double_buffers:
+            n = 2
+        return n
+
+    def _multi_version(self, buf: Buffer, n: int) -> Buffer:
+        shape = (imm(_i32(), n), *buf.shape)
+        strides = buf.strides
+        if strides:
+            strides = (binop("mul", strides[0], buf.shape[0]), *strides)
+        return replace(buf, shape=shape, strides=strides)
+
+    # ---- the pipeline -----------------------------------------------------------------
+
+    def build(self) -> SBlockRealize:
+        infos = self._access_info()
+        for buf in self.allocs:
+            n = self._versions(buf, infos.get(id(buf), [-1, -1]))
+            if n > 1:
+                new = self._multi_version(buf, n)
+                self.remap[id(buf)] = new
+                self.olds[id(buf)] = buf
+                self.visible[id(new.data)] = new
+        self.ordered = sorted(range(len(self.blocks)), key=lambda k: self.info[k].order)
+        loop, ms = self.loop, self.max_stage
+        lo = loop.min
+        end = binop("add", lo, loop.extent)
+        prologue = self._emit(lo, binop("add", lo, imm(lo.dtype, ms)), True)
+        body = self._emit(binop("add", lo, imm(lo.dtype, ms)), end, False)
+        epilogue_start = end
+        extra = None
+        if ms > 1 and not self.ana.can_prove_ge(loop.extent, ms):
+            if isinstance(epilogue_start, IntImm):
+                epilogue_start = binop("max", epilogue_start, binop("add", lo, imm(lo.dtype, ms)))
+            else:
+                extra = binop("add", lo, imm(lo.dtype, ms))
+        epilogue = self._emit(epilogue_start, binop("add", end, imm(end.dtype, ms)), True, extra)
+        stmt = SeqStmt((prologue, body, epilogue), loop.span)
+        allocs = []
+        for buf in self.allocs:
+            new = self.remap.get(id(buf), buf)
+            allocs.append(new)
+            self.visible.pop(id(buf.data), None)
+            self.visible.pop(id(new.data), None)
+        block = replace(make_sblock(stmt, self.visible), alloc_buffers=tuple(allocs))
+        return SBlockRealize((), _true(), block, loop.span)
+
+    def _rewrite_body(self, block: SBlock) -> SBlock:
+        return _BodyRewriter(self.remap, self.olds, self.loop, self.max_stage != 1).visit(block)
+
+    def _emit(self, start: PrimExpr, end: PrimExpr, unroll: bool, extra=None) -> Stmt:
+        loop = self.loop
+        extent = binop("sub", end, start)
+        if self.ana.can_prove(binop("le", extent, imm(extent.dtype, 0))):
+            return _nop()
+        unit = self.ana.can_prove_equal(extent, imm(extent.dtype, 1))
+        if unit:
+            var: PrimExpr = start
+        else:
+            var = Var(loop.loop_var.name, loop.loop_var.dtype, loop.loop_var.ptr, loop.loop_var.span)
+            self.ana.bind_range(var, start, extent)
+        normalized = Analyzer()
+        if not unit:
+            normalized.bind_range(var, loop.min, binop("sub", extent, loop.min))
+        new_blocks = []
+        planner = self.asyncs.begin(normalized)
+        for k in self.ordered:
+            block, st = self.blocks[k], self.info[k]
+            skewed = binop("sub", var, imm(var.dtype, st.stage))
+            inbound = _logical_and(self.ana.simplify(binop("le", loop.min, skewed)),
+                                   binop("lt", skewed, binop("add", loop.min, loop.extent)))
+            if extra is not None:
+                inbound = self.ana.simplify(_logical_and(inbound, binop("ge", var, extra)))
+            if self.ana.can_prove(_not(inbound)):
+                continue
+            new_block = self._rewrite_body(block)
+            delta = binop("sub", start, loop.min)
+            access = skewed if unit else binop("add", skewed, delta)
+            if not unit:
+                inbound = substitute(inbound, {id(var): binop("add", var, delta)})
+            new_block = substitute(new_block, {id(loop.loop_var): access})
+            if st.is_async:
+                new_block = planner.producer(st.stage, new_block, len(new_blocks), access, inbound)
+            new_blocks.append([st.stage, inbound, new_block, access, st.is_async])
+            planner.mark_consumed(st.stage, new_block)
+        planner.populate_wait_counts(new_blocks)
+        stmts = planner.complete(new_blocks)
+        if not stmts:
+            return _nop()
+        new_loop: Stmt = stmts[0] if len(stmts) == 1 else SeqStmt(tuple(stmts), loop.span)
+        if not unit:
+            new_loop = For(var, loop.min, extent, "unrolled" if unroll else loop.kind, new_loop,
+                           loop.thread_tag if not unroll else None, self.preserved, None, loop.span)
+        planner.finish(extent)
+        return SBlockRealize((), _true(), make_sblock(new_loop, self.visible), loop.span)
