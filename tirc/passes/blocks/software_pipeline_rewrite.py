@@ -9,7 +9,7 @@ from dataclasses import replace
 from tirc.ir.block import BufferRegion, Range, SBlock, SBlockRealize
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL, INT32
-from tirc.ir.expr import BufferLoad, Call, IntImm, Not, PrimExpr, Var
+from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, Not, PrimExpr, Var
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import AttrStmt, BufferStore, Evaluate, For, SeqStmt, Stmt
 from tirc.ir.visitor import Mutator
@@ -269,6 +269,18 @@ class PipelineRewriter:
         block = replace(make_sblock(stmt, self.visible), alloc_buffers=tuple(allocs))
         return SBlockRealize((), _true(), block, loop.span)
 
+    def _lower_check(self, lo: PrimExpr, skewed: PrimExpr) -> PrimExpr:
+        """``lo <= skewed`` simplified as TVM's rewrite simplifier writes it: ``c0 <= x - c1``
+        becomes ``c0 + c1 <= x``, and ``x == c0 + c1`` where ``x`` cannot exceed that."""
+        e = self.ana.simplify(binop("le", lo, skewed))
+        if (isinstance(e, BinOp) and e.op == "le" and isinstance(e.a, IntImm)
+                and isinstance(e.b, BinOp) and e.b.op == "sub" and isinstance(e.b.b, IntImm)):
+            x, c = e.b.a, imm(e.a.dtype, e.a.value + e.b.b.value)
+            if self.ana.const_bound(binop("sub", c, x))[0] >= 0:
+                return BinOp("eq", x, c, BOOL)
+            return BinOp("le", c, x, BOOL)
+        return e
+
     def _rewrite_body(self, block: SBlock) -> SBlock:
         return _BodyRewriter(self.remap, self.olds, self.loop, self.max_stage != 1).visit(block)
 
@@ -291,7 +303,7 @@ class PipelineRewriter:
         for k in self.ordered:
             block, st = self.blocks[k], self.info[k]
             skewed = binop("sub", var, imm(var.dtype, st.stage))
-            inbound = _logical_and(self.ana.simplify(binop("le", loop.min, skewed)),
+            inbound = _logical_and(self._lower_check(loop.min, skewed),
                                    binop("lt", skewed, binop("add", loop.min, loop.extent)))
             if extra is not None:
                 inbound = self.ana.simplify(_logical_and(inbound, binop("ge", var, extra)))
