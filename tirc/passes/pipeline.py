@@ -208,9 +208,9 @@ PIPELINE: list[Pass] = [
           "accesses of a block's matched buffers become accesses of their sources",
           ("CompactBufferAllocation",)),
     _pass("InjectSoftwarePipeline", "blocks.inject_software_pipeline",
-          "loops annotated for software pipelining are refused (not ported)", ("BindTarget",)),
-    _pass("InjectDoubleBuffer", "blocks.inject_double_buffer",
-          "buffers marked for double buffering are refused (not ported)", ("BindTarget",)),
+          "loops annotated software_pipeline_stage/order become prologue, body and epilogue "
+          "with multi-versioned buffers (async stages in commit and wait queues)",
+          ("LowerMatchBuffer",), needs=("loop.software_pipeline",)),
     _pass("LowerOpaqueBlock", "blocks.lower_opaque_block",
           "blocks become allocations and ifs; loop pragmas become attributes",
           ("ConvertBlocksToOpaque",),
@@ -236,9 +236,14 @@ PIPELINE: list[Pass] = [
     _pass("VectorizeLoop", "lower.vectorize_loop", "T.vectorized loops become vector code",
           ("FlattenBuffer",),
           needs=("loop.vectorized",)),
+    _pass("InjectDoubleBuffer", "lower.inject_double_buffer",
+          "a buffer written under double_buffer_scope in a loop gets two halves: the next "
+          "iteration's data is written while this one's is read",
+          ("VectorizeLoop", "InjectVirtualThread"), needs=("attr.double_buffer_scope",)),
     _pass("StorageRewrite", "lower.storage_rewrite",
           "allocations move to the start of their kernel, parallel loop or function and "
-          "share memory when their lifetimes do not overlap", ("VectorizeLoop", "InjectVirtualThread"),
+          "share memory when their lifetimes do not overlap",
+          ("VectorizeLoop", "InjectVirtualThread", "InjectDoubleBuffer"),
           needs=("alloc",)),
     _pass("HoistIfThenElse", "lower.hoist_if_then_else",
           "an if whose condition a loop does not change moves above the loop",

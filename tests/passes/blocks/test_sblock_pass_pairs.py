@@ -43,6 +43,7 @@ def _passes():
     from tirc.passes.lower.lower_thread_bindings import lower_thread_bindings
     from tirc.passes.blocks.unify_thread_binding import unify_thread_binding
     from tirc.passes.blocks.inject_software_pipeline import inject_software_pipeline
+    from tirc.passes.lower.inject_double_buffer import inject_double_buffer
 
     def lower_opaque_block_and_threads(mod, ctx=None):
         # TVM's LowerOpaqueBlock also turns thread-bound loops into launch_thread scopes;
@@ -67,12 +68,14 @@ def _passes():
         "StorageRewrite": storage_rewrite,
         "CommonSubexprElim": common_subexpr_elim,
         "InjectSoftwarePipeline": inject_software_pipeline,
+        "InjectDoubleBuffer": inject_double_buffer,
     }
 
 
 # The PassContext config whose options a pass takes as keyword arguments.
 CONFIG_KEYS = {"RemoveNoOp": "tirx.RemoveNoOp", "HoistIfThenElse": "s_tir.HoistIfThenElse",
-               "LoopPartition": "s_tir.LoopPartition"}
+               "LoopPartition": "s_tir.LoopPartition",
+               "InjectDoubleBuffer": "s_tir.InjectDoubleBuffer"}
 
 
 def _run(case, mod):
