@@ -166,7 +166,7 @@ class _Injector(Mutator):
         factor = imm(new_ext.dtype, n)
         outer_ext = binop("div", new_ext, factor)
         tail_base = binop("mul", outer_ext, factor)
-        outer = Var(loop.loop_var.name + ".outer", dt, span=loop.loop_var.span)
+        outer = Var(loop.loop_var.name + "_outer", dt, span=loop.loop_var.span)
         body = [substitute(loop.body, {id(loop.loop_var): binop("add", binop("mul", outer, factor),
                                                                imm(factor.dtype, i))})
                 for i in range(n)]
@@ -213,7 +213,7 @@ class _Injector(Mutator):
         dt = loop.loop_var.dtype
         zero, one, two = imm(dt, 0), imm(dt, 1), imm(dt, 2)
         shift = binop("add", loop.loop_var, one)
-        e.write_var = Var(loop.loop_var.name + ".db", dt)
+        e.write_var = Var(loop.loop_var.name + "_db", dt)
         e.read_index = binop("floormod", loop.loop_var, two)
         self.in_scope = True
         body = self.visit(s.body)
