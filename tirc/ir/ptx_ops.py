@@ -368,3 +368,36 @@ def elem_bytes(pointer: PrimExpr) -> int:
     if dtype is None or dtype.bits * dtype.lanes % 8:
         return 1
     return dtype.bits * dtype.lanes // 8
+
+
+# -- the asynchronous copy queues of a software pipeline ------------------------------------
+COMMIT_QUEUE, WAIT_QUEUE, WAIT_COUNT = ("async_commit_queue_scope", "async_wait_queue_scope",
+                                        "async_wait_inflight_count")
+
+
+def queue_call(attr) -> Call | None:
+    """The ``cp.async`` group instruction an async queue attribute (InjectSoftwarePipeline's
+    ``async_commit_queue_scope`` after its body, ``async_wait_queue_scope`` before it)
+    means in CUDA device code, as TVM's CUDA code generator emits it; None for another
+    attribute. CUDA has one queue, 0; the wait count must be a constant by then."""
+    key = getattr(attr, "key", None)
+    if key not in (COMMIT_QUEUE, WAIT_QUEUE):
+        return None
+    if not (isinstance(attr.value, IntImm) and attr.value.value == 0):
+        raise Diagnostic(f"\"{key}\" names async queue {attr.value}: for CUDA the queue must be 0",
+                         attr.span)
+    from tirc.ir.dtype import VOID
+    if key == COMMIT_QUEUE:
+        args = (StringImm("async"), StringImm("commit_group"), StringImm(""))
+    else:
+        inner = attr.body
+        if getattr(inner, "key", None) != WAIT_COUNT:
+            raise Diagnostic(f"an \"{WAIT_QUEUE}\" must hold an \"{WAIT_COUNT}\" attribute",
+                             attr.span)
+        if not isinstance(inner.value, IntImm):
+            raise Diagnostic(f"the number of asynchronous copy groups left in flight here "
+                             f"({inner.value}) is not a constant: cp.async.wait_group needs one "
+                             "(unroll the pipeline's epilogue)", attr.span)
+        args = (inner.value, StringImm("async"), StringImm("wait_group"), StringImm(""))
+    return Call(VOID, CP, args, attr.span)
+

@@ -245,6 +245,10 @@ PIPELINE: list[Pass] = [
           "share memory when their lifetimes do not overlap",
           ("VectorizeLoop", "InjectVirtualThread", "InjectDoubleBuffer"),
           needs=("alloc",)),
+    _pass("LowerAsyncDMA", "lower.lower_async_dma",
+          "with tirx.use_async_copy: contiguous copy loops in async commit queues would be "
+          "DMA-engine copies (no tirc target has them: a located error); otherwise nothing",
+          ("StorageRewrite",), needs=("attr.async_commit_queue_scope",)),
     _pass("HoistIfThenElse", "lower.hoist_if_then_else",
           "an if whose condition a loop does not change moves above the loop",
           ("LowerThreadBindings", "VectorizeLoop")),
@@ -267,6 +271,10 @@ PIPELINE: list[Pass] = [
           "T.tvm_thread_allreduce becomes warp shuffles, or a shared-memory tree",
           ("ThreadSync",),
           needs=("call.tvm_thread_allreduce", "attr.reduce_scope")),
+    _pass("InjectPTXAsyncCopy", "lower.inject_ptx_async_copy",
+          "with tirx.use_async_copy: global-to-shared copies of 4, 8 or 16 bytes in async "
+          "scopes become cp.async", ("ThreadSync", "LowerThreadAllreduce"),
+          needs=("attr.async_scope",)),
     _pass("MergeSharedMemoryAllocations", "lower.merge_shared_memory_allocations",
           "a kernel's dynamic shared memory in one buffer, reused by liveness as TVM plans it "
           "(static memory stays static); shared-memory limits checked",

@@ -44,6 +44,7 @@ def _passes():
     from tirc.passes.blocks.unify_thread_binding import unify_thread_binding
     from tirc.passes.blocks.inject_software_pipeline import inject_software_pipeline
     from tirc.passes.lower.inject_double_buffer import inject_double_buffer
+    from tirc.passes.lower.inject_ptx_async_copy import inject_ptx_async_copy
 
     def lower_opaque_block_and_threads(mod, ctx=None):
         # TVM's LowerOpaqueBlock also turns thread-bound loops into launch_thread scopes;
@@ -69,6 +70,9 @@ def _passes():
         "CommonSubexprElim": common_subexpr_elim,
         "InjectSoftwarePipeline": inject_software_pipeline,
         "InjectDoubleBuffer": inject_double_buffer,
+        # called directly, as TVM's tests call the pass object (in the pipeline it runs
+        # only with tirx.use_async_copy)
+        "InjectPTXAsyncCopy": lambda mod, ctx=None: inject_ptx_async_copy(mod, force=True),
     }
 
 

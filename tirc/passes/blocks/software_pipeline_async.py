@@ -151,9 +151,9 @@ class _Part:
                 if state.predicate is not None and not self.normalized.can_prove(state.predicate):
                     count = Call(INT32, "if_then_else", (state.predicate, count, imm(INT32, 0)))
                 b = blocks[state.wait_before][2]
-                inner = AttrStmt(None, "async_wait_inflight_count", count, b.body, b.body.span)
-                body = AttrStmt(None, "async_wait_queue_scope", imm(INT32, stage), inner,
-                                b.body.span)
+                span = self.planner.rewriter.loop.span
+                inner = AttrStmt(None, "async_wait_inflight_count", count, b.body, span)
+                body = AttrStmt(None, "async_wait_queue_scope", imm(INT32, stage), inner, span)
                 blocks[state.wait_before][2] = replace(b, body=body)
         stmts = []
         i = 0
@@ -172,7 +172,8 @@ class _Part:
                 bodies.append(blocks[i][2].body)
                 i += 1
             body = bodies[0] if len(bodies) == 1 else SeqStmt(tuple(bodies), bodies[0].span)
-            commit = AttrStmt(None, "async_commit_queue_scope", imm(INT32, stage), body, body.span)
+            commit = AttrStmt(None, "async_commit_queue_scope", imm(INT32, stage), body,
+                              self.planner.rewriter.loop.span)
             stmts.append(SBlockRealize((), predicate, make_sblock(commit, visible), body.span))
         return stmts
 
