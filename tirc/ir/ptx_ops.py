@@ -395,8 +395,9 @@ def queue_call(attr) -> Call | None:
             raise Diagnostic(f"an \"{WAIT_QUEUE}\" must hold an \"{WAIT_COUNT}\" attribute",
                              attr.span)
         if not isinstance(inner.value, IntImm):
+            from tirc.ir.describe import expr_text
             raise Diagnostic(f"the number of asynchronous copy groups left in flight here "
-                             f"({inner.value}) is not a constant: cp.async.wait_group needs one "
+                             f"({expr_text(inner.value)}) is not a constant: cp.async.wait_group needs one "
                              "(unroll the pipeline's epilogue)", attr.span)
         args = (inner.value, StringImm("async"), StringImm("wait_group"), StringImm(""))
     return Call(VOID, CP, args, attr.span)

@@ -10,8 +10,9 @@ not pure stays as ``T.evaluate(call)``):
 * an ``if`` whose two branches do nothing; an empty ``else``; an empty ``then`` (the
   ``else`` becomes the ``then`` of ``if not cond``); an ``if`` on a constant condition;
 * an attribute (``T.attr``, ``T.launch_thread``) whose body does nothing, and every
-  ``pragma_debug_skip_region`` attribute with its body; a wait for a provably negative
-  number of asynchronous copy groups (``async_wait_queue_scope``) keeps only its body;
+  ``pragma_debug_skip_region`` attribute with its body; a wait for a negative number of
+  asynchronous copy groups (``async_wait_queue_scope``) keeps only its body (and a wait's
+  count is folded, as TVM's simplifier after unrolling folds it);
 * a store of the value its destination already holds: ``A[i] = A[j]`` where ``i`` and
   ``j`` are provably equal, with let-bound variables replaced by their values and the
   equalities known inside an ``if`` (``i == 0`` in the ``else`` of ``if i != 0``) used.
@@ -34,7 +35,7 @@ from dataclasses import replace
 from itertools import islice
 
 from tirc.ir.attrs import PRAGMA_DEBUG_SKIP_REGION, THREAD_EXTENT, VIRTUAL_THREAD
-from tirc.ir.dtype import BOOL, INT32
+from tirc.ir.dtype import INT32
 from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, Not, PrimExpr, Var
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBuffer, Evaluate,
@@ -167,11 +168,15 @@ class _NoOpRemover(Mutator):
         if s.key == PRAGMA_DEBUG_SKIP_REGION:
             return _nop(s.span)
         if (s.key == "async_wait_queue_scope" and isinstance(s.body, AttrStmt)
-                and s.body.key == "async_wait_inflight_count"
-                and Analyzer().can_prove(BinOp("lt", s.body.value, IntImm(INT32, 0), BOOL))):
-            # a wait for a negative number of groups (a pipeline epilogue's count such as
-            # 1 - i once unrolled) waits for nothing
-            return (yield s.body.body)
+                and s.body.key == "async_wait_inflight_count"):
+            count = Analyzer().simplify(s.body.value)
+            if isinstance(count, IntImm) and count.value < 0:
+                # a wait for a negative number of groups (a pipeline epilogue's count such
+                # as 1 - i once unrolled) waits for nothing
+                return (yield s.body.body)
+            if count is not s.body.value:
+                # the count folded (unrolling made it constant), as the code generator needs
+                s = replace(s, body=replace(s.body, value=count))
         value = self.visit(s.value)
         ranges = {}
         if isinstance(s.node, IterVar) and s.key in (THREAD_EXTENT, VIRTUAL_THREAD):

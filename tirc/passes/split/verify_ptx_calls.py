@@ -23,25 +23,27 @@ from tirc.target.kinds import Target, cuda_archs, ptx_feature_arch_error
 
 def check_ptx_calls(name: str, func: PrimFunc) -> None:
     target = func.attrs.get(TARGET)
-    calls = [n for n in walk(func.body) if isinstance(n, Call) and ptx_ops.is_ptx(n.op)]
+    calls = [(n, f"T.{n.op}") for n in walk(func.body)
+             if isinstance(n, Call) and ptx_ops.is_ptx(n.op)]
     if isinstance(target, Target) and target.is_cuda:
         # the async copy queues of a software pipeline become cp.async group instructions
         # in CUDA code (elsewhere they mean nothing: the copies are synchronous)
-        calls += [c for n in walk(func.body) if isinstance(n, AttrStmt)
+        calls += [(c, f"the software pipeline's asynchronous copy queue (\"{n.key}\")")
+                  for n in walk(func.body) if isinstance(n, AttrStmt)
                   for c in (ptx_ops.queue_call(n),) if c is not None]
     if not calls:
         return
     kernel = func.attrs.get(CALLING_CONV) == CallingConv.DEVICE_KERNEL_LAUNCH
     on_gpu = isinstance(target, Target) and target.is_cuda and (kernel or body_context(func) == DEVICE)
-    for call in calls:
+    for call, what in calls:
         if not on_gpu:
             where = (f"the host code of '{name}' (outside its thread launches)"
                      if isinstance(target, Target) and target.is_cuda
                      else f"'{name}', compiled for target {target.kind if isinstance(target, Target) else 'none'}")
-            raise Diagnostic(f"T.{call.op} is a PTX instruction of CUDA device code and cannot run "
+            raise Diagnostic(f"{what} is a PTX instruction of CUDA device code and cannot run "
                              f"in {where}", call.span)
         feature = ptx_ops.feature(call)
         for arch in cuda_archs(target):
             why = ptx_feature_arch_error(feature, arch)
             if why is not None:
-                raise Diagnostic(f"T.{call.op} ({feature}) {why}", call.span)
+                raise Diagnostic(f"{what} ({feature}) {why}", call.span)
