@@ -9,6 +9,8 @@ TVM prints these calls in three namespaces (``python/tvm/backend/cuda/script.py`
   warp-wide ``ldmatrix`` of ``num`` 8x8 b16 matrices from shared memory into registers.
 * ``T.s_tir.cp_async_raw(dtype, dst, dst_off, src, src_off, size[, predicate])``: one
   ``cp.async`` of ``size`` bytes from global to shared memory (InjectPTXAsyncCopy's op).
+* ``T.s_tir.ldg32(reg, guard, A[i], k)``: ``reg[k] = guard ? A[i] : 0`` with one
+  ``ld.global.nc.f32`` under a predicate (InjectPTXLDG32's op; float32 only, as TVM's).
 * ``T.ptx.cp("async", "commit_group", "")``, ``T.ptx.cp(n, "async", "wait_group", "")``,
   ``T.ptx.cp("async", "wait_all", "")``: the cp.async groups.
 * ``T.ptx.add/sub/mul(d, a, b, rnd, ftz, sat, type, srctype, flags)`` and
@@ -31,6 +33,7 @@ from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm
 from tirc.records import record
 
 MMA, LDMATRIX, CP_ASYNC, CP = "ptx_legacy.mma", "ptx_legacy.ldmatrix", "s_tir.cp_async_raw", "ptx.cp"
+LDG32 = "s_tir.ldg32"
 _ARITH = ("add", "sub", "mul")
 _MINMAX = ("max", "min")
 FLOAT_OPS = tuple(f"ptx.{n}" for n in (*_ARITH, *_MINMAX))
@@ -38,6 +41,7 @@ FLOAT_OPS = tuple(f"ptx.{n}" for n in (*_ARITH, *_MINMAX))
 # name -> (min args, max args, result): registered in tirc.ir.ops.INTRINSICS
 SIGNATURES = {
     MMA: (13, 14, "void"), LDMATRIX: (7, 7, "void"), CP_ASYNC: (6, 7, "dtype"), CP: (3, 4, "void"),
+    LDG32: (4, 4, "float32"),
     **{f"ptx.{n}": (9, 9, "void") for n in _ARITH if n != "mul"}, "ptx.mul": (8, 8, "void"),
     **{f"ptx.{n}": (10, 10, "void") for n in _MINMAX},
 }
@@ -131,6 +135,14 @@ class CpAsyncCall:
     def instruction(self) -> str:
         # as TVM: .cg (L2 only) where it exists, for 16 bytes; .ca otherwise
         return f"cp.async.{'cg' if self.size == 16 else 'ca'}.shared.global"
+
+
+@record(frozen=True)
+class Ldg32Call:
+    reg: PrimExpr
+    guard: PrimExpr
+    load: BufferLoad
+    reg_offset: PrimExpr
 
 
 @record(frozen=True)
@@ -334,7 +346,21 @@ def _float_op(call: Call) -> FloatOpCall:
     return FloatOpCall(dest, call.args[1], call.args[2], ".".join([name, *(w for w in words if w)]), ty)
 
 
-_DECODERS = {MMA: _mma, LDMATRIX: _ldmatrix, CP_ASYNC: _cp_async, CP: _cp,
+def _ldg32(call: Call) -> Ldg32Call:
+    load = call.args[2]
+    if not isinstance(load, BufferLoad) or len(load.indices) != 1 or load.dtype != DataType("float32"):
+        raise Diagnostic(f"T.{call.op} loads one float32 element of a flat buffer (A[i])", call.span)
+    if load.buffer.scope != "global":
+        raise Diagnostic(f"T.{call.op} loads global memory, not '{load.buffer.scope}'", call.span)
+    guard = call.args[1]
+    if not (guard.dtype.is_integer or guard.dtype.is_bool) or guard.dtype.lanes != 1:
+        raise Diagnostic(f"T.{call.op}: the guard must be a scalar integer or bool, not {guard.dtype}",
+                         call.span)
+    return Ldg32Call(_pointer(call, 0, "the destination"), guard, load,
+                     _index(call, 3, "the destination offset"))
+
+
+_DECODERS = {MMA: _mma, LDMATRIX: _ldmatrix, CP_ASYNC: _cp_async, CP: _cp, LDG32: _ldg32,
              **{n: _float_op for n in FLOAT_OPS}}
 
 

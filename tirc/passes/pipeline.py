@@ -261,6 +261,10 @@ PIPELINE: list[Pass] = [
           "no integer division by a constant 0, no constant index outside its buffer or the "
           "memory under it, once unrolling, inlining and folding made them constant",
           ("Simplify", "InlinePrivateFunctions", "UnrollLoop")),
+    _pass("InjectPTXLDG32", "lower.inject_ptx_ldg32",
+          "with tirx.s_tir.ldg32, in CUDA functions: a float32 load guarded by "
+          "T.if_then_else(c, A[i], 0) becomes one predicated ld.global.nc.f32",
+          ("RemoveNoOp",), needs=("call.if_then_else",)),
     _pass("CommonSubexprElim", "lower.common_subexpr_elim",
           "an expression computed more than once is bound to a variable once, before its "
           "first use in the innermost scope holding all its uses", ("Simplify", "UnrollLoop")),

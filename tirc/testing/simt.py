@@ -887,7 +887,7 @@ class _Kernel:
             from tirc.testing.simt_mma import mma
             mma(self, e)
             return np.int32(0)
-        if name in (ptx_ops.LDMATRIX, ptx_ops.CP_ASYNC, ptx_ops.CP):
+        if name in (ptx_ops.LDMATRIX, ptx_ops.CP_ASYNC, ptx_ops.CP, ptx_ops.LDG32):
             from tirc.testing import simt_copy
             simt_copy.run(self, e)
             return np.int32(0)

@@ -1,4 +1,4 @@
-"""The SIMT interpreter's PTX copies: ``T.ptx_legacy.ldmatrix`` and ``T.s_tir.cp_async_raw``
+"""The SIMT interpreter's PTX copies: ``T.ptx_legacy.ldmatrix``, ``T.s_tir.ldg32`` and ``T.s_tir.cp_async_raw``
 (with the ``T.ptx.cp`` groups).
 
 * ``cp.async`` copies its bytes at once (a thread's own reads after ``wait_group`` see
@@ -31,6 +31,8 @@ def run(k, call: Call) -> None:
         _cp_async(k, d, call)
     elif isinstance(d, ptx_ops.LdmatrixCall):
         _ldmatrix(k, d, call)
+    elif isinstance(d, ptx_ops.Ldg32Call):
+        _ldg32(k, d, call)
     # cp.async groups: the copies are done already
 
 
@@ -102,6 +104,20 @@ def _cp_async(k, d: "ptx_ops.CpAsyncCall", call: Call) -> None:
     values = np.zeros((k.n, d.size), np.uint8)
     if keep.any():
         values = np.where(keep[:, None], _read(k, call, smem, src, d.size, keep), values)
+    _write(k, call, dmem, dst, values, act)
+
+
+def _ldg32(k, d: "ptx_ops.Ldg32Call", call: Call) -> None:
+    """``reg[k] = guard ? A[i] : 0`` (4 bytes), as the predicated ``ld.global.nc.f32``."""
+    dmem, dwithin, dst = _bytes_at(k, d.reg, d.reg_offset)
+    smem, swithin, src = _bytes_at(k, d.load.buffer.data, d.load.indices[0])
+    act = k.mask
+    keep = act & (np.broadcast_to(np.asarray(k.expr(d.guard)), (k.n,)) != 0)
+    _check_bounds(k, call, dmem, dwithin, 4, act, "write")
+    _check_bounds(k, call, smem, swithin, 4, keep, "read")
+    values = np.zeros((k.n, 4), np.uint8)
+    if keep.any():
+        values = np.where(keep[:, None], _read(k, call, smem, src, 4, keep), values)
     _write(k, call, dmem, dst, values, act)
 
 

@@ -45,6 +45,7 @@ def _passes():
     from tirc.passes.blocks.inject_software_pipeline import inject_software_pipeline
     from tirc.passes.lower.inject_double_buffer import inject_double_buffer
     from tirc.passes.lower.inject_ptx_async_copy import inject_ptx_async_copy
+    from tirc.passes.lower.inject_ptx_ldg32 import inject_ptx_ldg32
 
     def lower_opaque_block_and_threads(mod, ctx=None):
         # TVM's LowerOpaqueBlock also turns thread-bound loops into launch_thread scopes;
@@ -73,6 +74,7 @@ def _passes():
         # called directly, as TVM's tests call the pass object (in the pipeline it runs
         # only with tirx.use_async_copy)
         "InjectPTXAsyncCopy": lambda mod, ctx=None: inject_ptx_async_copy(mod, force=True),
+        "InjectPTXLDG32": lambda mod, ctx=None: inject_ptx_ldg32(mod, force=True),
     }
 
 
