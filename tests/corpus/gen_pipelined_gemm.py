@@ -3,7 +3,7 @@ tests/backends/cuda/test_pipelined_gemm.py).
 
 Each is ``C = A @ B`` in float32 on a 16x16 thread block, one output per thread, the A
 and B tiles copied to shared memory by all threads (scalar or 16-byte vector copies)
-in the reduction loop, which is annotated for software pipelining with the copies as
+in the reduction loop (static or dynamic shared memory), which is annotated for software pipelining with the copies as
 stage 0, asynchronous (``software_pipeline_async_stages=[0]``), and the compute in a
 later stage: what dlight/meta-schedule GPU GEMMs ask for, without tensor cores (TVM
 0.27's tensorize of the mma intrinsics crashes, so TVM's own mma GEMM tests cannot be
@@ -18,15 +18,17 @@ import tvm
 from tvm import te
 from tvm.s_tir import Schedule
 
-# name -> (M, N, K, BK, vector width of the copies, stages of [A copy, B copy, compute])
+# name -> (M, N, K, BK, vector width of the copies, stages of [A copy, B copy, compute],
+#          the tiles' storage scope)
 CASES = {
-    "gemm_2stage_scalar": (64, 64, 64, 16, 1, [0, 0, 1]),
-    "gemm_3stage_scalar": (32, 32, 96, 16, 1, [0, 0, 2]),
-    "gemm_2stage_vec4": (32, 32, 256, 64, 4, [0, 0, 1]),
+    "gemm_2stage_scalar": (64, 64, 64, 16, 1, [0, 0, 1], "shared"),
+    "gemm_3stage_scalar": (32, 32, 96, 16, 1, [0, 0, 2], "shared"),
+    "gemm_2stage_vec4": (32, 32, 256, 64, 4, [0, 0, 1], "shared"),
+    "gemm_2stage_dynamic_shared": (32, 32, 64, 16, 1, [0, 0, 1], "shared.dyn"),
 }
 
 
-def make(M, N, K, BK, vec, stages):
+def make(M, N, K, BK, vec, stages, scope):
     A = te.placeholder((M, K), "float32", name="A")
     B = te.placeholder((K, N), "float32", name="B")
     k = te.reduce_axis((0, K), name="k")
@@ -43,7 +45,7 @@ def make(M, N, K, BK, vec, stages):
     sch.bind(ti, "threadIdx.y")
     sch.bind(tj, "threadIdx.x")
     for idx in (0, 1):
-        s = sch.cache_read(c, idx, "shared")
+        s = sch.cache_read(c, idx, scope)
         sch.compute_at(s, k0)
         fused = sch.fuse(*sch.get_loops(s)[-2:])
         if vec > 1:

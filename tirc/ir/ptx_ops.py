@@ -388,9 +388,14 @@ def feature(call: Call) -> str:
 def elem_bytes(pointer: PrimExpr) -> int:
     """Bytes one unit of an offset from ``pointer`` moves: the size of the element type
     of a typed pointer variable (C's pointer arithmetic, which TVM's CUDA code uses), 1 for
-    any other handle (``T.tvm_access_ptr``'s result, as TVM's helpers treat it)."""
-    ptr = getattr(pointer, "ptr", None)
-    dtype: DataType | None = getattr(ptr, "dtype", None)
+    any other handle (``T.tvm_access_ptr``'s result, as TVM's helpers treat it). The
+    address of an element, ``T.address_of(A[i])`` (MergeSharedMemoryAllocations writes a
+    merged buffer's views so), points at ``A``'s element type."""
+    if (isinstance(pointer, Call) and pointer.op == "address_of" and pointer.args
+            and isinstance(pointer.args[0], BufferLoad)):
+        dtype: DataType | None = pointer.args[0].buffer.dtype
+    else:
+        dtype = getattr(getattr(pointer, "ptr", None), "dtype", None)
     if dtype is None or dtype.bits * dtype.lanes % 8:
         return 1
     return dtype.bits * dtype.lanes // 8

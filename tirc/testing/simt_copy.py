@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from tirc.ir import ptx_ops
-from tirc.ir.expr import Call, PrimExpr
+from tirc.ir.expr import BufferLoad, Call, PrimExpr
 from tirc.testing.evaluate import Unsupported
 from tirc.testing.simt_memory import (Memory, OutOfBounds, View, check_load, check_store)
 
@@ -44,7 +44,18 @@ def _bytes_at(k, pointer: PrimExpr, offset: PrimExpr | None):
     """The memory ``pointer`` (plus ``offset`` units) points into and, per thread, the
     byte of its raw storage (each thread's copy) it names."""
     extra = np.int64(0)
-    if isinstance(pointer, Call) and pointer.op == "tvm_access_ptr":
+    if (isinstance(pointer, Call) and pointer.op == "address_of"
+            and isinstance(pointer.args[0], BufferLoad) and len(pointer.args[0].indices) == 1):
+        # &A[i] of a view (a merged shared buffer's): A's memory, past its offset
+        load = pointer.args[0]
+        buf = load.buffer
+        unit = ptx_ops.elem_bytes(pointer)
+        index = np.asarray(k.expr(load.indices[0]), np.int64)
+        if buf.elem_offset is not None:
+            index = index + np.asarray(k.expr(buf.elem_offset), np.int64)
+        extra = index * unit
+        base = k.expr(buf.data)
+    elif isinstance(pointer, Call) and pointer.op == "tvm_access_ptr":
         dt = pointer.args[0].dtype
         extra = np.asarray(k.expr(pointer.args[2]), np.int64) * (dt.bits * dt.lanes // 8)
         base = k.expr(pointer.args[1])

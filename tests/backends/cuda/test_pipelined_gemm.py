@@ -2,7 +2,9 @@
 by TVM 0.27: tests/corpus/gen_pipelined_gemm.py): with ``tirx.use_async_copy`` the
 pipeline's copies to shared memory become ``cp.async`` and its commit and wait scopes
 ``cp.async.commit_group``/``cp.async.wait_group N`` in the PTX for sm_80; the SIMT
-interpreter (which runs each cp.async as a synchronous copy) gives NumPy's product; an
+interpreter (which runs each cp.async as a synchronous copy) gives NumPy's product (in
+dynamic shared memory too, where the copies write through the merged buffer's views:
+``T.address_of(A_shared[0])`` plus an offset in elements, not bytes); an
 older arch is a located error at the copy or the pipelined loop."""
 from __future__ import annotations
 
@@ -40,7 +42,8 @@ def filecheck(text: str, checks: str, tmp_path) -> None:
 
 
 def test_corpus_is_there():
-    assert CASES == ["gemm_2stage_scalar", "gemm_2stage_vec4", "gemm_3stage_scalar"]
+    assert CASES == ["gemm_2stage_dynamic_shared", "gemm_2stage_scalar", "gemm_2stage_vec4",
+                     "gemm_3stage_scalar"]
 
 
 @pytest.mark.parametrize("name", CASES)
