@@ -89,3 +89,29 @@ def test_the_pipelined_loop_computes_what_the_loop_computes(annotations):
     c = np.zeros((16, 16), np.float32)
     compiled["main"](a, c)
     np.testing.assert_array_equal(c, a * 2 + 1)
+
+
+FLAT = HEADER + '''@T.prim_func
+def main(A: T.Buffer((16,), "float32"), C: T.Buffer((16,), "float32")):
+    B = T.alloc_buffer((SIZE,))
+    for i in T.serial(16, annotations={"software_pipeline_order": [0, 1], "software_pipeline_stage": [0, 1]}):
+        B[INDEX] = A[i] * T.float32(2.0)
+        C[i] = B[INDEX] + T.float32(1.0)
+'''
+
+
+def test_a_buffer_the_pipeline_cannot_version_is_refused_where_tvm_would_miscompile():
+    """``B`` lives outside the loop: TVM keeps one copy, and iteration ``i + 1``'s write
+    would land before iteration ``i``'s read."""
+    text = FLAT.replace("SIZE", "1").replace("INDEX", "0")
+    with pytest.raises(Diagnostic, match="allocated outside the loop") as err:
+        inject_software_pipeline(verify(parse(text, "p.tir")))
+    assert err.value.span.line == 6
+
+
+def test_a_buffer_each_iteration_writes_apart_needs_no_version():
+    compiled = tirc.compile(FLAT.replace("SIZE", "16").replace("INDEX", "i"), "llvm")
+    a = np.arange(16, dtype=np.float32)
+    c = np.zeros(16, np.float32)
+    compiled["main"](a, c)
+    np.testing.assert_array_equal(c, a * 2 + 1)

@@ -83,6 +83,18 @@ class _Injector(Mutator):
             self.visible.pop(id(buf.data), None)
         return out
 
+    def _scoped_buffer(self, s):
+        # buffers allocated or declared by statements (not blocks) are seen as well, so
+        # that a pipeline over them is checked (TVM sees only parameters and blocks')
+        self.visible[id(s.buffer.data)] = s.buffer
+        try:
+            return self.generic_visit(s)
+        finally:
+            self.visible.pop(id(s.buffer.data), None)
+
+    visit_AllocBuffer = _scoped_buffer
+    visit_DeclBuffer = _scoped_buffer
+
     def visit_For(self, loop: For):
         new = self.generic_visit(loop)
         keys = dict(loop.annotations)

@@ -236,8 +236,39 @@ class PipelineRewriter:
 
     # ---- the pipeline -----------------------------------------------------------------
 
+    def _check_unversioned(self) -> None:
+        """A buffer the pipeline cannot version (allocated outside the pipelined loop)
+        must not be overwritten by a later iteration's statement before an earlier
+        iteration reads it: TVM leaves such a buffer as it is and the pipeline reads
+        the wrong data; here it is a located error."""
+        allocated = {id(b) for b in self.allocs}
+        var = self.loop.loop_var
+        for wb, wi in zip(self.blocks, self.info):
+            for w in wb.writes:
+                if id(w.buffer) in allocated:
+                    continue
+                for rb, ri in zip(self.blocks, self.info):
+                    gap = ri.stage - wi.stage
+                    if gap < 1 or (gap == 1 and wi.order > ri.order):
+                        continue
+                    for r in rb.reads:
+                        if r.buffer is not w.buffer:
+                            continue
+                        for d in range(1, gap + 1):
+                            later = tuple(Range(substitute(x.min, {id(var): binop("add", var, imm(var.dtype, d))}),
+                                                x.extent) for x in w.region)
+                            if self._may_conflict(later, r.region):
+                                raise Diagnostic(
+                                    f"buffer '{w.buffer.name}' is written in stage {wi.stage} and "
+                                    f"read in stage {ri.stage} of the software pipeline of loop "
+                                    f"'{var.name}', but it is allocated outside the loop, so it "
+                                    "cannot get one version per iteration in flight: a later "
+                                    "iteration would overwrite what an earlier one still reads "
+                                    "(allocate it in the loop's block)", self.loop.span)
+
     def build(self) -> SBlockRealize:
         infos = self._access_info()
+        self._check_unversioned()
         for buf in self.allocs:
             n = self._versions(buf, infos.get(id(buf), [-1, -1]))
             if n > 1:
