@@ -17,7 +17,9 @@ generator make these ``cp.async`` and its commit and wait).
 The rewrite and its wait counts follow TVM's pass step by step (the new blocks' regions
 inferred as TVM infers them), so the result is TVM's. A body that is not a sequence,
 annotations of the wrong length, two statements of one order, and an order that breaks
-a dependence are located errors, as TVM refuses them.
+a dependence are located errors, as TVM refuses them. So is a buffer allocated outside
+the pipelined loop (which cannot be versioned) that a later iteration would overwrite
+before an earlier one reads it: TVM builds that and reads the wrong data.
 
 Precondition: LowerMatchBuffer (no matched buffers in the pipelined body).
 Guarantees: no loop carries a ``software_pipeline_*`` annotation.
@@ -32,8 +34,8 @@ from tirc.ir.function import IRModule
 from tirc.ir.ssa import convert_ssa
 from tirc.ir.stmt import For, SeqStmt
 from tirc.ir.visitor import Mutator
-from tirc.passes.blocks.software_pipeline_rewrite import (PipelineRewriter, Stage, depends,
-                                                          make_sblock)
+from tirc.passes.blocks.software_pipeline_body import depends, make_sblock
+from tirc.passes.blocks.software_pipeline_rewrite import PipelineRewriter, Stage
 
 _STAGE = "software_pipeline_stage"
 _ORDER = "software_pipeline_order"

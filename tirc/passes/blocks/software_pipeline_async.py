@@ -16,9 +16,10 @@ from tirc.diagnostics import Diagnostic
 from tirc.ir.block import SBlockRealize
 from tirc.ir.dtype import INT32
 from tirc.ir.equal import structural_equal
-from tirc.ir.expr import Call, IntImm, PrimExpr
+from tirc.ir.expr import Call, PrimExpr
 from tirc.ir.stmt import AttrStmt, SeqStmt
 from tirc.passes.analysis.arith_ops import binop, imm
+from tirc.passes.blocks.software_pipeline_body import make_sblock
 
 
 class _Global:
@@ -138,7 +139,6 @@ class _Part:
         return total
 
     def complete(self, new_blocks: list) -> list:
-        from tirc.passes.blocks.software_pipeline_rewrite import make_sblock
         blocks = [list(b) for b in new_blocks]
         group_stage = [-1] * len(blocks)
         for stage in sorted(self.locals):

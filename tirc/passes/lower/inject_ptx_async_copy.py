@@ -15,11 +15,9 @@ Guarantees: no ``async_scope`` attribute remains.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from tirc.diagnostics import Diagnostic
 from tirc.ir.buffer import SHARED_SCOPES
-from tirc.ir.expr import BinOp, Broadcast, BufferLoad, Call, FloatImm, IntImm, Ramp
+from tirc.ir.expr import BinOp, Broadcast, BufferLoad, Call, FloatImm, Ramp
 from tirc.ir.function import IRModule
 from tirc.ir.ptx_ops import CP_ASYNC
 from tirc.ir.stmt import AttrStmt, BufferStore, Evaluate
