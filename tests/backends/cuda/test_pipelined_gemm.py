@@ -95,3 +95,40 @@ def test_below_sm_80_is_an_error_at_the_copy_or_the_pipelined_loop(config, where
     text = (CORPUS / "gemm_2stage_scalar.tir").read_text().splitlines()
     assert where in text[err.value.span.line - 1]
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
+
+
+VECTOR_COPY = '''# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((1024,), "float32"), C: T.Buffer((1024,), "float32")):
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        for k in T.serial(8, annotations={"software_pipeline_stage": [0, 1], "software_pipeline_order": [0, 1], "software_pipeline_async_stages": [0]}):
+            with T.sblock("tile"):
+                S = T.sblock_alloc_buffer((128,), scope="shared")
+                for v in T.vectorized(4):
+                    with T.sblock("copy"):
+                        S[tx * 4 + v] = A[k * 128 + tx * 4 + v]
+                for v in range(4):
+                    with T.sblock("use"):
+                        C[k * 128 + tx * 4 + v] = S[tx * 4 + v] * T.float32(2.0)
+'''
+
+
+def test_a_16_byte_vector_copy_is_one_cp_async_cg(tmp_path):
+    """(The GEMMs' vectorized tile copies stay scalar: tirc's VectorizeLoop keeps a loop
+    whose index divides the lane, ``(tx * 4 + v) // 64``, as a loop.)"""
+    result = build(VECTOR_COPY, "cuda -arch=sm_80", None, tmp_path, "v", device_only=True,
+                   pass_config=ASYNC)
+    ptx = open(next(iter(result.images.values()))).read()
+    filecheck(ptx, """
+        CHECK: cp.async.cg.shared.global [%r{{[0-9]+}}], [%rd{{[0-9]+}}], 16;
+        CHECK: cp.async.commit_group;
+        CHECK: cp.async.cg.shared.global [%r{{[0-9]+}}], [%rd{{[0-9]+}}], 16;
+        CHECK: cp.async.commit_group;
+        CHECK: cp.async.wait_group 1;
+        CHECK: cp.async.wait_group 0;
+        """, tmp_path)
+    a = np.random.default_rng(1).random(1024, dtype=np.float32)
+    c = np.zeros(1024, np.float32)
+    simt.run(VECTOR_COPY, "main", [a, c], pass_config={"tirx.use_async_copy": True})
+    np.testing.assert_array_equal(c, a * 2)
