@@ -415,8 +415,9 @@ def queue_call(attr) -> Call | None:
     if key not in (COMMIT_QUEUE, WAIT_QUEUE):
         return None
     if not (isinstance(attr.value, IntImm) and attr.value.value == 0):
-        raise Diagnostic(f"\"{key}\" names async queue {attr.value}: for CUDA the queue must be 0",
-                         attr.span)
+        from tirc.ir.describe import expr_text
+        raise Diagnostic(f"\"{key}\" names async queue {expr_text(attr.value)}: CUDA has one "
+                         "queue, 0 (one asynchronous stage per software pipeline)", attr.span)
     from tirc.ir.dtype import VOID
     if key == COMMIT_QUEUE:
         args = (StringImm("async"), StringImm("commit_group"), StringImm(""))

@@ -5,7 +5,9 @@ pipeline's copies to shared memory become ``cp.async`` and its commit and wait s
 interpreter (which runs each cp.async as a synchronous copy) gives NumPy's product (in
 dynamic shared memory too, where the copies write through the merged buffer's views:
 ``T.address_of(A_shared[0])`` plus an offset in elements, not bytes); an
-older arch is a located error at the copy or the pipelined loop."""
+older arch is a located error at the copy or the pipelined loop. TVM's own asynchronous
+pipelines (its InjectSoftwarePipeline tests) build and compute what their plain loops
+compute; a second async queue is an error for CUDA, as in TVM's code generator."""
 from __future__ import annotations
 
 import re
@@ -132,3 +134,40 @@ def test_a_16_byte_vector_copy_is_one_cp_async_cg(tmp_path):
     c = np.zeros(1024, np.float32)
     simt.run(VECTOR_COPY, "main", [a, c], pass_config={"tirx.use_async_copy": True})
     np.testing.assert_array_equal(c, a * 2)
+
+
+PAIRS = TESTS / "corpus" / "sblock_passes" / "InjectSoftwarePipeline"
+
+
+@pytest.mark.parametrize("case, copies", [("simple_compute_async_1", 0),
+                                          ("simple_compute_async_2", 0),
+                                          ("async_producer_interleaving", 8)])
+def test_tvms_async_pipelines_build_and_compute_what_the_plain_loops_compute(case, copies, tmp_path):
+    """TVM's own asynchronous pipelines (the inputs of its InjectSoftwarePipeline tests):
+    for sm_80 with cp.async where a stage copies (the simple cases compute in their
+    async stage, which stays a store), and on the SIMT interpreter the outputs of the
+    same module with its loop annotations removed."""
+    src = (PAIRS / f"{case}.before.tir").read_text()
+    result = build(src, "cuda -arch=sm_80", None, tmp_path, case, device_only=True,
+                   pass_config=ASYNC)
+    ptx = open(next(iter(result.images.values()))).read()
+    assert ptx.count("cp.async.ca.shared.global") == copies
+    assert "cp.async.commit_group;" in ptx and "cp.async.wait_group" in ptx
+    plain = re.sub(r", annotations=\{[^}]*\}", "", src)
+    params = re.findall(r'(\w+): T.Buffer\(\(([\d, ]+)\), "float32"\)', src)
+    outputs = []
+    for text in (src, plain):
+        rng = np.random.default_rng(0)
+        args = [rng.random(tuple(int(x) for x in shape.split(",")), dtype=np.float32)
+                for _, shape in params]
+        simt.run(text, "main", args, pass_config={"tirx.use_async_copy": True})
+        outputs.append(args)
+    for piped, loop in zip(*outputs):
+        np.testing.assert_array_equal(piped, loop)
+
+
+def test_a_second_async_queue_is_an_error_for_cuda(tmp_path):
+    src = (PAIRS / "three_stage_compute_two_stage_async.before.tir").read_text()
+    with pytest.raises(Diagnostic, match="names async queue 1: CUDA has one queue, 0") as err:
+        build(src, "cuda -arch=sm_80", None, tmp_path, "t", device_only=True, pass_config=ASYNC)
+    assert "software_pipeline_stage" in src.splitlines()[err.value.span.line - 1]
