@@ -177,12 +177,16 @@ def _comma_pass_list(ctx, param, value):
               help="host ABI of public functions: MakePackedAPI or MakeCAPI")
 @click.option("--symbol-prefix", default="", metavar="P",
               help="put P before every exported symbol, as tirc build --symbol-prefix")
+@click.option("--pass-config", "pass_config", multiple=True, metavar="KEY=VALUE",
+              help="set one of TVM's pass options (repeatable): tirx.use_async_copy=1 "
+              "(cp.async for asynchronous copies), tirx.s_tir.ldg32=1, "
+              "s_tir.InjectDoubleBuffer.split_loop=N")
 @click.option("--dump-ir", "dump_ir", type=click.Path(file_okay=False), metavar="DIR",
               help="write the module as read and after every pass to DIR/NAME.NN-PASS.tir "
               "(for bug reports: after an internal error, the last file is the failing "
               "pass's input)")
 def lower(file, target, host, stop_after, print_after, passes, verify_each, time_passes,
-          abi, symbol_prefix, dump_ir) -> None:
+          abi, symbol_prefix, pass_config, dump_ir) -> None:
     """Run the pass pipeline on FILE and print the module (TVMScript) at the end."""
     from tirc.api import lower_source
     from tirc.build.jobs import internal_error_report
@@ -192,9 +196,10 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
         raise click.BadParameter("--passes runs exactly the passes named; it does not take "
                                  "--stop-after", param_hint="'--passes'")
     bind = bind_target_from(target, host)
-    from tirc.build.options import OptionError, check_symbol_prefix
+    from tirc.build.options import OptionError, check_symbol_prefix, parse_pass_config
     try:
         check_symbol_prefix(symbol_prefix)
+        config = parse_pass_config(pass_config)
     except OptionError as e:
         raise usage_error(e) from None
     if stop_after is not None and stop_after not in pass_names(abi):
@@ -214,7 +219,7 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
     try:
         text = lower_source(source, bind, None, abi, stop_after=stop_after, passes=passes,
                             verify_each=verify_each, instruments=tuple(instruments),
-                            symbol_prefix=symbol_prefix)
+                            symbol_prefix=symbol_prefix, pass_config=config)
     except CompileError as e:
         click.echo(str(e), err=True)
         sys.exit(EXIT_ERROR)
@@ -253,6 +258,10 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               "PNAME_last_error (--abi c), __tvm_ffi_Pf (packed; tvm-ffi calls it Pf), so "
               "that modules with the same function names (te.create_prim_func's main) "
               "link into one program")
+@click.option("--pass-config", "pass_config", multiple=True, metavar="KEY=VALUE",
+              help="set one of TVM's pass options (repeatable): tirx.use_async_copy=1 "
+              "(cp.async for asynchronous copies), tirx.s_tir.ldg32=1, "
+              "s_tir.InjectDoubleBuffer.split_loop=N")
 @click.option("-lineinfo", "--lineinfo", "line_info", is_flag=True,
               help="device code carries the .tir line of each statement: .file/.loc in the "
               "PTX, kept in cubins and fatbins (Nsight Compute, nvdisasm -g), as nvcc -lineinfo")
@@ -288,7 +297,7 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
               help="say what is built and where: targets, files written, timings")
 @click.option("-q", "--quiet", is_flag=True, help="print nothing but diagnostics")
 def build(files, target, host, out_dir, shared, emit, device_format, resource_usage,
-          device_only, abi, symbol_prefix, line_info, debug, dump_ir, time_passes,
+          device_only, abi, symbol_prefix, pass_config, line_info, debug, dump_ir, time_passes,
           print_after, stop_after, jobs, depfile, depfile_path, depfile_targets, verbose,
           quiet) -> None:
     """Compile each FILE (NAME.tir): write OUTDIR/NAME.o, the host object with the
@@ -315,6 +324,7 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
         opts = build_options(target, host, out_dir=out_dir, shared=shared, emit=emit,
                              device_format=device_format, device_only=device_only, abi=abi,
                              resource_usage=resource_usage, symbol_prefix=symbol_prefix,
+                             pass_config=pass_config,
                              line_info=line_info, debug=debug, dump_ir=dump_ir,
                              time_passes=time_passes, print_after=print_after,
                              stop_after=stop_after, depfile=depfile_path or depfile,

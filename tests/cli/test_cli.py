@@ -6,7 +6,7 @@ import sys
 
 from click.testing import CliRunner
 
-from conftest import SAMPLES
+from conftest import SAMPLES, TESTS
 from tirc import __version__
 from tirc.driver import cli
 
@@ -107,3 +107,19 @@ def test_one_process_builds_several_inputs_in_turn(tmp_path):
     assert proc.returncode == 0, proc.stderr
     assert "[2/2]" in proc.stderr
     assert (tmp_path / "out" / "cpu_matmul.o").exists() and (tmp_path / "out" / "other.o").exists()
+
+
+def test_pass_config_sets_tvm_pass_options_and_passes_run_by_tvm_name(tmp_path):
+    gemm = TESTS / "corpus" / "pipelined_gemm" / "gemm_2stage_scalar.tir"
+    base = ("lower", str(gemm), "--target", "cuda -arch=sm_80")
+    passes = ("--passes", "Verify,InferBlockRegions,BindTarget,InjectSoftwarePipeline")
+    result = run(*base, *passes)
+    assert result.exit_code == 0, result.output
+    assert "async_commit_queue_scope" in result.output
+    for bad in ("tirx.use_async_copy=maybe", "no.such.option=1", "tirx.use_async_copy"):
+        result = run(*base, "--pass-config", bad)
+        assert result.exit_code == 2 and "--pass-config" in result.output
+    result = run("build", str(gemm), "--target", "cuda -arch=sm_80", "--device-only",
+                 "-o", str(tmp_path), "--pass-config", "tirx.use_async_copy=1")
+    assert result.exit_code == 0, result.output
+    assert "cp.async.ca.shared.global" in (tmp_path / "gemm_2stage_scalar.ptx").read_text()

@@ -88,6 +88,8 @@ TEST_FILES = [
     (_TX + "test_tir_transform_common_subexpr_elim.py", ["CommonSubexprElim"]),
     (_ST + "test_s_tir_transform_inject_software_pipeline.py", ["InjectSoftwarePipeline"]),
     (_ST + "test_s_tir_transform_inject_double_buffer.py", ["InjectDoubleBuffer"]),
+    (_ST + "test_s_tir_transform_inject_ptx_async_copy.py", ["InjectPTXAsyncCopy"]),
+    (_ST + "test_s_tir_transform_inject_ptx_ldg32.py", ["InjectPTXLDG32"]),
     (
         _ST + "test_s_tir_transform_merge_dynamic_shared_memory_allocations.py",
         ["MergeSharedMemoryAllocations"],

@@ -171,7 +171,7 @@ def test_passes_live_in_the_folders_of_their_phases_in_pipeline_order():
     assert set(seen) == set(order)
     for p in [*PIPELINE, MAKE_C_API]:
         snake = re.sub(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])", "_", p.name).lower()
-        snake = {"make_capi": "make_c_api"}.get(snake, snake)
+        snake = {"make_capi": "make_c_api", "inject_ptxldg32": "inject_ptx_ldg32"}.get(snake, snake)
         path = ROOT / "tirc" / "passes" / p.phase / f"{snake}.py"
         assert path.is_file(), f"{p.name}: no {path.relative_to(ROOT)}"
     flat = [f.name for f in (ROOT / "tirc" / "passes").glob("*.py")]

@@ -47,6 +47,7 @@ class BuildOptions:
     depfile_path: str | None = None  # -MF FILE: the rule there instead
     depfile_targets: tuple[str, ...] = ()  # -MT TARGET: the rule's targets
     symbol_prefix: str = ""  # --symbol-prefix P: before every exported symbol
+    pass_config: tuple = ()  # --pass-config KEY=VALUE: TVM's pass options (parse_pass_config)
     line_info: bool = False  # -lineinfo: .tir lines in device code
     debug: bool = False  # -g: DWARF line tables in the host object
     dump_ir: str | None = None  # --dump-ir DIR: the module after every pass
@@ -71,7 +72,7 @@ def build_options(target: Target | str | None = None, host: Target | str | None 
                   print_after=(), stop_after: str | None = None, abi: str = "packed",
                   symbol_prefix: str = "", depfile: str | os.PathLike | bool | None = None,
                   depfile_targets=(), jobs: int = 1, also_ptx: bool = False,
-                  **flags) -> BuildOptions:
+                  pass_config=(), **flags) -> BuildOptions:
     """The options of a build, checked. ``device_format``: a format, or several as
     ``--device-format`` takes them (``"ptx,cubin"``, or a list). ``depfile``: True for
     ``-MD`` (``OUT/NAME.d``), or the rule's path (``-MF``). The other ``flags`` are
@@ -97,7 +98,8 @@ def build_options(target: Target | str | None = None, host: Target | str | None 
                         also_ptx=both or bool(also_ptx), abi=abi, symbol_prefix=symbol_prefix,
                         depfile=depfile is True, depfile_path=path,
                         depfile_targets=tuple(depfile_targets), print_after=names,
-                        stop_after=stop_after, jobs=jobs, **flags)
+                        stop_after=stop_after, jobs=jobs,
+                        pass_config=parse_pass_config(pass_config), **flags)
 
 
 def bind_target_from(target: Target | str | None, host: Target | str | None) -> Target:
@@ -144,6 +146,67 @@ def parse_emit(values) -> tuple[str, ...]:
             raise OptionError("--emit", f"unknown --emit kind '{kind}'; valid: "
                               f"{', '.join(EMIT_KINDS)}")
     return tuple(k for k in EMIT_KINDS if k in kinds)
+
+
+# TVM 0.27's pass configuration options tirc reads: name -> the type of its value, or
+# for an option with fields (a config node), its fields and their types
+PASS_CONFIG = {
+    "tirx.use_async_copy": bool,      # InjectPTXAsyncCopy (and LowerAsyncDMA) run
+    "tirx.s_tir.ldg32": bool,         # InjectPTXLDG32 runs
+    "s_tir.InjectDoubleBuffer": {"split_loop": int},
+}
+
+
+def parse_pass_config(values) -> tuple:
+    """``--pass-config`` values (``KEY=VALUE`` strings, ``KEY.FIELD=VALUE`` for an option
+    with fields, e.g. ``s_tir.InjectDoubleBuffer.split_loop=2``), or a dict as TVM's
+    ``PassContext(config=...)`` takes it, as sorted ``(key, value)`` pairs; an
+    OptionError naming an unknown option or a bad value."""
+    if not isinstance(values, (dict, str)) and all(isinstance(v, tuple) for v in values):
+        values = dict(values)  # already parsed
+    items = list(values.items()) if isinstance(values, dict) else []
+    if not isinstance(values, dict):
+        for v in ((values,) if isinstance(values, str) else values):
+            key, eq, text = str(v).partition("=")
+            if not eq:
+                raise OptionError("--pass-config", f"--pass-config takes KEY=VALUE, not '{v}'")
+            items.append((key.strip(), text.strip()))
+    out: dict = {}
+    for key, value in items:
+        base, field = key, None
+        if key not in PASS_CONFIG and key.rpartition(".")[0] in PASS_CONFIG:
+            base, _, field = key.rpartition(".")
+        kind = PASS_CONFIG.get(base)
+        if kind is None:
+            raise OptionError("--pass-config", f"unknown pass option '{key}'; valid: "
+                              + ", ".join(k if not isinstance(t, dict) else
+                                          ", ".join(f"{k}.{f}" for f in t)
+                                          for k, t in PASS_CONFIG.items()))
+        if isinstance(kind, dict):
+            fields = value if field is None and isinstance(value, dict) else {field: value}
+            node = dict(out.get(base, {}))
+            for f, v in fields.items():
+                if f not in kind:
+                    raise OptionError("--pass-config", f"'{base}' has no field '{f}'; fields: "
+                                      f"{', '.join(kind)}")
+                node[f] = _config_value(f"{base}.{f}", kind[f], v)
+            out[base] = node
+        else:
+            out[base] = _config_value(key, kind, value)
+    return tuple(sorted(out.items()))
+
+
+def _config_value(key: str, kind: type, value):
+    if isinstance(value, str):
+        text = value.lower()
+        if kind is bool and text in ("1", "true", "0", "false"):
+            return text in ("1", "true")
+        if kind is int and re.fullmatch(r"-?[0-9]+", text):
+            return int(text)
+    elif isinstance(value, kind) or (kind is bool and value in (0, 1)):
+        return kind(value)
+    raise OptionError("--pass-config", f"'{key}' takes {'true or false' if kind is bool else 'an integer'}, "
+                      f"not '{value}'")
 
 
 def check_symbol_prefix(prefix: str) -> None:

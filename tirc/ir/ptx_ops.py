@@ -9,6 +9,8 @@ TVM prints these calls in three namespaces (``python/tvm/backend/cuda/script.py`
   warp-wide ``ldmatrix`` of ``num`` 8x8 b16 matrices from shared memory into registers.
 * ``T.s_tir.cp_async_raw(dtype, dst, dst_off, src, src_off, size[, predicate])``: one
   ``cp.async`` of ``size`` bytes from global to shared memory (InjectPTXAsyncCopy's op).
+* ``T.s_tir.ldg32(reg, guard, A[i], k)``: ``reg[k] = guard ? A[i] : 0`` with one
+  ``ld.global.nc.f32`` under a predicate (InjectPTXLDG32's op; float32 only, as TVM's).
 * ``T.ptx.cp("async", "commit_group", "")``, ``T.ptx.cp(n, "async", "wait_group", "")``,
   ``T.ptx.cp("async", "wait_all", "")``: the cp.async groups.
 * ``T.ptx.add/sub/mul(d, a, b, rnd, ftz, sat, type, srctype, flags)`` and
@@ -31,6 +33,7 @@ from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm
 from tirc.records import record
 
 MMA, LDMATRIX, CP_ASYNC, CP = "ptx_legacy.mma", "ptx_legacy.ldmatrix", "s_tir.cp_async_raw", "ptx.cp"
+LDG32 = "s_tir.ldg32"
 _ARITH = ("add", "sub", "mul")
 _MINMAX = ("max", "min")
 FLOAT_OPS = tuple(f"ptx.{n}" for n in (*_ARITH, *_MINMAX))
@@ -38,6 +41,7 @@ FLOAT_OPS = tuple(f"ptx.{n}" for n in (*_ARITH, *_MINMAX))
 # name -> (min args, max args, result): registered in tirc.ir.ops.INTRINSICS
 SIGNATURES = {
     MMA: (13, 14, "void"), LDMATRIX: (7, 7, "void"), CP_ASYNC: (6, 7, "dtype"), CP: (3, 4, "void"),
+    LDG32: (4, 4, "float32"),
     **{f"ptx.{n}": (9, 9, "void") for n in _ARITH if n != "mul"}, "ptx.mul": (8, 8, "void"),
     **{f"ptx.{n}": (10, 10, "void") for n in _MINMAX},
 }
@@ -131,6 +135,14 @@ class CpAsyncCall:
     def instruction(self) -> str:
         # as TVM: .cg (L2 only) where it exists, for 16 bytes; .ca otherwise
         return f"cp.async.{'cg' if self.size == 16 else 'ca'}.shared.global"
+
+
+@record(frozen=True)
+class Ldg32Call:
+    reg: PrimExpr
+    guard: PrimExpr
+    load: BufferLoad
+    reg_offset: PrimExpr
 
 
 @record(frozen=True)
@@ -334,7 +346,21 @@ def _float_op(call: Call) -> FloatOpCall:
     return FloatOpCall(dest, call.args[1], call.args[2], ".".join([name, *(w for w in words if w)]), ty)
 
 
-_DECODERS = {MMA: _mma, LDMATRIX: _ldmatrix, CP_ASYNC: _cp_async, CP: _cp,
+def _ldg32(call: Call) -> Ldg32Call:
+    load = call.args[2]
+    if not isinstance(load, BufferLoad) or len(load.indices) != 1 or load.dtype != DataType("float32"):
+        raise Diagnostic(f"T.{call.op} loads one float32 element of a flat buffer (A[i])", call.span)
+    if load.buffer.scope != "global":
+        raise Diagnostic(f"T.{call.op} loads global memory, not '{load.buffer.scope}'", call.span)
+    guard = call.args[1]
+    if not (guard.dtype.is_integer or guard.dtype.is_bool) or guard.dtype.lanes != 1:
+        raise Diagnostic(f"T.{call.op}: the guard must be a scalar integer or bool, not {guard.dtype}",
+                         call.span)
+    return Ldg32Call(_pointer(call, 0, "the destination"), guard, load,
+                     _index(call, 3, "the destination offset"))
+
+
+_DECODERS = {MMA: _mma, LDMATRIX: _ldmatrix, CP_ASYNC: _cp_async, CP: _cp, LDG32: _ldg32,
              **{n: _float_op for n in FLOAT_OPS}}
 
 
@@ -362,9 +388,49 @@ def feature(call: Call) -> str:
 def elem_bytes(pointer: PrimExpr) -> int:
     """Bytes one unit of an offset from ``pointer`` moves: the size of the element type
     of a typed pointer variable (C's pointer arithmetic, which TVM's CUDA code uses), 1 for
-    any other handle (``T.tvm_access_ptr``'s result, as TVM's helpers treat it)."""
-    ptr = getattr(pointer, "ptr", None)
-    dtype: DataType | None = getattr(ptr, "dtype", None)
+    any other handle (``T.tvm_access_ptr``'s result, as TVM's helpers treat it). The
+    address of an element, ``T.address_of(A[i])`` (MergeSharedMemoryAllocations writes a
+    merged buffer's views so), points at ``A``'s element type."""
+    if (isinstance(pointer, Call) and pointer.op == "address_of" and pointer.args
+            and isinstance(pointer.args[0], BufferLoad)):
+        dtype: DataType | None = pointer.args[0].buffer.dtype
+    else:
+        dtype = getattr(getattr(pointer, "ptr", None), "dtype", None)
     if dtype is None or dtype.bits * dtype.lanes % 8:
         return 1
     return dtype.bits * dtype.lanes // 8
+
+
+# -- the asynchronous copy queues of a software pipeline ------------------------------------
+COMMIT_QUEUE, WAIT_QUEUE, WAIT_COUNT = ("async_commit_queue_scope", "async_wait_queue_scope",
+                                        "async_wait_inflight_count")
+
+
+def queue_call(attr) -> Call | None:
+    """The ``cp.async`` group instruction an async queue attribute (InjectSoftwarePipeline's
+    ``async_commit_queue_scope`` after its body, ``async_wait_queue_scope`` before it)
+    means in CUDA device code, as TVM's CUDA code generator emits it; None for another
+    attribute. CUDA has one queue, 0; the wait count must be a constant by then."""
+    key = getattr(attr, "key", None)
+    if key not in (COMMIT_QUEUE, WAIT_QUEUE):
+        return None
+    if not (isinstance(attr.value, IntImm) and attr.value.value == 0):
+        from tirc.ir.describe import expr_text
+        raise Diagnostic(f"\"{key}\" names async queue {expr_text(attr.value)}: CUDA has one "
+                         "queue, 0 (one asynchronous stage per software pipeline)", attr.span)
+    from tirc.ir.dtype import VOID
+    if key == COMMIT_QUEUE:
+        args = (StringImm("async"), StringImm("commit_group"), StringImm(""))
+    else:
+        inner = attr.body
+        if getattr(inner, "key", None) != WAIT_COUNT:
+            raise Diagnostic(f"an \"{WAIT_QUEUE}\" must hold an \"{WAIT_COUNT}\" attribute",
+                             attr.span)
+        if not isinstance(inner.value, IntImm):
+            from tirc.ir.describe import expr_text
+            raise Diagnostic(f"the number of asynchronous copy groups left in flight here "
+                             f"({expr_text(inner.value)}) is not a constant: cp.async.wait_group needs one "
+                             "(unroll the pipeline's epilogue)", attr.span)
+        args = (inner.value, StringImm("async"), StringImm("wait_group"), StringImm(""))
+    return Call(VOID, CP, args, attr.span)
+

@@ -30,12 +30,18 @@ class Pass:
     # them the pass is the identity, so the pipeline does not run (or import) it; ()
     # for a pass that always runs
     needs: tuple[str, ...] = ()
+    # TVM's pass option (``--pass-config``) without which the pipeline does not run it,
+    # as TVM's pipeline adds the pass only when the option is set; None: always
+    option: str | None = None
 
     def skip_reason(self) -> str:
         """Why the pipeline did not run this pass (for ``--print-after``)."""
         if self.blocks_only:
             return "no block-level functions"
-        return f"nothing it acts on (no {', '.join(self.needs)})"
+        reasons = [f"pass option {self.option} not set"] if self.option is not None else []
+        if self.needs:
+            reasons.append(f"nothing it acts on (no {', '.join(self.needs)})")
+        return ", or ".join(reasons)
 
 
 # The phases of the pipeline, in order: each is a folder of tirc/passes/ holding its passes
@@ -163,11 +169,12 @@ def _lazy(module: str, function: str) -> Callable[[IRModule, PassContext], IRMod
 
 
 def _pass(name: str, module: str, doc: str, requires: tuple[str, ...] = (),
-          blocks_only: bool = False, needs: tuple[str, ...] = ()) -> Pass:
+          blocks_only: bool = False, needs: tuple[str, ...] = (),
+          option: str | None = None) -> Pass:
     """The pass ``name`` run by the function of the same name as its module
     (``"lower.flatten_buffer"``: ``tirc.passes.lower.flatten_buffer.flatten_buffer``)."""
     phase, _, function = module.partition(".")
-    return Pass(name, _lazy(module, function), doc, requires, blocks_only, phase, needs)
+    return Pass(name, _lazy(module, function), doc, requires, blocks_only, phase, needs, option)
 
 
 def _block_pass(name: str, module: str, doc: str, requires: tuple[str, ...] = ()) -> Pass:
@@ -208,9 +215,9 @@ PIPELINE: list[Pass] = [
           "accesses of a block's matched buffers become accesses of their sources",
           ("CompactBufferAllocation",)),
     _pass("InjectSoftwarePipeline", "blocks.inject_software_pipeline",
-          "loops annotated for software pipelining are refused (not ported)", ("BindTarget",)),
-    _pass("InjectDoubleBuffer", "blocks.inject_double_buffer",
-          "buffers marked for double buffering are refused (not ported)", ("BindTarget",)),
+          "loops annotated software_pipeline_stage/order become prologue, body and epilogue "
+          "with multi-versioned buffers (async stages in commit and wait queues)",
+          ("LowerMatchBuffer",), needs=("loop.software_pipeline",)),
     _pass("LowerOpaqueBlock", "blocks.lower_opaque_block",
           "blocks become allocations and ifs; loop pragmas become attributes",
           ("ConvertBlocksToOpaque",),
@@ -236,10 +243,20 @@ PIPELINE: list[Pass] = [
     _pass("VectorizeLoop", "lower.vectorize_loop", "T.vectorized loops become vector code",
           ("FlattenBuffer",),
           needs=("loop.vectorized",)),
+    _pass("InjectDoubleBuffer", "lower.inject_double_buffer",
+          "a buffer written under double_buffer_scope in a loop gets two halves: the next "
+          "iteration's data is written while this one's is read",
+          ("VectorizeLoop", "InjectVirtualThread"), needs=("attr.double_buffer_scope",)),
     _pass("StorageRewrite", "lower.storage_rewrite",
           "allocations move to the start of their kernel, parallel loop or function and "
-          "share memory when their lifetimes do not overlap", ("VectorizeLoop", "InjectVirtualThread"),
+          "share memory when their lifetimes do not overlap",
+          ("VectorizeLoop", "InjectVirtualThread", "InjectDoubleBuffer"),
           needs=("alloc",)),
+    _pass("LowerAsyncDMA", "lower.lower_async_dma",
+          "with tirx.use_async_copy: contiguous copy loops in async commit queues would be "
+          "DMA-engine copies (no tirc target has them: a located error); otherwise nothing",
+          ("StorageRewrite",), needs=("attr.async_commit_queue_scope",),
+          option="tirx.use_async_copy"),
     _pass("HoistIfThenElse", "lower.hoist_if_then_else",
           "an if whose condition a loop does not change moves above the loop",
           ("LowerThreadBindings", "VectorizeLoop")),
@@ -252,6 +269,10 @@ PIPELINE: list[Pass] = [
           "no integer division by a constant 0, no constant index outside its buffer or the "
           "memory under it, once unrolling, inlining and folding made them constant",
           ("Simplify", "InlinePrivateFunctions", "UnrollLoop")),
+    _pass("InjectPTXLDG32", "lower.inject_ptx_ldg32",
+          "with tirx.s_tir.ldg32, in CUDA functions: a float32 load guarded by "
+          "T.if_then_else(c, A[i], 0) becomes one predicated ld.global.nc.f32",
+          ("RemoveNoOp",), needs=("call.if_then_else",), option="tirx.s_tir.ldg32"),
     _pass("CommonSubexprElim", "lower.common_subexpr_elim",
           "an expression computed more than once is bound to a variable once, before its "
           "first use in the innermost scope holding all its uses", ("Simplify", "UnrollLoop")),
@@ -262,6 +283,10 @@ PIPELINE: list[Pass] = [
           "T.tvm_thread_allreduce becomes warp shuffles, or a shared-memory tree",
           ("ThreadSync",),
           needs=("call.tvm_thread_allreduce", "attr.reduce_scope")),
+    _pass("InjectPTXAsyncCopy", "lower.inject_ptx_async_copy",
+          "with tirx.use_async_copy: global-to-shared copies of 4, 8 or 16 bytes in async "
+          "scopes become cp.async", ("ThreadSync", "LowerThreadAllreduce"),
+          needs=("attr.async_scope",), option="tirx.use_async_copy"),
     _pass("MergeSharedMemoryAllocations", "lower.merge_shared_memory_allocations",
           "a kernel's dynamic shared memory in one buffer, reused by liveness as TVM plans it "
           "(static memory stays static); shared-memory limits checked",
@@ -406,7 +431,9 @@ def _run_sequence(mod: IRModule, ctx: PassContext, passes: list[Pass], stop_afte
     blocks = None  # decided at the first block pass (no later pass makes blocks)
     features = None  # the module's features, taken again once a pass changed it
     for p in passes:
-        if p.blocks_only:
+        if p.option is not None and not ctx.config_of(p.option, False):
+            skip = True
+        elif p.blocks_only:
             blocks = has_blocks(mod) if blocks is None else blocks
             skip = not blocks
         elif p.needs:

@@ -145,16 +145,19 @@ _SHUFFLES = {"tvm_warp_shuffle": ("idx", 31), "tvm_warp_shuffle_up": ("up", 0),
 
 
 # -- the public API ----------------------------------------------------------------------
-def lower(source, target="cuda -arch=sm_80", host="llvm", filename: str = "<input>") -> IRModule:
+def lower(source, target="cuda -arch=sm_80", host="llvm", filename: str = "<input>",
+          pass_config=()) -> IRModule:
     """``source`` (TIR text or a module) through the pipeline: host functions as after
-    ``VerifyMemory``, device functions as the backends receive them."""
+    ``VerifyMemory``, device functions as the backends receive them. ``pass_config``:
+    TVM's pass options, as ``tirc build --pass-config``."""
     from tirc.build.stages import split_module
     from tirc.build.options import bind_target_from
     from tirc.passes.pipeline import PassContext, pipeline
     if isinstance(source, str):
         from tirc.frontend.parse import parse
         source = parse(source, filename)
-    ctx = PassContext(bind_target_from(target, host))
+    from tirc.build.options import parse_pass_config
+    ctx = PassContext(bind_target_from(target, host), config=parse_pass_config(pass_config))
     passes = pipeline(ctx.abi)
     cut = [p.name for p in passes].index("VerifyMemory") + 1
     mod = source
@@ -170,11 +173,11 @@ def lower(source, target="cuda -arch=sm_80", host="llvm", filename: str = "<inpu
 
 
 def run(source, func: str, args: list, target="cuda -arch=sm_80", host="llvm",
-        options: Options = Options(), filename: str = "<input>") -> SimtRun:
+        options: Options = Options(), filename: str = "<input>", pass_config=()) -> SimtRun:
     """Build ``source`` (:func:`lower`; a module already lowered by it is taken as is when
     ``target`` is None) and run host function ``func`` on ``args`` (NumPy arrays are
     changed in place), every kernel launch on the interpreter."""
-    mod = source if target is None else lower(source, target, host, filename)
+    mod = source if target is None else lower(source, target, host, filename, pass_config)
     h = _Host(mod, options)
     value = h.call(func, args)
     return SimtRun(value, h.launches)
@@ -884,7 +887,7 @@ class _Kernel:
             from tirc.testing.simt_mma import mma
             mma(self, e)
             return np.int32(0)
-        if name in (ptx_ops.LDMATRIX, ptx_ops.CP_ASYNC, ptx_ops.CP):
+        if name in (ptx_ops.LDMATRIX, ptx_ops.CP_ASYNC, ptx_ops.CP, ptx_ops.LDG32):
             from tirc.testing import simt_copy
             simt_copy.run(self, e)
             return np.int32(0)

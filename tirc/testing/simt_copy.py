@@ -1,4 +1,4 @@
-"""The SIMT interpreter's PTX copies: ``T.ptx_legacy.ldmatrix`` and ``T.s_tir.cp_async_raw``
+"""The SIMT interpreter's PTX copies: ``T.ptx_legacy.ldmatrix``, ``T.s_tir.ldg32`` and ``T.s_tir.cp_async_raw``
 (with the ``T.ptx.cp`` groups).
 
 * ``cp.async`` copies its bytes at once (a thread's own reads after ``wait_group`` see
@@ -20,7 +20,7 @@ from __future__ import annotations
 import numpy as np
 
 from tirc.ir import ptx_ops
-from tirc.ir.expr import Call, PrimExpr
+from tirc.ir.expr import BufferLoad, Call, PrimExpr
 from tirc.testing.evaluate import Unsupported
 from tirc.testing.simt_memory import (Memory, OutOfBounds, View, check_load, check_store)
 
@@ -31,6 +31,8 @@ def run(k, call: Call) -> None:
         _cp_async(k, d, call)
     elif isinstance(d, ptx_ops.LdmatrixCall):
         _ldmatrix(k, d, call)
+    elif isinstance(d, ptx_ops.Ldg32Call):
+        _ldg32(k, d, call)
     # cp.async groups: the copies are done already
 
 
@@ -42,7 +44,18 @@ def _bytes_at(k, pointer: PrimExpr, offset: PrimExpr | None):
     """The memory ``pointer`` (plus ``offset`` units) points into and, per thread, the
     byte of its raw storage (each thread's copy) it names."""
     extra = np.int64(0)
-    if isinstance(pointer, Call) and pointer.op == "tvm_access_ptr":
+    if (isinstance(pointer, Call) and pointer.op == "address_of"
+            and isinstance(pointer.args[0], BufferLoad) and len(pointer.args[0].indices) == 1):
+        # &A[i] of a view (a merged shared buffer's): A's memory, past its offset
+        load = pointer.args[0]
+        buf = load.buffer
+        unit = ptx_ops.elem_bytes(pointer)
+        index = np.asarray(k.expr(load.indices[0]), np.int64)
+        if buf.elem_offset is not None:
+            index = index + np.asarray(k.expr(buf.elem_offset), np.int64)
+        extra = index * unit
+        base = k.expr(buf.data)
+    elif isinstance(pointer, Call) and pointer.op == "tvm_access_ptr":
         dt = pointer.args[0].dtype
         extra = np.asarray(k.expr(pointer.args[2]), np.int64) * (dt.bits * dt.lanes // 8)
         base = k.expr(pointer.args[1])
@@ -102,6 +115,20 @@ def _cp_async(k, d: "ptx_ops.CpAsyncCall", call: Call) -> None:
     values = np.zeros((k.n, d.size), np.uint8)
     if keep.any():
         values = np.where(keep[:, None], _read(k, call, smem, src, d.size, keep), values)
+    _write(k, call, dmem, dst, values, act)
+
+
+def _ldg32(k, d: "ptx_ops.Ldg32Call", call: Call) -> None:
+    """``reg[k] = guard ? A[i] : 0`` (4 bytes), as the predicated ``ld.global.nc.f32``."""
+    dmem, dwithin, dst = _bytes_at(k, d.reg, d.reg_offset)
+    smem, swithin, src = _bytes_at(k, d.load.buffer.data, d.load.indices[0])
+    act = k.mask
+    keep = act & (np.broadcast_to(np.asarray(k.expr(d.guard)), (k.n,)) != 0)
+    _check_bounds(k, call, dmem, dwithin, 4, act, "write")
+    _check_bounds(k, call, smem, swithin, 4, keep, "read")
+    values = np.zeros((k.n, 4), np.uint8)
+    if keep.any():
+        values = np.where(keep[:, None], _read(k, call, smem, src, 4, keep), values)
     _write(k, call, dmem, dst, values, act)
 
 

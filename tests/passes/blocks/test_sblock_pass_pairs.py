@@ -42,6 +42,10 @@ def _passes():
         plan_and_update_buffer_allocation_location)
     from tirc.passes.lower.lower_thread_bindings import lower_thread_bindings
     from tirc.passes.blocks.unify_thread_binding import unify_thread_binding
+    from tirc.passes.blocks.inject_software_pipeline import inject_software_pipeline
+    from tirc.passes.lower.inject_double_buffer import inject_double_buffer
+    from tirc.passes.lower.inject_ptx_async_copy import inject_ptx_async_copy
+    from tirc.passes.lower.inject_ptx_ldg32 import inject_ptx_ldg32
 
     def lower_opaque_block_and_threads(mod, ctx=None):
         # TVM's LowerOpaqueBlock also turns thread-bound loops into launch_thread scopes;
@@ -65,12 +69,19 @@ def _passes():
         "LoopPartition": loop_partition,
         "StorageRewrite": storage_rewrite,
         "CommonSubexprElim": common_subexpr_elim,
+        "InjectSoftwarePipeline": inject_software_pipeline,
+        "InjectDoubleBuffer": inject_double_buffer,
+        # called directly, as TVM's tests call the pass object (in the pipeline it runs
+        # only with tirx.use_async_copy)
+        "InjectPTXAsyncCopy": lambda mod, ctx=None: inject_ptx_async_copy(mod, force=True),
+        "InjectPTXLDG32": lambda mod, ctx=None: inject_ptx_ldg32(mod, force=True),
     }
 
 
 # The PassContext config whose options a pass takes as keyword arguments.
 CONFIG_KEYS = {"RemoveNoOp": "tirx.RemoveNoOp", "HoistIfThenElse": "s_tir.HoistIfThenElse",
-               "LoopPartition": "s_tir.LoopPartition"}
+               "LoopPartition": "s_tir.LoopPartition",
+               "InjectDoubleBuffer": "s_tir.InjectDoubleBuffer"}
 
 
 def _run(case, mod):
@@ -133,6 +144,15 @@ KNOWN = {
         "TVM's test repeats the same two statement objects; its printed input reads back as "
         "four distinct statements (tests/passes/lower/test_common_subexpr_elim.py rebuilds the sharing "
         "and matches TVM's result)"),
+    "InjectSoftwarePipeline/dynamic_compute": (
+        "same pipeline; the extent of the pipeline block's written region over the symbolic "
+        "loop extent k is written k - min(0, k - 1) by tirc's simplifier, max(k, 1) by TVM's "
+        "canonical simplifier (equal for every k)"),
+    "InjectSoftwarePipeline/less_loop_than_num_stage_dynamic": (
+        "same pipeline and values; tirc's analyzer bounds the epilogue's loop variable only by "
+        "constants, so it keeps the stage-0 statement of the epilogue (its predicate "
+        "i + K < K is false for every i >= 0) where TVM's symbolic bound [K, K + 3) drops it, "
+        "and the regions and predicates over K are written in a different but equal form"),
     "LowerOpaqueBlock/annotated_loops": (
         "TVM's printed result does not read back as its IR: the loop variable used as the "
         "T.attr node prints as a fresh free variable 'i = T.int32()'"),

@@ -203,3 +203,26 @@ def main(A: T.Buffer((16,), "int32"), n: T.int32):
 """
     mod = verify(parse(HEADER + text, "before.tir"))
     assert remove_no_op(mod) is mod
+
+
+def test_a_wait_for_a_negative_number_of_copy_groups_goes_and_a_count_folds():
+    """An unrolled pipeline epilogue waits for ``1 - i`` groups: at ``i = 2`` that is no
+    wait at all (TVM's RemoveNoOp), at ``i = 0`` the count folds to 1 for the code
+    generator (TVM's simplifier after unrolling)."""
+    check("""
+@T.prim_func
+def main(A: T.Buffer((16,), "int32")):
+    with T.attr({"async_wait_queue_scope": 0}):
+        T.attr({"async_wait_inflight_count": T.Sub(1, 2)})
+        A[0] = 1
+    with T.attr({"async_wait_queue_scope": 0}):
+        T.attr({"async_wait_inflight_count": T.Sub(1, 0)})
+        A[1] = 2
+""", """
+@T.prim_func
+def main(A: T.Buffer((16,), "int32")):
+    A[0] = 1
+    with T.attr({"async_wait_queue_scope": 0}):
+        T.attr({"async_wait_inflight_count": 1})
+        A[1] = 2
+""")

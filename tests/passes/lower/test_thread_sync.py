@@ -588,3 +588,32 @@ def test_conflicts_by_group_are_those_of_each_pair():
         assert print_module(grouped) == print_module(pairwise)
         changed += grouped is not mod
     assert changed > 20  # most get barriers
+
+
+def test_a_barrier_follows_every_wait_of_an_async_queue():
+    """Each thread's cp.async copies are in after the wait, the block's are not: TVM's
+    ThreadSync puts a barrier first thing under every ``async_wait_queue_scope``."""
+    check("""
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    S = T.alloc_buffer((64,), scope="shared")
+    with T.attr({"async_commit_queue_scope": 0}):
+        with T.attr({"async_scope": 1}):
+            S[tx] = A[tx]
+    with T.attr({"async_wait_queue_scope": 0}):
+        T.attr({"async_wait_inflight_count": 0})
+        C[tx] = S[63 - tx]
+""", """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
+    tx = T.launch_thread("threadIdx.x", 64)
+    S = T.alloc_buffer((64,), scope="shared")
+    with T.attr({"async_commit_queue_scope": 0}):
+        with T.attr({"async_scope": 1}):
+            S[tx] = A[tx]
+    with T.attr({"async_wait_queue_scope": 0}):
+        T.attr({"async_wait_inflight_count": 0})
+        T.tvm_storage_sync("shared")
+        C[tx] = S[63 - tx]
+""")

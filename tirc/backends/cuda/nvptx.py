@@ -226,6 +226,16 @@ class NVPTXContext(LLVMTargetContext):
         return fl.alloca(elem, max(count, 1), name=buf.name, align=16), 16, False
 
     def lower_attr(self, fl, s: AttrStmt) -> bool:
+        queue = ptx_ops.queue_call(s)
+        if queue is not None:
+            # a commit group closes after its copies; a wait comes before what it guards
+            if s.key == ptx_ops.COMMIT_QUEUE:
+                fl.stmt(s.body)
+                lower_ptx_call(fl, queue)
+            else:
+                lower_ptx_call(fl, queue)
+                fl.stmt(s.body.body)
+            return True
         if s.key != THREAD_EXTENT or not isinstance(s.node, IterVar):
             return False
         axis, _, dim = s.node.thread_tag.partition(".")

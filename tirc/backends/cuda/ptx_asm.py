@@ -53,6 +53,8 @@ def lower_ptx_call(fl, call: Call) -> ir.Value:
         _cp_async(fl, d)
     elif isinstance(d, ptx_ops.CpGroupCall):
         _asm(fl, ir.VoidType(), d.text, "~{memory}", [])
+    elif isinstance(d, ptx_ops.Ldg32Call):
+        _ldg32(fl, d)
     else:
         _float_op(fl, d, call)
     return ir.Constant(lt.I32, 0)
@@ -160,6 +162,17 @@ def _cp_async(fl, d: "ptx_ops.CpAsyncCall") -> None:
         args += [fl.int_cast(p, lt.I32, signed=False) if p.type != lt.I32 else p, ir.Constant(lt.I32, 0)]
     text, constraints = cp_async_text(d)
     _asm(fl, ir.VoidType(), text, constraints, args)
+
+
+def _ldg32(fl, d: "ptx_ops.Ldg32Call") -> None:
+    """``reg[k] = guard ? A[i] : 0``: TVM's predicated ``ld.global.nc.f32``."""
+    src = _in_space(fl, _address(fl, d.load.buffer.data, d.load.indices[0]), GLOBAL, 64)
+    g = fl.expr(d.guard)
+    g = fl.int_cast(g, lt.I32, signed=False) if g.type != lt.I32 else g
+    text = ("{ .reg .pred p; setp.ne.b32 p, $2, 0; @!p mov.b32 $0, 0; "
+            "@p ld.global.nc.f32 $0, [$1]; }")
+    value = _asm(fl, ir.FloatType(), text, "=f,l,r", [src, g])
+    fl.b.store(value, _address(fl, d.reg, d.reg_offset), align=4)
 
 
 def _float_op(fl, d: "ptx_ops.FloatOpCall", call: Call) -> None:

@@ -8,6 +8,7 @@ A feature is a string:
 * ``block``: a block or block realization (schedulable TIR);
 * ``loop.vectorized``, ``loop.unrolled``: a loop of that kind; ``loop.annotated``: a loop
   with annotations; ``loop.unit``: a serial loop of constant extent 1;
+  ``loop.software_pipeline``: a loop with a ``software_pipeline_*`` annotation;
 * ``thread.virtual``: a virtual thread axis (``vthread``, ``vthread.x``, ``cthread``) under an
   attribute or bound by a ``thread_binding`` loop;
 * ``attr.<key>``: an attribute statement of that key (``attr.pragma_auto_unroll_max_step``,
@@ -83,6 +84,8 @@ def _loop(loop: For, add) -> None:
         add("thread.virtual")
     if loop.annotations:
         add("loop.annotated")
+        if any(k.startswith("software_pipeline_") for k, _ in loop.annotations):
+            add("loop.software_pipeline")
     if loop.kind == "serial" and isinstance(loop.extent, IntImm) and loop.extent.value == 1:
         add("loop.unit")
 

@@ -10,7 +10,9 @@ not pure stays as ``T.evaluate(call)``):
 * an ``if`` whose two branches do nothing; an empty ``else``; an empty ``then`` (the
   ``else`` becomes the ``then`` of ``if not cond``); an ``if`` on a constant condition;
 * an attribute (``T.attr``, ``T.launch_thread``) whose body does nothing, and every
-  ``pragma_debug_skip_region`` attribute with its body;
+  ``pragma_debug_skip_region`` attribute with its body; a wait for a negative number of
+  asynchronous copy groups (``async_wait_queue_scope``) keeps only its body (and a wait's
+  count is folded, as TVM's simplifier after unrolling folds it);
 * a store of the value its destination already holds: ``A[i] = A[j]`` where ``i`` and
   ``j`` are provably equal, with let-bound variables replaced by their values and the
   equalities known inside an ``if`` (``i == 0`` in the ``else`` of ``if i != 0``) used.
@@ -40,6 +42,7 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, BufferStore, DeclBu
                           For, IfThenElse, IterVar, LetStmt, SeqStmt, Stmt, seq)
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.lower.simplify import is_noop, simplify_expr
+from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.simplify_arith import Interval, interval
 from tirc.passes.analysis.simplify_rules import const_int, is_pure
 
@@ -164,6 +167,16 @@ class _NoOpRemover(Mutator):
     def visit_AttrStmt(self, s: AttrStmt):
         if s.key == PRAGMA_DEBUG_SKIP_REGION:
             return _nop(s.span)
+        if (s.key == "async_wait_queue_scope" and isinstance(s.body, AttrStmt)
+                and s.body.key == "async_wait_inflight_count"):
+            count = Analyzer().simplify(s.body.value)
+            if isinstance(count, IntImm) and count.value < 0:
+                # a wait for a negative number of groups (a pipeline epilogue's count such
+                # as 1 - i once unrolled) waits for nothing
+                return (yield s.body.body)
+            if count is not s.body.value:
+                # the count folded (unrolling made it constant), as the code generator needs
+                s = replace(s, body=replace(s.body, value=count))
         value = self.visit(s.value)
         ranges = {}
         if isinstance(s.node, IterVar) and s.key in (THREAD_EXTENT, VIRTUAL_THREAD):

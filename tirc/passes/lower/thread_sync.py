@@ -39,6 +39,7 @@ from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, Break, BufferStore,
                           While, seq)
 from tirc.ir.trampoline import drive
 from tirc.ir.visitor import Mutator, Visitor
+from tirc.diagnostics import Diagnostic
 from tirc.passes.lower.thread_sync_index import ThreadIndices
 from tirc.records import record
 
@@ -457,11 +458,31 @@ class _Kernels(Mutator):
         return root if body is root.body else replace(root, body=body)
 
 
+class _AfterWaits(Mutator):
+    """A barrier first thing under every ``async_wait_queue_scope`` (TVM's
+    ``ThreadSyncAfterWaitQueueInserter``): once a thread's asynchronous copies are in,
+    the others' still may not be, which the access analysis cannot see."""
+
+    expressions = False
+
+    def visit_AttrStmt(self, s: AttrStmt):
+        if s.key != "async_wait_queue_scope":
+            return (yield from self.descend(s))
+        inner = s.body
+        if not (isinstance(inner, AttrStmt) and inner.key == "async_wait_inflight_count"):
+            raise Diagnostic("an async_wait_queue_scope must hold an async_wait_inflight_count "
+                             "attribute", s.span)
+        body = yield inner.body
+        sync = Evaluate(Call(INT32, "tvm_storage_sync", (StringImm("shared"),), s.span), s.span)
+        return replace(s, body=replace(inner, body=seq([sync, body], s.span)))
+
+
 def thread_sync(mod: IRModule, ctx=None) -> IRModule:
     """Add the shared-memory barriers every kernel of ``mod`` needs."""
     funcs = {}
     for name, f in mod.functions.items():
-        body = _Kernels().visit(f.body)
+        body = _AfterWaits().visit(f.body)
+        body = _Kernels().visit(body)
         funcs[name] = f if body is f.body else f.with_body(body)
     if all(funcs[n] is mod.functions[n] for n in funcs):
         return mod
