@@ -8,7 +8,10 @@ from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.records import record
 
-SCOPES = ("global", "shared", "shared.dyn", "local", "warp")  # the scopes tirc builds
+# the scopes tirc builds (the wmma ones hold the fragments of tirc.ir.wmma_ops)
+SCOPES = ("global", "shared", "shared.dyn", "local", "warp", "wmma.matrix_a", "wmma.matrix_b",
+          "wmma.accumulator")
+WMMA_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
 
 # TVM 0.27's storage ranks (runtime::StorageScope::Create): a scope is a rank followed by
 # an optional tag naming special memory of that rank ("local.L0A", "global.texture").

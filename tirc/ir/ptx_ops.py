@@ -11,6 +11,8 @@ TVM prints these calls in three namespaces (``python/tvm/backend/cuda/script.py`
   ``cp.async`` of ``size`` bytes from global to shared memory (InjectPTXAsyncCopy's op).
 * ``T.ptx.cp("async", "commit_group", "")``, ``T.ptx.cp(n, "async", "wait_group", "")``,
   ``T.ptx.cp("async", "wait_all", "")``: the cp.async groups.
+* ``T.tvm_fill_fragment``, ``T.tvm_load_matrix_sync``, ``T.tvm_store_matrix_sync``,
+  ``T.tvm_mma_sync``: the warp-level matrix (WMMA) builtins, ``tirc.ir.wmma_ops``.
 * ``T.ptx.add/sub/mul(d, a, b, rnd, ftz, sat, type, srctype, flags)`` and
   ``T.ptx.max/min(d, a, b, ftz, nan, xorsign, abs, relu, type, flags)``: one scalar
   floating-point instruction writing buffer element ``d``. The strings are the
@@ -26,6 +28,7 @@ from __future__ import annotations
 import re
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir import wmma_ops
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm
 from tirc.records import record
@@ -40,6 +43,7 @@ SIGNATURES = {
     MMA: (13, 14, "void"), LDMATRIX: (7, 7, "void"), CP_ASYNC: (6, 7, "dtype"), CP: (3, 4, "void"),
     **{f"ptx.{n}": (9, 9, "void") for n in _ARITH if n != "mul"}, "ptx.mul": (8, 8, "void"),
     **{f"ptx.{n}": (10, 10, "void") for n in _MINMAX},
+    **wmma_ops.SIGNATURES,
 }
 NAMESPACES = ("ptx", "ptx_legacy", "s_tir")
 
@@ -335,7 +339,7 @@ def _float_op(call: Call) -> FloatOpCall:
 
 
 _DECODERS = {MMA: _mma, LDMATRIX: _ldmatrix, CP_ASYNC: _cp_async, CP: _cp,
-             **{n: _float_op for n in FLOAT_OPS}}
+             **{n: _float_op for n in FLOAT_OPS}, **{n: wmma_ops.decode for n in wmma_ops.NAMES}}
 
 
 def decode(call: Call):
@@ -346,6 +350,8 @@ def decode(call: Call):
 def feature(call: Call) -> str:
     """The row of ``tirc.target.kinds.PTX_FEATURES`` (arch and PTX version) ``call`` needs."""
     d = decode(call)
+    if isinstance(d, wmma_ops.WmmaCall):
+        return wmma_ops.feature(d)
     if isinstance(d, MmaCall):
         t = d.types[0]
         t = {"u8": "s8", "u4": "s4", "e5m2": "e4m3"}.get(t, t)
