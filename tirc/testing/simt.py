@@ -887,6 +887,8 @@ class _Kernel:
             return self.activemask()
         if name in _SHUFFLES:
             return self.shuffle(e, *_SHUFFLES[name])
+        if name == "address_of" and isinstance(e.args[0], BufferLoad):
+            return self.address_of(e.args[0])
         if name in wmma_ops.SIGNATURES:
             from tirc.testing import simt_wmma
             simt_wmma.run(self, e, self.fragment_shapes)
@@ -925,6 +927,17 @@ class _Kernel:
         if d.is_float:
             return lanes.math(name, args, d)
         raise Unsupported(f"T.{name}")
+
+    def address_of(self, ld: BufferLoad) -> _Pointer:
+        """``T.address_of(buf[i])``: a pointer to the element (what the PTX and WMMA
+        calls take, after MergeSharedMemoryAllocations put their buffers in one)."""
+        view = self.views.get(id(ld.buffer))
+        if view is None or view.sub is not None or isinstance(view.mem, SparseMemory):
+            raise Unsupported(f"T.address_of of buffer {ld.buffer.name}")
+        pos = np.asarray(self.address(view, ld.indices, ld, "load"), np.int64)
+        if pos.ndim > 1:
+            raise Unsupported("T.address_of of a vector element")
+        return _Pointer(view.mem, pos * view.itemsize)
 
     def ptx_float_op(self, e: Call) -> None:
         """``T.ptx.add/sub/mul/max/min`` of .f32/.f64, rounded to nearest (the default and
