@@ -89,6 +89,11 @@ TEST_FILES = [
     (_ST + "test_s_tir_transform_inject_software_pipeline.py", ["InjectSoftwarePipeline"]),
     (_ST + "test_s_tir_transform_inject_double_buffer.py", ["InjectDoubleBuffer"]),
     (
+        _ST + "test_s_tir_transform_manifest_shared_memory_local_stage.py",
+        ["ManifestSharedMemoryLocalStage"],
+    ),
+    (_ST + "test_s_tir_transform_inject_permuted_layout.py", ["InjectPermutedLayout"]),
+    (
         _ST + "test_s_tir_transform_merge_dynamic_shared_memory_allocations.py",
         ["MergeSharedMemoryAllocations"],
     ),

@@ -30,6 +30,7 @@ def _passes():
     from tirc.passes.blocks.convert_blocks_to_opaque import convert_blocks_to_opaque
     from tirc.passes.lower.hoist_if_then_else import hoist_if_then_else
     from tirc.passes.blocks.lift_thread_binding import lift_thread_binding
+    from tirc.passes.blocks.manifest_shared_memory_local_stage import manifest_shared_memory_local_stage
     from tirc.passes.lower.loop_partition import loop_partition
     from tirc.passes.blocks.lower_cross_thread_reduction import lower_cross_thread_reduction
     from tirc.passes.blocks.lower_init_block import lower_init_block
@@ -65,6 +66,7 @@ def _passes():
         "LoopPartition": loop_partition,
         "StorageRewrite": storage_rewrite,
         "CommonSubexprElim": common_subexpr_elim,
+        "ManifestSharedMemoryLocalStage": manifest_shared_memory_local_stage,
     }
 
 

@@ -5,7 +5,8 @@ nor imports the passes that lower them.
 
 A feature is a string:
 
-* ``block``: a block or block realization (schedulable TIR);
+* ``block``: a block or block realization (schedulable TIR); ``block.<key>``: a block
+  annotated ``key`` (``T.sblock_attr``);
 * ``loop.vectorized``, ``loop.unrolled``: a loop of that kind; ``loop.annotated``: a loop
   with annotations; ``loop.unit``: a serial loop of constant extent 1;
 * ``thread.virtual``: a virtual thread axis (``vthread``, ``vthread.x``, ``cthread``) under an
@@ -71,6 +72,9 @@ def module_features(mod: IRModule) -> frozenset[str]:
                 _buffer(node.buffer, add)
             elif cls is SBlock or cls is SBlockRealize:
                 add("block")
+                if cls is SBlock:
+                    for key, _ in node.annotations:
+                        add(f"block.{key}")
     return frozenset(found)
 
 
