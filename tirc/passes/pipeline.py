@@ -211,6 +211,10 @@ PIPELINE: list[Pass] = [
     _block_pass("LowerMatchBuffer", "blocks.lower_match_buffer",
           "accesses of a block's matched buffers become accesses of their sources",
           ("CompactBufferAllocation",)),
+    _pass("InjectPermutedLayout", "blocks.inject_permuted_layout",
+          "in blocks annotated permuted_layout, shared-memory accesses (and ldmatrix) use a "
+          "bank-conflict-free permutation of 8-element chunks",
+          ("LowerMatchBuffer",), needs=("block.permuted_layout",)),
     _pass("InjectSoftwarePipeline", "blocks.inject_software_pipeline",
           "loops annotated for software pipelining are refused (not ported)", ("BindTarget",)),
     _pass("InjectDoubleBuffer", "blocks.inject_double_buffer",

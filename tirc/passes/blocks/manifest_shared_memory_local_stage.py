@@ -97,7 +97,7 @@ class _Inserter(Mutator):
         indices, shape = [], []
         for loop in reversed(loops):  # outermost first
             zero = isinstance(loop.min, IntImm) and loop.min.value == 0  # TVM's + folds it
-            indices.append(loop.loop_var if zero else binop("+", loop.min, loop.loop_var))
+            indices.append(loop.loop_var if zero else binop("add", loop.min, loop.loop_var))
             shape.append(loop.extent)
         local = _local_buffer(target, shape)
         stage: Stmt = BufferStore(local, store.value, tuple(indices), store.span)
