@@ -6,7 +6,8 @@ nor imports the passes that lower them.
 A feature is a string:
 
 * ``block``: a block or block realization (schedulable TIR); ``block.<key>``: a block
-  annotated ``key`` (``T.sblock_attr``);
+  annotated ``key`` (``T.sblock_attr``); ``block.alloc.<scope>``: a block allocating a
+  buffer in ``scope``;
 * ``loop.vectorized``, ``loop.unrolled``: a loop of that kind; ``loop.annotated``: a loop
   with annotations; ``loop.unit``: a serial loop of constant extent 1;
 * ``thread.virtual``: a virtual thread axis (``vthread``, ``vthread.x``, ``cthread``) under an
@@ -75,6 +76,8 @@ def module_features(mod: IRModule) -> frozenset[str]:
                 if cls is SBlock:
                     for key, _ in node.annotations:
                         add(f"block.{key}")
+                    for b in node.alloc_buffers:
+                        add(f"block.alloc.{b.scope}")
     return frozenset(found)
 
 
