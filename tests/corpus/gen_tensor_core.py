@@ -21,9 +21,9 @@ Sources:
   private; here they are public (``private=True`` dropped), so that the dynamic one's
   packed entry binds its shape variable.
 * ``HAND`` below: small kernels written for this corpus in the form of the WMMA
-  intrinsics' implementations (one warp a 16 x 16 tile, fragments loaded straight from
-  global memory): float16 -> float32 and float16 accumulators, int8 -> int32, B in
-  column-major order.
+  intrinsics' implementations (one warp a tile, fragments loaded straight from global
+  memory): float16 -> float32 and float16 accumulators, int8/uint8 -> int32, B in row- or
+  column-major order, shapes m16n16k16, m32n8k16 and m8n32k16.
 
 How to run:  /work/main/.venv/bin/python tests/corpus/gen_tensor_core.py
              [--tvm-git-dir /work/.mirror/apache+tvm/repo]
@@ -48,31 +48,31 @@ _TILE = '''
 @T.prim_func(s_tir=True)
 def main(A: T.Buffer(({M}, {K}), "{IN}"), B: T.Buffer(({BR}, {BC}), "{IN}"), C: T.Buffer(({M}, {N}), "{OUT}")):
     T.func_attr({{"global_symbol": "main", "tirx.noalias": True}})
-    A_frag = T.sblock_alloc_buffer((16, 16), "{IN}", scope="wmma.matrix_a")
-    B_frag = T.sblock_alloc_buffer((16, 16), "{IN}", scope="wmma.matrix_b")
-    C_frag = T.sblock_alloc_buffer((16, 16), "{OUT}", scope="wmma.accumulator")
-    for bx in T.thread_binding({M} // 16, thread="blockIdx.x"):
-        for by in T.thread_binding({N} // 16, thread="blockIdx.y"):
+    A_frag = T.sblock_alloc_buffer(({TM}, {TK}), "{IN}", scope="wmma.matrix_a")
+    B_frag = T.sblock_alloc_buffer(({TK}, {TN}), "{IN}", scope="wmma.matrix_b")
+    C_frag = T.sblock_alloc_buffer(({TM}, {TN}), "{OUT}", scope="wmma.accumulator")
+    for bx in T.thread_binding({M} // {TM}, thread="blockIdx.x"):
+        for by in T.thread_binding({N} // {TN}, thread="blockIdx.y"):
             for tx in T.thread_binding(32, thread="threadIdx.x"):
                 with T.sblock("tile"):
-                    T.reads(A[bx * 16:bx * 16 + 16, 0:{K}], B[0:{BR}, 0:{BC}])
-                    T.writes(C[bx * 16:bx * 16 + 16, by * 16:by * 16 + 16])
-                    T.tvm_fill_fragment(C_frag.data, 16, 16, 16, 0, T.{OUT}(0))
-                    for k in range({K} // 16):
-                        T.tvm_load_matrix_sync(A_frag.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("{IN}"), A.data, bx * {K} * 16 + k * 16, {K} * 16, 1), {K}, "row_major")
-                        T.tvm_load_matrix_sync(B_frag.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("{IN}"), B.data, {BOFF}, 16 * {BLD}, 1), {BLD}, "{BLAYOUT}")
+                    T.reads(A[bx * {TM}:bx * {TM} + {TM}, 0:{K}], B[0:{BR}, 0:{BC}])
+                    T.writes(C[bx * {TM}:bx * {TM} + {TM}, by * {TN}:by * {TN} + {TN}])
+                    T.tvm_fill_fragment(C_frag.data, {TM}, {TN}, {TK}, 0, T.{OUT}(0))
+                    for k in range({K} // {TK}):
+                        T.tvm_load_matrix_sync(A_frag.data, {TM}, {TN}, {TK}, 0, T.tvm_access_ptr(T.type_annotation("{IN}"), A.data, bx * {K} * {TM} + k * {TK}, {K} * {TM}, 1), {K}, "row_major")
+                        T.tvm_load_matrix_sync(B_frag.data, {TM}, {TN}, {TK}, 0, T.tvm_access_ptr(T.type_annotation("{IN}"), B.data, {BOFF}, {TK} * {BLD}, 1), {BLD}, "{BLAYOUT}")
                         T.tvm_mma_sync(C_frag.data, 0, A_frag.data, 0, B_frag.data, 0, C_frag.data, 0)
-                    T.tvm_store_matrix_sync(C_frag.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("{OUT}"), C.data, bx * {N} * 16 + by * 16, {N} * 16, 2), {N}, "row_major")
+                    T.tvm_store_matrix_sync(C_frag.data, {TM}, {TN}, {TK}, 0, T.tvm_access_ptr(T.type_annotation("{OUT}"), C.data, bx * {N} * {TM} + by * {TN}, {N} * {TM}, 2), {N}, "row_major")
 '''
 
 
-def _tile(m, n, k, ins, out, b_col):
+def _tile(m, n, k, ins, out, b_col, tm=16, tn=16, tk=16):
     # B row-major is K x N (element (kk, j) at kk * N + j); column-major it is stored N x K
     if b_col:
-        fill = dict(BR=n, BC=k, BOFF=f"by * 16 * {k} + k * 16", BLD=k, BLAYOUT="col_major")
+        fill = dict(BR=n, BC=k, BOFF=f"by * {tn} * {k} + k * {tk}", BLD=k, BLAYOUT="col_major")
     else:
-        fill = dict(BR=k, BC=n, BOFF=f"k * 16 * {n} + by * 16", BLD=n, BLAYOUT="row_major")
-    return _TILE.format(M=m, N=n, K=k, IN=ins, OUT=out, **fill)
+        fill = dict(BR=k, BC=n, BOFF=f"k * {tk} * {n} + by * {tn}", BLD=n, BLAYOUT="row_major")
+    return _TILE.format(M=m, N=n, K=k, IN=ins, OUT=out, TM=tm, TN=tn, TK=tk, **fill)
 
 
 HAND = {  # name -> (source, what it computes)
@@ -81,6 +81,10 @@ HAND = {  # name -> (source, what it computes)
     "wmma_f16_f32_bcol": (_tile(32, 64, 32, "float16", "float32", True), "C = A B^T (B stored N x K)"),
     "wmma_s8_s32": (_tile(32, 32, 64, "int8", "int32", False), "C = A B, int8 in, int32 accumulate"),
     "wmma_u8_s32_bcol": (_tile(48, 16, 32, "uint8", "int32", True), "C = A B^T, uint8 in, int32"),
+    "wmma_f16_f32_m32n8k16": (_tile(64, 16, 32, "float16", "float32", True, 32, 8, 16),
+                              "C = A B^T in 32 x 8 tiles"),
+    "wmma_s8_s32_m8n32k16": (_tile(16, 64, 32, "int8", "int32", False, 8, 32, 16),
+                             "C = A B in 8 x 32 tiles, int8 in, int32"),
 }
 
 

@@ -19,7 +19,8 @@ INDEX = json.loads((CORPUS / "index.json").read_text())
 
 # module -> is B given transposed (N x K, C = A B^T)?
 MODULES = {"wmma_f16_f32": False, "wmma_f16_f16": False, "wmma_f16_f32_bcol": True,
-           "wmma_s8_s32": False, "wmma_u8_s32_bcol": True,
+           "wmma_s8_s32": False, "wmma_u8_s32_bcol": True, "wmma_f16_f32_m32n8k16": True,
+           "wmma_s8_s32_m8n32k16": False,
            "dlight_matmul_f16_nopipe": True, "dlight_matmul_int8_nopipe": True,
            # the pipelined modules run once InjectSoftwarePipeline is ported
            "dlight_matmul_f16": True, "dlight_matmul_int8": True}

@@ -17,8 +17,9 @@ read and written by these calls:
 * ``T.tvm_mma_sync(d, di, a, ai, b, bi, c, ci)``: D = A B + C, fragment by fragment.
 
 The shapes (m, n, k) and types are the PTX ISA's ``wmma`` ones: f16 multiplicands with an
-f16 or f32 accumulator and s8/u8 with s32, in m16n16k16, m32n8k16 and m8n32k16; bf16 with
-f32 (sm_80). Sub-byte and 1-bit fragments (``tvm_bmma_sync``) are refused at the call.
+f16 or f32 accumulator and s8/u8 with s32, in m16n16k16, m32n8k16 and m8n32k16. Sub-byte,
+1-bit (``tvm_bmma_sync``) and bfloat16 fragments are refused at the call (tirc stores
+bfloat16 as uint16 on every target, BF16StorageLegalize, and has no bfloat16 fragment).
 :func:`decode` checks a call's arguments; :func:`fragment_regs` says how many 32-bit
 registers each thread holds of a fragment (the PTX ISA's "wmma fragments" table).
 """
@@ -42,7 +43,7 @@ LAYOUTS = ("row_major", "col_major")
 # multiplicand dtype -> (PTX type, shapes, accumulator dtypes)
 _SHAPES = ((16, 16, 16), (32, 8, 16), (8, 32, 16))
 _MULTIPLICANDS = {"float16": ("f16", ("float16", "float32")), "int8": ("s8", ("int32",)),
-                  "uint8": ("u8", ("int32",)), "bfloat16": ("bf16", ("float32",))}
+                  "uint8": ("u8", ("int32",))}
 _ACCUMULATORS = {"float16": "f16", "float32": "f32", "int32": "s32"}
 PTX_TYPES = {**{d: p for d, (p, _) in _MULTIPLICANDS.items()}, **_ACCUMULATORS}
 
@@ -56,15 +57,14 @@ def tile(scope: str, mnk: tuple[int, int, int]) -> tuple[int, int]:
 def fragment_regs(scope: str, ptx: str, mnk: tuple[int, int, int]) -> int:
     """The 32-bit registers each thread holds of one fragment (PTX ISA, "Matrix
     fragments for WMMA"): f16 multiplicands are replicated (8 registers of .f16x2 for any
-    shape), f16 accumulators take 4 .f16x2, f32/s32 accumulators 8; 8- and 16-bit integer
-    and bf16 multiplicands hold their share of the tile, packed four or two to a register."""
+    shape), f16 accumulators take 4 .f16x2, f32/s32 accumulators 8; 8-bit integer
+    multiplicands hold their share of the tile, four to a register."""
     if scope == ACCUMULATOR:
         return 4 if ptx == "f16" else 8
     if ptx == "f16":
         return 8
     rows, cols = tile(scope, mnk)
-    per_reg = 4 if ptx in ("s8", "u8") else 2
-    return rows * cols // 32 // per_reg
+    return rows * cols // 32 // 4
 
 
 @record(frozen=True)
@@ -99,6 +99,9 @@ def _fragment(call: Call, i: int, index: PrimExpr, scopes=SCOPES) -> Fragment:
                          f"this operand takes {' or '.join(scopes)}", call.span)
     dtype = str(ptr.dtype)
     known = _ACCUMULATORS if ptr.scope == ACCUMULATOR else _MULTIPLICANDS
+    if dtype == "bfloat16":
+        raise Diagnostic(f"T.{call.op}: bfloat16 WMMA fragments ('{a.name}') are not supported by "
+                         "tirc: it stores bfloat16 as uint16 (BF16StorageLegalize)", call.span)
     if dtype not in known:
         raise Diagnostic(f"T.{call.op}: a {ptr.scope} fragment of {dtype} ('{a.name}') is not "
                          f"supported by tirc (only {', '.join(known)})", call.span)
@@ -174,4 +177,4 @@ def is_wmma(op: object) -> bool:
 def feature(d: WmmaCall) -> str:
     """The row of ``tirc.target.kinds.PTX_FEATURES`` a call needs (by its fragments' type)."""
     t = next((f.dtype for f in d.frags if f.scope != ACCUMULATOR), d.frags[0].dtype)
-    return "wmma." + {"int8": "s8", "uint8": "s8", "int32": "s8", "bfloat16": "bf16"}.get(t, "f16")
+    return "wmma." + {"int8": "s8", "uint8": "s8", "int32": "s8"}.get(t, "f16")

@@ -104,7 +104,7 @@ PTX_FEATURES: dict[str, tuple[int, int]] = {
     "base": (50, 0),  # add/sub/mul/max/min .f32/.f64
     "minmax.NaN": (80, 70), "minmax.xorsign": (86, 72),
     "ldmatrix": (75, 65), "cp.async": (80, 70),
-    "wmma.f16": (70, 61), "wmma.s8": (72, 63), "wmma.bf16": (80, 70),
+    "wmma.f16": (70, 61), "wmma.s8": (72, 63),
     "mma.m8n8k4.f16": (70, 64), "mma.m16n8k8.f16": (75, 65), "mma.m16n8k16.f16": (80, 70),
     "mma.m8n8k4.f64": (80, 70),
     "mma.m16n8k8.bf16": (80, 70), "mma.m16n8k16.bf16": (80, 70),
