@@ -25,8 +25,16 @@ Sources:
   memory): float16 -> float32 and float16 accumulators, int8/uint8 -> int32, B in row- or
   column-major order, shapes m16n16k16, m32n8k16 and m8n32k16.
 
+* ``DLIGHT`` below: dlight's ``gpu.Matmul`` rule applied by **TVM 0.25.0** (pip
+  ``apache-tvm==0.25.0`` with ``apache-tvm-ffi==0.1.12``), where it still runs (in 0.26.0
+  and 0.27 it segfaults, as ``Schedule.tensorize`` does), to ``te`` matmuls C = X W^T for
+  target ``cuda -arch=sm_80``; printed by TVM 0.25 (``dlight025_*``), and again with the
+  pipelining annotations removed from that text and re-parsed by TVM 0.25 (``*_nopipe``).
+  Run only with ``--tvm025-python`` (a Python with TVM 0.25); otherwise the files and
+  their index entries are kept as they are.
+
 How to run:  /work/main/.venv/bin/python tests/corpus/gen_tensor_core.py
-             [--tvm-git-dir /work/.mirror/apache+tvm/repo]
+             [--tvm-git-dir /work/.mirror/apache+tvm/repo] [--tvm025-python /tmp/tvm25/bin/python]
 """
 import argparse
 import ast
@@ -34,6 +42,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import textwrap
 
 UPSTREAM_COMMIT = "5d4dc8721307cf9677becacf0395c19be130e206"
@@ -88,6 +97,36 @@ HAND = {  # name -> (source, what it computes)
 }
 
 
+# name -> (M, N, K, input dtype, output dtype): C[i, j] = sum_k X[i, k] * W[j, k]
+DLIGHT = {
+    "dlight025_matmul_f16_128x256x512": (128, 256, 512, "float16", "float16"),
+    "dlight025_matmul_f16_f32_256x128x256": (256, 128, 256, "float16", "float32"),
+    "dlight025_matmul_int8_128x128x256": (128, 128, 256, "int8", "int32"),
+}
+
+
+def _dlight_scripts() -> dict:
+    """Under TVM 0.25: each DLIGHT module scheduled by dlight, as printed, and without the
+    pipelining annotations (printed again after TVM re-parses that text)."""
+    import tvm
+    from tvm import te
+    from tvm.s_tir import dlight as dl
+    out = {}
+    for name, (m, n, k, dt, acc) in DLIGHT.items():
+        X = te.placeholder((m, k), dt, name="X")
+        W = te.placeholder((n, k), dt, name="W")
+        r = te.reduce_axis((0, k), name="k")
+        C = te.compute((m, n), lambda i, j: te.sum(X[i, r].astype(acc) * W[j, r].astype(acc), axis=r),
+                       name="compute")
+        mod = tvm.IRModule({"main": te.create_prim_func([X, W, C]).with_attr("global_symbol", "main")})
+        with tvm.target.Target({"kind": "cuda", "arch": "sm_80"}):
+            mod = dl.ApplyDefaultSchedule(dl.gpu.Matmul())(mod)
+        text = mod.script()
+        out[name] = text
+        out[name + "_nopipe"] = tvm.script.from_source(_no_pipeline(text)).script()
+    return out
+
+
 def _function_source(text: str, test: str, inner: str) -> str:
     tree = ast.parse(text)
     for node in ast.walk(tree):
@@ -123,9 +162,18 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--tvm-git-dir", default=os.environ.get("TVM_GIT_DIR", "/work/.mirror/apache+tvm/repo"))
     ap.add_argument("--out", default=os.path.join(os.path.dirname(__file__), "tensor_core"))
+    ap.add_argument("--tvm025-python", help="a Python with apache-tvm 0.25.0 (for DLIGHT)")
+    ap.add_argument("--dlight-json", action="store_true", help=argparse.SUPPRESS)
     args = ap.parse_args()
+    if args.dlight_json:  # the child run under TVM 0.25
+        json.dump(_dlight_scripts(), sys.stdout)
+        return
     os.makedirs(args.out, exist_ok=True)
     index = {}
+    old_path = os.path.join(args.out, "index.json")
+    if os.path.exists(old_path) and not args.tvm025_python:
+        with open(old_path) as f:
+            index.update({k: v for k, v in json.load(f).items() if k.startswith("dlight025_")})
 
     def write(name, text, entry):
         with open(os.path.join(args.out, name + ".tir"), "w") as f:
@@ -144,6 +192,20 @@ def main():
     for name, (src, what) in HAND.items():
         write(name, _print(src), {"source": "hand-written (tests/corpus/gen_tensor_core.py HAND)",
                                   "computes": what, "printed_by": "tvm 0.27.0.post1"})
+    if args.tvm025_python:
+        got = json.loads(subprocess.run([args.tvm025_python, __file__, "--dlight-json"], check=True,
+                                        capture_output=True, text=True).stdout)
+        for name, text in got.items():
+            base = name.removesuffix("_nopipe")
+            m, n, k, dt, acc = DLIGHT[base]
+            entry = {"source": "dlight gpu.Matmul on te.compute (tests/corpus/gen_tensor_core.py DLIGHT)",
+                     "computes": f"C = X W^T, X {m}x{k}, W {n}x{k} {dt}, C {acc}",
+                     "printed_by": "tvm 0.25.0 (apache-tvm-ffi 0.1.12)"}
+            if name == base:
+                entry["needs"] = ["InjectSoftwarePipeline", "InjectDoubleBuffer"]
+            else:
+                entry["patch"] = "software_pipeline_* and double_buffer_scope annotations removed"
+            write(name, text, entry)
     with open(os.path.join(args.out, "index.json"), "w") as f:
         json.dump(index, f, indent=1, sort_keys=True)
         f.write("\n")

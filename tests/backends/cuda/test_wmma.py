@@ -39,6 +39,10 @@ CHECKS = {
                                  "wmma.load.b.sync.aligned.col.m16n16k16.f16",
                                  "wmma.mma.sync.aligned.row.col.m16n16k16.f16.f16",
                                  "wmma.store.d.sync.aligned.row.m16n16k16.f16"],
+    "dlight025_matmul_f16_f32_256x128x256_nopipe": ["wmma.load.a.sync.aligned.row.m16n16k16.f16",
+                                                    "wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32",
+                                                    "wmma.store.d.sync.aligned.row.m16n16k16.f32"],
+    "dlight025_matmul_int8_128x128x256_nopipe": ["wmma.mma.sync.aligned.row.col.m16n16k16.s32.s8.s8.s32"],
     "dlight_matmul_int8_3d2d_dyn_nopipe": ["wmma.load.a.sync.aligned.row.m16n16k16.s8",
                                            "wmma.mma.sync.aligned.row.col.m16n16k16.s32.s8.s8.s32"],
 }
@@ -56,8 +60,9 @@ def test_corpus_module_is_wmma_ptx(name, tmp_path):
 
 def test_pipelined_corpus_modules_are_listed_with_what_they_need():
     pipelined = sorted(n for n, e in INDEX.items() if e.get("needs"))
-    assert pipelined == ["dlight_matmul_f16.tir", "dlight_matmul_int8.tir",
-                         "dlight_matmul_int8_3d2d_dyn.tir"]
+    assert pipelined == ["dlight025_matmul_f16_128x256x512.tir", "dlight025_matmul_f16_f32_256x128x256.tir",
+                         "dlight025_matmul_int8_128x128x256.tir", "dlight_matmul_f16.tir",
+                         "dlight_matmul_int8.tir", "dlight_matmul_int8_3d2d_dyn.tir"]
     assert all((CORPUS / n.replace(".tir", "_nopipe.tir")).exists() for n in pipelined)
 
 
