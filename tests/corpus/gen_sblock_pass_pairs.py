@@ -91,6 +91,11 @@ TEST_FILES = [
     (_ST + "test_s_tir_transform_inject_ptx_async_copy.py", ["InjectPTXAsyncCopy"]),
     (_ST + "test_s_tir_transform_inject_ptx_ldg32.py", ["InjectPTXLDG32"]),
     (
+        _ST + "test_s_tir_transform_manifest_shared_memory_local_stage.py",
+        ["ManifestSharedMemoryLocalStage"],
+    ),
+    (_ST + "test_s_tir_transform_inject_permuted_layout.py", ["InjectPermutedLayout"]),
+    (
         _ST + "test_s_tir_transform_merge_dynamic_shared_memory_allocations.py",
         ["MergeSharedMemoryAllocations"],
     ),

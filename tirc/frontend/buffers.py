@@ -74,6 +74,22 @@ def _shape(b: "FunctionBuilder", value: object, span: Span | None) -> tuple[Prim
     return tuple(out)
 
 
+def _strides(b: "FunctionBuilder", value: object, span: Span | None) -> tuple[PrimExpr, ...]:
+    """Strides; one written as a name defined nowhere (neither before nor by a
+    ``name = T.int32()`` of the function) is a variable of this buffer alone
+    (TVM's parser makes a fresh variable of each such string: two blocks' match_buffers
+    both printed with ``strides=("C_s0", "C_s1")`` have strides of their own)."""
+    items = value if isinstance(value, (list, tuple)) else (value,)
+    out: list[PrimExpr] = []
+    for item in items:
+        if isinstance(item, str) and item.isidentifier() and b.scope.lookup(item) is None \
+                and item not in b.typevars and item not in b.declared:
+            out.append(Var(item, INT32, None, span))
+        else:
+            out.extend(_shape(b, item, span))
+    return tuple(out)
+
+
 def shape_string(b: "FunctionBuilder", text: str, span: Span | None) -> PrimExpr:
     """A shape entry written as a string: a name defines a size variable (``("n",)``); an
     expression (``("n * 8",)``, what TVM 0.27 prints when a parameter's shape uses a
@@ -155,7 +171,7 @@ def make_buffer(b: "FunctionBuilder", name: str, c: Construct, span: Span | None
         data = Var(name, HANDLE, PointerType(dtype, scope), span)
     strides: tuple[PrimExpr, ...] = ()
     if a.get("strides", (None, None))[0] is not None:
-        strides = _shape(b, *a["strides"])
+        strides = _strides(b, *a["strides"])
         if len(strides) != len(shape):
             raise Diagnostic(f"{len(strides)} strides for {len(shape)} dimensions", a["strides"][1])
     elem_offset = None

@@ -8,7 +8,11 @@ from tirc.ir.dtype import DataType
 from tirc.ir.expr import IntImm, PrimExpr, Var
 from tirc.records import record
 
-SCOPES = ("global", "shared", "shared.dyn", "local", "warp")  # the scopes tirc builds
+# the scopes tirc builds (the wmma ones hold the fragments of tirc.ir.wmma_ops; the
+# m16n8k8 ones become local buffers in TransformMmaBufferLayout)
+SCOPES = ("global", "shared", "shared.dyn", "local", "warp", "wmma.matrix_a", "wmma.matrix_b",
+          "wmma.accumulator", "m16n8k8.matrixA", "m16n8k8.matrixB", "m16n8k8.matrixC")
+WMMA_SCOPES = ("wmma.matrix_a", "wmma.matrix_b", "wmma.accumulator")
 
 # TVM 0.27's storage ranks (runtime::StorageScope::Create): a scope is a rank followed by
 # an optional tag naming special memory of that rank ("local.L0A", "global.texture").

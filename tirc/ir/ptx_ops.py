@@ -13,6 +13,8 @@ TVM prints these calls in three namespaces (``python/tvm/backend/cuda/script.py`
   ``ld.global.nc.f32`` under a predicate (InjectPTXLDG32's op; float32 only, as TVM's).
 * ``T.ptx.cp("async", "commit_group", "")``, ``T.ptx.cp(n, "async", "wait_group", "")``,
   ``T.ptx.cp("async", "wait_all", "")``: the cp.async groups.
+* ``T.tvm_fill_fragment``, ``T.tvm_load_matrix_sync``, ``T.tvm_store_matrix_sync``,
+  ``T.tvm_mma_sync``: the warp-level matrix (WMMA) builtins, ``tirc.ir.wmma_ops``.
 * ``T.ptx.add/sub/mul(d, a, b, rnd, ftz, sat, type, srctype, flags)`` and
   ``T.ptx.max/min(d, a, b, ftz, nan, xorsign, abs, relu, type, flags)``: one scalar
   floating-point instruction writing buffer element ``d``. The strings are the
@@ -28,6 +30,7 @@ from __future__ import annotations
 import re
 
 from tirc.diagnostics import Diagnostic
+from tirc.ir import wmma_ops
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, StringImm
 from tirc.records import record
@@ -44,6 +47,7 @@ SIGNATURES = {
     LDG32: (4, 4, "float32"),
     **{f"ptx.{n}": (9, 9, "void") for n in _ARITH if n != "mul"}, "ptx.mul": (8, 8, "void"),
     **{f"ptx.{n}": (10, 10, "void") for n in _MINMAX},
+    **wmma_ops.SIGNATURES,
 }
 NAMESPACES = ("ptx", "ptx_legacy", "s_tir")
 
@@ -361,7 +365,7 @@ def _ldg32(call: Call) -> Ldg32Call:
 
 
 _DECODERS = {MMA: _mma, LDMATRIX: _ldmatrix, CP_ASYNC: _cp_async, CP: _cp, LDG32: _ldg32,
-             **{n: _float_op for n in FLOAT_OPS}}
+             **{n: _float_op for n in FLOAT_OPS}, **{n: wmma_ops.decode for n in wmma_ops.NAMES}}
 
 
 def decode(call: Call):
@@ -372,6 +376,8 @@ def decode(call: Call):
 def feature(call: Call) -> str:
     """The row of ``tirc.target.kinds.PTX_FEATURES`` (arch and PTX version) ``call`` needs."""
     d = decode(call)
+    if isinstance(d, wmma_ops.WmmaCall):
+        return wmma_ops.feature(d)
     if isinstance(d, MmaCall):
         t = d.types[0]
         t = {"u8": "s8", "u4": "s4", "e5m2": "e4m3"}.get(t, t)

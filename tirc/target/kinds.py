@@ -170,13 +170,14 @@ def rocm_features(target: "Target") -> str:
 
 # What each PTX instruction tirc writes as inline assembly needs (``tirc.ir.ptx_ops.feature``
 # names a call's row): the oldest arch by number (sm_80: 80) and the PTX ISA version x10
-# that brought it, from the PTX ISA's target notes of ``mma``, ``ldmatrix``, ``cp.async``
+# that brought it, from the PTX ISA's target notes of ``mma``, ``wmma``, ``ldmatrix``, ``cp.async``
 # and ``max``/``min``. An image for an older arch is a located error; a target whose PTX
 # version is older gets the row's version for that module (its ``.version`` line).
 PTX_FEATURES: dict[str, tuple[int, int]] = {
     "base": (50, 0),  # add/sub/mul/max/min .f32/.f64
     "minmax.NaN": (80, 70), "minmax.xorsign": (86, 72),
     "ldmatrix": (75, 65), "cp.async": (80, 70),
+    "wmma.f16": (70, 61), "wmma.s8": (72, 63),
     "mma.m8n8k4.f16": (70, 64), "mma.m16n8k8.f16": (75, 65), "mma.m16n8k16.f16": (80, 70),
     "mma.m8n8k4.f64": (80, 70),
     "mma.m16n8k8.bf16": (80, 70), "mma.m16n8k16.bf16": (80, 70),

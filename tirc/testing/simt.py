@@ -48,7 +48,8 @@ are :mod:`tirc.testing.evaluate`'s, vectorised in :mod:`tirc.testing.lanes`.
 * ``T.ptx_legacy.mma`` is one ``mma.sync`` per warp (:mod:`tirc.testing.simt_mma`: the
   f64, f16 and s8/u8 shapes TVM's tests use); ``T.ptx.add/sub/mul/max/min`` (.f32/.f64,
   round to nearest) store into their destination element; ``ldmatrix`` and ``cp.async``
-  copy (:mod:`tirc.testing.simt_copy`).
+  copy (:mod:`tirc.testing.simt_copy`); the WMMA builtins (``T.tvm_load_matrix_sync``,
+  ...) are warp-wide too (:mod:`tirc.testing.simt_wmma`).
 * Out-of-bounds accesses (:class:`OutOfBounds`) and data races (:class:`DataRace`, see
   :mod:`tirc.testing.simt_memory`) are errors naming the kernel, the buffer, the element
   and the threads. Memory never written reads as all bits set. A ``global``-scope
@@ -66,7 +67,8 @@ import numpy as np
 
 from tirc.ir.attrs import (CallingConv, CALLING_CONV, TARGET, THREAD_EXTENT,
     USE_DYN_SHARED_MEMORY, VIRTUAL_THREAD, sized_launch_params)
-from tirc.ir import ptx_ops
+from tirc.ir import ptx_ops, wmma_ops
+from tirc.ir.buffer import WMMA_SCOPES
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, GlobalVar, IntImm,
                           Let, Not, PrimExpr, Ramp, Select, Shuffle, StringImm, Var)
@@ -297,6 +299,7 @@ class _Kernel:
                         Broadcast: self.e_broadcast, Shuffle: self.e_shuffle, Let: self.e_let,
                         Call: self.e_call}
         self.env: dict[int, object] = {}
+        self.fragment_shapes: dict[int, tuple[int, int, int]] = {}  # InferFragment's, by data var
         self.views: dict[int, View] = {}
         self._bind_params(args)
         self.param_env, self.param_views = dict(self.env), dict(self.views)
@@ -408,6 +411,8 @@ class _Kernel:
             self.env[id(s.node.var)] = self.axis[tag].astype(lanes.np_type(s.node.var.dtype))
         elif s.key == VIRTUAL_THREAD:
             raise Unsupported("virtual threads (InjectVirtualThread has not run)")
+        elif s.key == "fragment_shape" and isinstance(s.value, StringImm):
+            self.fragment_shapes[id(s.node)] = tuple(int(x) for x in s.value.value.split(","))
         self.stmt(s.body)
 
     def s_evaluate(self, s: Evaluate) -> None:
@@ -540,8 +545,10 @@ class _Kernel:
                                          f"{self.cfg.dyn_shared}")
                 nbytes = self.cfg.dyn_shared
             mem = Memory.fresh(b.name, "shared", self.nblk, nbytes, self.block_local)
-        elif b.scope in ("local", "global"):  # a global allocation in a kernel is per thread too
-            if self.n * elems > self.opts.dense_local_limit and not b.dtype.is_subbyte:
+        elif b.scope in ("local", "global") or b.scope in WMMA_SCOPES:
+            # a global allocation in a kernel is per thread too; WMMA fragments are (simt_wmma)
+            if (self.n * elems > self.opts.dense_local_limit and not b.dtype.is_subbyte
+                    and b.scope not in WMMA_SCOPES):
                 mem = SparseMemory(b.name, t, elems)
             else:
                 mem = Memory.fresh(b.name, "local", self.n, nbytes, self.lin)
@@ -883,6 +890,12 @@ class _Kernel:
             return self.activemask()
         if name in _SHUFFLES:
             return self.shuffle(e, *_SHUFFLES[name])
+        if name == "address_of" and isinstance(e.args[0], BufferLoad):
+            return self.address_of(e.args[0])
+        if name in wmma_ops.SIGNATURES:
+            from tirc.testing import simt_wmma
+            simt_wmma.run(self, e, self.fragment_shapes)
+            return np.int32(0)
         if name == "ptx_legacy.mma":
             from tirc.testing.simt_mma import mma
             mma(self, e)
@@ -917,6 +930,17 @@ class _Kernel:
         if d.is_float:
             return lanes.math(name, args, d)
         raise Unsupported(f"T.{name}")
+
+    def address_of(self, ld: BufferLoad) -> _Pointer:
+        """``T.address_of(buf[i])``: a pointer to the element (what the PTX and WMMA
+        calls take, after MergeSharedMemoryAllocations put their buffers in one)."""
+        view = self.views.get(id(ld.buffer))
+        if view is None or view.sub is not None or isinstance(view.mem, SparseMemory):
+            raise Unsupported(f"T.address_of of buffer {ld.buffer.name}")
+        pos = np.asarray(self.address(view, ld.indices, ld, "load"), np.int64)
+        if pos.ndim > 1:
+            raise Unsupported("T.address_of of a vector element")
+        return _Pointer(view.mem, pos * view.itemsize)
 
     def ptx_float_op(self, e: Call) -> None:
         """``T.ptx.add/sub/mul/max/min`` of .f32/.f64, rounded to nearest (the default and

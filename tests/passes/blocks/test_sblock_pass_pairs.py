@@ -30,6 +30,8 @@ def _passes():
     from tirc.passes.blocks.convert_blocks_to_opaque import convert_blocks_to_opaque
     from tirc.passes.lower.hoist_if_then_else import hoist_if_then_else
     from tirc.passes.blocks.lift_thread_binding import lift_thread_binding
+    from tirc.passes.blocks.manifest_shared_memory_local_stage import manifest_shared_memory_local_stage
+    from tirc.passes.blocks.inject_permuted_layout import inject_permuted_layout
     from tirc.passes.lower.loop_partition import loop_partition
     from tirc.passes.blocks.lower_cross_thread_reduction import lower_cross_thread_reduction
     from tirc.passes.blocks.lower_init_block import lower_init_block
@@ -75,6 +77,8 @@ def _passes():
         # only with tirx.use_async_copy)
         "InjectPTXAsyncCopy": lambda mod, ctx=None: inject_ptx_async_copy(mod, force=True),
         "InjectPTXLDG32": lambda mod, ctx=None: inject_ptx_ldg32(mod, force=True),
+        "ManifestSharedMemoryLocalStage": manifest_shared_memory_local_stage,
+        "InjectPermutedLayout": inject_permuted_layout,
     }
 
 

@@ -11,6 +11,8 @@ Device facts, all from the ``cuda`` target (nothing asks a GPU):
   with ``.maxntid`` from their constant ``threadIdx`` extents (``nvvm.annotations``,
   which LLVM turns into the ``"nvvm.maxntid"`` attribute); every other function is a
   device subroutine, an internal, never-inlined ``.func`` taking generic pointers;
+* WMMA fragments (``wmma.*`` scopes) are per-thread arrays of their registers, and the
+  WMMA builtins ``wmma`` instructions (:mod:`tirc.backends.cuda.wmma_asm`);
 * ``T.launch_thread`` axes read ``llvm.nvvm.read.ptx.sreg.tid.x``/``ctaid.x``/...;
 * allocations: scope ``shared`` is a static ``.shared`` array (an addrspace(3) global),
   ``shared.dyn`` the module's one ``.extern .shared .align 16`` array
@@ -43,7 +45,7 @@ from tirc.backends.cuda.warp import lower_warp_call, sync_warp
 from tirc.diagnostics import Diagnostic
 from tirc.ir import ptx_ops
 from tirc.ir.attrs import GLOBAL_SYMBOL, NOALIAS_KEYS, THREAD_EXTENT, is_kernel
-from tirc.ir.buffer import SHARED_SCOPES
+from tirc.ir.buffer import SHARED_SCOPES, WMMA_SCOPES
 from tirc.ir.dtype import FLOAT32, DataType
 from tirc.ir.expr import Call, IntImm, StringImm
 from tirc.ir.function import IRModule, PrimFunc
@@ -127,6 +129,8 @@ class NVPTXContext(LLVMTargetContext):
         super().__init__(target, TRIPLE, str(self.machine.target_data))
         self.libdevice = libdevice  # path; None: look it up when first needed
         self.uses_libdevice = False
+        # WMMA fragments: (fragment_shape, fragment_layout) by id of the data variable
+        self.fragments: dict[int, tuple[str, str]] = {}
 
     def pointer(self, scope: str = "global") -> ir.PointerType:
         space = {"shared": SHARED, "shared.dyn": SHARED, "local": GENERIC,
@@ -221,8 +225,10 @@ class NVPTXContext(LLVMTargetContext):
             opaque(g, self.pointer("shared"))
             return g, 16, False
         # VerifyMemory allows nothing else in a kernel (a global allocation would be a
-        # private copy per thread)
-        assert scope.startswith("local"), scope
+        # private copy per thread); WMMA fragments are per-thread registers (wmma_asm.py)
+        if not (scope.startswith("local") or scope in WMMA_SCOPES):
+            raise Diagnostic(f"buffer '{buf.name}' in scope '{scope}' cannot be allocated in "
+                             "device code", buf.span or fl.func.span)
         return fl.alloca(elem, max(count, 1), name=buf.name, align=16), 16, False
 
     def lower_attr(self, fl, s: AttrStmt) -> bool:
@@ -236,6 +242,11 @@ class NVPTXContext(LLVMTargetContext):
                 lower_ptx_call(fl, queue)
                 fl.stmt(s.body.body)
             return True
+        if s.key in ("fragment_shape", "fragment_layout") and isinstance(s.value, StringImm):
+            shape, layout = self.fragments.get(id(s.node), ("", ""))
+            self.fragments[id(s.node)] = ((s.value.value, layout) if s.key == "fragment_shape"
+                                          else (shape, s.value.value))
+            return False
         if s.key != THREAD_EXTENT or not isinstance(s.node, IterVar):
             return False
         axis, _, dim = s.node.thread_tag.partition(".")

@@ -21,7 +21,8 @@ from __future__ import annotations
 from llvmlite import ir
 
 from tirc.backends.llvm import types as lt
-from tirc.ir import ptx_ops
+from tirc.backends.cuda.wmma_asm import lower_wmma_call
+from tirc.ir import ptx_ops, wmma_ops
 from tirc.ir.expr import Call, PrimExpr
 from tirc.ir.function import IRModule
 from tirc.ir.visitor import walk
@@ -45,7 +46,9 @@ def required_ptx_version(mod: IRModule) -> int:
 def lower_ptx_call(fl, call: Call) -> ir.Value:
     """Emit ``call`` (a ``ptx_ops`` intrinsic); its value (they have none) is 0."""
     d = ptx_ops.decode(call)
-    if isinstance(d, ptx_ops.MmaCall):
+    if isinstance(d, wmma_ops.WmmaCall):
+        lower_wmma_call(fl, d, call, fl.ctx.fragments)
+    elif isinstance(d, ptx_ops.MmaCall):
         _mma(fl, d)
     elif isinstance(d, ptx_ops.LdmatrixCall):
         _ldmatrix(fl, d)

@@ -5,7 +5,9 @@ nor imports the passes that lower them.
 
 A feature is a string:
 
-* ``block``: a block or block realization (schedulable TIR);
+* ``block``: a block or block realization (schedulable TIR); ``block.<key>``: a block
+  annotated ``key`` (``T.sblock_attr``); ``block.alloc.<scope>``: a block allocating a
+  buffer in ``scope``;
 * ``loop.vectorized``, ``loop.unrolled``: a loop of that kind; ``loop.annotated``: a loop
   with annotations; ``loop.unit``: a serial loop of constant extent 1;
   ``loop.software_pipeline``: a loop with a ``software_pipeline_*`` annotation;
@@ -72,6 +74,11 @@ def module_features(mod: IRModule) -> frozenset[str]:
                 _buffer(node.buffer, add)
             elif cls is SBlock or cls is SBlockRealize:
                 add("block")
+                if cls is SBlock:
+                    for key, _ in node.annotations:
+                        add(f"block.{key}")
+                    for b in node.alloc_buffers:
+                        add(f"block.alloc.{b.scope}")
     return frozenset(found)
 
 

@@ -33,7 +33,7 @@ import bisect
 from dataclasses import field, replace
 
 from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
-from tirc.ir.buffer import Buffer, constant_elements
+from tirc.ir.buffer import WMMA_SCOPES, Buffer, constant_elements
 from tirc.ir.expr import BufferLoad, IntImm, PointerType, PrimExpr, Var
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, For, SeqStmt, Stmt, seq
@@ -57,10 +57,14 @@ def storage_rewrite(mod: IRModule, ctx=None) -> IRModule:
 
 
 def _rank(scope: str) -> int:
+    if scope in WMMA_SCOPES:
+        return 4  # registers of a warp, each fragment buffer its own (TVM's ranks past warp)
     return _RANKS.get(scope.split(".")[0], 3)
 
 
 def _tag(scope: str) -> str:
+    if scope in WMMA_SCOPES:
+        return ""
     return scope[len(scope.split(".")[0]):]
 
 

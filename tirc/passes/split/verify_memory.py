@@ -8,7 +8,7 @@ the CPU. Each is a diagnostic at the access, suggesting a thread binding or a CP
 (TVM's VerifyMemory asks "did you forget to bind?" in the same place).
 
 A kernel allocates ``local`` memory (one copy per thread) and ``shared`` memory (one per
-block); ``warp`` memory (TVM's LowerWarpMemory) is not supported; a ``global`` allocation inside a kernel has no meaning on the GPU: each
+block), and a CUDA kernel WMMA fragments (``wmma.*``, registers of a warp); ``warp`` memory (TVM's LowerWarpMemory) is not supported; a ``global`` allocation inside a kernel has no meaning on the GPU: each
 thread would get a private copy of what the program means to share, so results written
 by one thread never reach the others. It is a diagnostic at the allocation (TVM's CUDA
 code generator refuses it: "Cannot allocate global memory when targeting CUDA").
@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import CallingConv, CALLING_CONV, TARGET
+from tirc.ir.buffer import WMMA_SCOPES
 from tirc.ir.expr import BufferLoad
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AllocBuffer, BufferStore
@@ -46,12 +47,19 @@ def _check(name: str, func: PrimFunc, target: Target) -> None:
 _KERNEL_SCOPES = ("shared", "shared.dyn")
 
 
-def _check_kernel(func: PrimFunc) -> None:
+def _check_kernel(func: PrimFunc, target: Target) -> None:
     for node in walk(func.body):
         if isinstance(node, AllocBuffer):
             scope = node.buffer.scope
             if scope in _KERNEL_SCOPES or scope.startswith("local"):
                 continue
+            if scope in WMMA_SCOPES:
+                if target.is_cuda:
+                    continue
+                raise Diagnostic(
+                    f"buffer '{node.buffer.name}' is a WMMA fragment ('{scope}'), which only "
+                    f"CUDA targets have, and this kernel's target is {target.kind}",
+                    node.buffer.span or node.span)
             if scope == "warp":
                 raise Diagnostic(
                     f"buffer '{node.buffer.name}' is allocated in 'warp' memory: memory a warp "
@@ -70,7 +78,7 @@ def verify_memory(mod: IRModule, ctx) -> IRModule:
         target = func.attrs.get(TARGET)
         kernel = func.attrs.get(CALLING_CONV) == CallingConv.DEVICE_KERNEL_LAUNCH
         if isinstance(target, Target) and target.is_device and kernel:
-            _check_kernel(func)
+            _check_kernel(func, target)
         if (isinstance(target, Target) and target.is_device and target.host is not None
                 and not kernel and body_context(func) == HOST):
             _check(name, func, target)
