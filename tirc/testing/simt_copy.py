@@ -36,11 +36,12 @@ def run(k, call: Call) -> None:
     # cp.async groups: the copies are done already
 
 
-def _where(k, call: Call, mem: Memory) -> None:
+def point_at(k, call: Call, mem: Memory) -> None:
+    """A fault of ``call`` (in the kernel ``k``) names ``mem`` as a whole, in bytes."""
     k._ctx(View(mem.name, mem, np.uint8, 0, [mem.nbytes], [1], 1), call)
 
 
-def _bytes_at(k, pointer: PrimExpr, offset: PrimExpr | None):
+def bytes_at(k, pointer: PrimExpr, offset: PrimExpr | None):
     """The memory ``pointer`` (plus ``offset`` units) points into and, per thread, the
     byte of its raw storage (each thread's copy) it names."""
     extra = np.int64(0)
@@ -72,7 +73,7 @@ def _bytes_at(k, pointer: PrimExpr, offset: PrimExpr | None):
     return mem, within, np.broadcast_to(np.asarray(mem.lane_base(1), np.int64), (k.n,)) + within
 
 
-def _check_bounds(k, call, mem, within, size: int, sel: np.ndarray, what: str) -> None:
+def check_bounds(k, call, mem, within, size: int, sel: np.ndarray, what: str) -> None:
     bad = sel & ((within < 0) | (within + size > mem.nbytes))
     if bad.any():
         t = int(np.flatnonzero(bad)[0])
@@ -85,7 +86,7 @@ def _read(k, call, mem, byte, size: int, sel: np.ndarray) -> np.ndarray:
     raw = mem.typed(np.uint8)
     pos = byte[:, None] + np.arange(size)
     if k.opts.check_races and mem.scope != "local" and sel.any():
-        _where(k, call, mem)
+        point_at(k, call, mem)
         act = np.flatnonzero(sel)
         check_load(mem, k.sync, pos[act].reshape(-1), k.threads[np.repeat(act, size)], k)
     return raw[np.where(sel[:, None], pos, 0)]
@@ -98,20 +99,20 @@ def _write(k, call, mem, byte, values: np.ndarray, sel: np.ndarray) -> None:
     pos = (byte[act, None] + np.arange(size)).reshape(-1)
     new = values[act].reshape(-1)
     if k.opts.check_races and mem.scope != "local" and len(act):
-        _where(k, call, mem)
+        point_at(k, call, mem)
         check_store(mem, k.sync, pos, k.threads[np.repeat(act, size)], raw[pos], new, k)
     raw[pos] = new
 
 
 def _cp_async(k, d: "ptx_ops.CpAsyncCall", call: Call) -> None:
-    dmem, dwithin, dst = _bytes_at(k, d.dst, d.dst_offset)
-    smem, swithin, src = _bytes_at(k, d.src, d.src_offset)
+    dmem, dwithin, dst = bytes_at(k, d.dst, d.dst_offset)
+    smem, swithin, src = bytes_at(k, d.src, d.src_offset)
     act = k.mask
     keep = act
     if d.predicate is not None:
         keep = act & (np.broadcast_to(np.asarray(k.expr(d.predicate)), (k.n,)) != 0)
-    _check_bounds(k, call, dmem, dwithin, d.size, act, "write")
-    _check_bounds(k, call, smem, swithin, d.size, keep, "read")
+    check_bounds(k, call, dmem, dwithin, d.size, act, "write")
+    check_bounds(k, call, smem, swithin, d.size, keep, "read")
     values = np.zeros((k.n, d.size), np.uint8)
     if keep.any():
         values = np.where(keep[:, None], _read(k, call, smem, src, d.size, keep), values)
@@ -120,12 +121,12 @@ def _cp_async(k, d: "ptx_ops.CpAsyncCall", call: Call) -> None:
 
 def _ldg32(k, d: "ptx_ops.Ldg32Call", call: Call) -> None:
     """``reg[k] = guard ? A[i] : 0`` (4 bytes), as the predicated ``ld.global.nc.f32``."""
-    dmem, dwithin, dst = _bytes_at(k, d.reg, d.reg_offset)
-    smem, swithin, src = _bytes_at(k, d.load.buffer.data, d.load.indices[0])
+    dmem, dwithin, dst = bytes_at(k, d.reg, d.reg_offset)
+    smem, swithin, src = bytes_at(k, d.load.buffer.data, d.load.indices[0])
     act = k.mask
     keep = act & (np.broadcast_to(np.asarray(k.expr(d.guard)), (k.n,)) != 0)
-    _check_bounds(k, call, dmem, dwithin, 4, act, "write")
-    _check_bounds(k, call, smem, swithin, 4, keep, "read")
+    check_bounds(k, call, dmem, dwithin, 4, act, "write")
+    check_bounds(k, call, smem, swithin, 4, keep, "read")
     values = np.zeros((k.n, 4), np.uint8)
     if keep.any():
         values = np.where(keep[:, None], _read(k, call, smem, src, 4, keep), values)
@@ -135,10 +136,10 @@ def _ldg32(k, d: "ptx_ops.Ldg32Call", call: Call) -> None:
 def _ldmatrix(k, d: "ptx_ops.LdmatrixCall", call: Call) -> None:
     if k.T % 32 or not k.mask.all():
         raise Unsupported(f"T.{call.op} run by part of a warp")
-    smem, swithin, rows_at = _bytes_at(k, d.smem, d.smem_offset)
+    smem, swithin, rows_at = bytes_at(k, d.smem, d.smem_offset)
     warps = k.n // 32
     naming = (k.lane < 8 * d.num)  # the threads whose addresses name rows
-    _check_bounds(k, call, smem, swithin, 16, naming, "read")
+    check_bounds(k, call, smem, swithin, 16, naming, "read")
     read = _read(k, call, smem, rows_at, 16, naming).reshape(warps, 32, 16)
     rows = read[:, :8 * d.num].reshape(warps, d.num, 8, 16)
     lane = np.arange(32)
@@ -151,6 +152,6 @@ def _ldmatrix(k, d: "ptx_ops.LdmatrixCall", call: Call) -> None:
             for j in range(2):
                 r = 2 * t + j
                 out[:, :, 4 * i + 2 * j:4 * i + 2 * j + 2] = rows[:, i, r[:, None], 2 * g[:, None] + np.arange(2)]
-    lmem, lwithin, local = _bytes_at(k, d.local, d.local_offset)
-    _check_bounds(k, call, lmem, lwithin, 4 * d.num, k.mask, "write")
+    lmem, lwithin, local = bytes_at(k, d.local, d.local_offset)
+    check_bounds(k, call, lmem, lwithin, 4 * d.num, k.mask, "write")
     _write(k, call, lmem, local, out.reshape(k.n, 4 * d.num), k.mask)

@@ -23,7 +23,7 @@ import numpy as np
 from tirc.ir import wmma_ops
 from tirc.ir.expr import Call
 from tirc.testing.evaluate import Unsupported
-from tirc.testing.simt_copy import _bytes_at, _check_bounds, _where
+from tirc.testing.simt_copy import bytes_at, check_bounds, point_at
 from tirc.testing.simt_memory import Memory, check_load, check_store
 
 _NP = {"float16": np.float16, "float32": np.float32, "int32": np.int32, "int8": np.int8,
@@ -60,7 +60,7 @@ def _warp(k, call: Call) -> None:
 
 def _slot(k, frag: "wmma_ops.Fragment", regs: int):
     """The fragment's memory and, per thread, the absolute byte of its registers."""
-    mem, within, at = _bytes_at(k, frag.data, None)
+    mem, within, at = bytes_at(k, frag.data, None)
     if not isinstance(mem, Memory):
         raise Unsupported("a WMMA fragment that is not a buffer of the kernel")
     index = np.broadcast_to(np.asarray(k.expr(frag.index), np.int64), (k.n,))
@@ -70,7 +70,7 @@ def _slot(k, frag: "wmma_ops.Fragment", regs: int):
 
 def _read_frag(k, call, frag, regs: int, t) -> np.ndarray:
     mem, within, at = _slot(k, frag, regs)
-    _check_bounds(k, call, mem, within, 4 * regs, k.mask, "read")
+    check_bounds(k, call, mem, within, 4 * regs, k.mask, "read")
     raw = mem.typed(np.uint8)
     got = raw[at[:, None] + np.arange(4 * regs)]
     return np.ascontiguousarray(got).view(t)  # n x per
@@ -78,7 +78,7 @@ def _read_frag(k, call, frag, regs: int, t) -> np.ndarray:
 
 def _write_frag(k, call, frag, regs: int, values: np.ndarray) -> None:
     mem, within, at = _slot(k, frag, regs)
-    _check_bounds(k, call, mem, within, 4 * regs, k.mask, "write")
+    check_bounds(k, call, mem, within, 4 * regs, k.mask, "write")
     raw = mem.typed(np.uint8)
     raw[at[:, None] + np.arange(4 * regs)] = np.ascontiguousarray(values).view(np.uint8)
 
@@ -86,7 +86,7 @@ def _write_frag(k, call, frag, regs: int, values: np.ndarray) -> None:
 def _element_bytes(k, call, d: "wmma_ops.WmmaCall", rows: int, cols: int, per: int, size: int):
     """The memory of a load or store and, per thread (n x per), the absolute byte of each
     element its fragment registers hold (checked for bounds)."""
-    mem, within, at = _bytes_at(k, d.pointer, None)
+    mem, within, at = bytes_at(k, d.pointer, None)
     stride = np.broadcast_to(np.asarray(k.expr(d.stride), np.int64), (k.n,))
     _uniform(k, at, "memory address", call)
     _uniform(k, stride, "stride", call)
@@ -98,7 +98,7 @@ def _element_bytes(k, call, d: "wmma_ops.WmmaCall", rows: int, cols: int, per: i
     bad = (lo < 0) | (hi > mem.nbytes)
     if bad.any():
         t, e = np.argwhere(bad)[0]
-        _check_bounds(k, call, mem, lo[:, e], size, bad[:, e], "read" if d.op == wmma_ops.LOAD else "write")
+        check_bounds(k, call, mem, lo[:, e], size, bad[:, e], "read" if d.op == wmma_ops.LOAD else "write")
     return mem, at[:, None] + off
 
 
@@ -109,7 +109,7 @@ def _load(k, call, d) -> None:
     mem, pos = _element_bytes(k, call, d, rows, cols, per, size)
     byte = (pos[:, :, None] + np.arange(size)).reshape(k.n, -1)
     if mem.scope != "local":
-        _where(k, call, mem)
+        point_at(k, call, mem)
         check_load(mem, k.sync, byte.reshape(-1), k.threads[np.repeat(np.arange(k.n), byte.shape[1])], k)
     raw = mem.typed(np.uint8)
     _write_frag(k, call, frag, regs, np.ascontiguousarray(raw[byte]).view(t))
@@ -128,7 +128,7 @@ def _store(k, call, d) -> None:
     new = np.ascontiguousarray(values[sel[:, 0], sel[:, 1]]).view(np.uint8).reshape(-1)
     raw = mem.typed(np.uint8)
     if mem.scope != "local":
-        _where(k, call, mem)
+        point_at(k, call, mem)
         who = k.threads[np.repeat(sel[:, 0], size)]
         check_store(mem, k.sync, byte, who, raw[byte], new, k)
     raw[byte] = new
