@@ -23,7 +23,7 @@ MODULES = {"wmma_f16_f32": False, "wmma_f16_f16": False, "wmma_f16_f32_bcol": Tr
            "dlight025_matmul_f16_f32_256x128x256_nopipe": True,
            "dlight025_matmul_int8_128x128x256_nopipe": True,
            # software-pipelined: their fragments get one version per stage in flight
-           "dlight_matmul_f16": True, "dlight_matmul_int8": True,
+           "dlight_matmul_f16": True, "dlight_matmul_int8": True, "dlight025_matmul_f16_128x256x512": True,
            "dlight025_matmul_f16_f32_256x128x256": True, "dlight025_matmul_int8_128x128x256": True}
 
 

@@ -1,0 +1,159 @@
+"""InjectSoftwarePipeline on WMMA fragments: a fragment that stays in flight across stages
+gets one version per stage, and the fragment index of each T.tvm_load_matrix_sync,
+T.tvm_mma_sync (and T.tvm_fill_fragment) moves by a version's fragments. The expected
+module is what TVM 0.27's ``tvm.s_tir.transform.InjectSoftwarePipeline()`` prints for
+BEFORE (a (32, 16) matrix_a holds two 16x16 fragments, so its index moves by 2 a
+version; the shared copy it loads from by 256 elements)."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from tirc.diagnostics import Diagnostic
+from tirc.frontend.parse import parse
+from tirc.ir.equal import assert_structural_equal
+from tirc.passes.blocks.inject_software_pipeline import inject_software_pipeline
+from tirc.passes.prepare.verify import verify
+from tirc.testing import simt
+
+BEFORE = '''# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((16, 64), "float16"), B: T.Buffer((64, 16), "float16"), C: T.Buffer((16, 16), "float32")):
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        with T.sblock("root"):
+            T.reads(A[0:16, 0:64], B[0:64, 0:16])
+            T.writes(C[0:16, 0:16])
+            Acc = T.sblock_alloc_buffer((16, 16), "float32", scope="wmma.accumulator")
+            with T.sblock("fill"):
+                T.reads()
+                T.writes(Acc[0:16, 0:16])
+                T.tvm_fill_fragment(Acc.data, 16, 16, 16, 0, T.float32(0.0))
+            for k in T.serial(4, annotations={"software_pipeline_stage": [0, 1, 1, 2], "software_pipeline_order": [0, 1, 2, 3]}):
+                with T.sblock("step"):
+                    T.reads(A[0:16, k * 16:k * 16 + 16], B[k * 16:k * 16 + 16, 0:16], Acc[0:16, 0:16])
+                    T.writes(Acc[0:16, 0:16])
+                    A_sh = T.sblock_alloc_buffer((16, 16), "float16", scope="shared")
+                    Af = T.sblock_alloc_buffer((32, 16), "float16", scope="wmma.matrix_a")
+                    Bf = T.sblock_alloc_buffer((16, 16), "float16", scope="wmma.matrix_b")
+                    with T.sblock("copy"):
+                        T.reads(A[0:16, k * 16:k * 16 + 16])
+                        T.writes(A_sh[0:16, 0:16])
+                        for i, j in T.grid(16, 16):
+                            A_sh[i, j] = A[i, k * 16 + j]
+                    with T.sblock("load_a"):
+                        T.reads(A_sh[0:16, 0:16])
+                        T.writes(Af[16:32, 0:16])
+                        T.tvm_load_matrix_sync(Af.data, 16, 16, 16, 1, T.tvm_access_ptr(T.type_annotation("float16"), A_sh.data, 0, 256, 1), 16, "row_major")
+                    with T.sblock("load_b"):
+                        T.reads(B[k * 16:k * 16 + 16, 0:16])
+                        T.writes(Bf[0:16, 0:16])
+                        T.tvm_load_matrix_sync(Bf.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float16"), B.data, k * 256, 256, 1), 16, "row_major")
+                    with T.sblock("mma"):
+                        T.reads(Af[16:32, 0:16], Bf[0:16, 0:16], Acc[0:16, 0:16])
+                        T.writes(Acc[0:16, 0:16])
+                        T.tvm_mma_sync(Acc.data, 0, Af.data, 1, Bf.data, 0, Acc.data, 0)
+            with T.sblock("store"):
+                T.reads(Acc[0:16, 0:16])
+                T.writes(C[0:16, 0:16])
+                T.tvm_store_matrix_sync(Acc.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float32"), C.data, 0, 256, 2), 16, "row_major")
+'''
+
+# printed by TVM 0.27 (tvm.s_tir.transform.InjectSoftwarePipeline()) for BEFORE
+AFTER = '''# from tvm.script import ir as I
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @T.prim_func(s_tir=True)
+    def main(A: T.Buffer((16, 64), "float16"), B: T.Buffer((64, 16), "float16"), C: T.Buffer((16, 16), "float32")):
+        # with T.sblock("root"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            with T.sblock("root"):
+                T.reads(A[0:16, 0:64], B[0:64, 0:16])
+                T.writes(C[0:16, 0:16])
+                Acc = T.sblock_alloc_buffer((16, 16), scope="wmma.accumulator")
+                with T.sblock("fill"):
+                    T.reads()
+                    T.writes(Acc[0:16, 0:16])
+                    T.tvm_fill_fragment(Acc.data, 16, 16, 16, 0, T.float32(0.0))
+                with T.sblock(""):
+                    T.reads(A[0:16, 0:64], B[-16:80, 0:16], Acc[0:16, 0:16])
+                    T.writes(Acc[0:16, 0:16])
+                    A_sh = T.sblock_alloc_buffer((2, 16, 16), "float16", scope="shared")
+                    Af = T.sblock_alloc_buffer((2, 32, 16), "float16", scope="wmma.matrix_a")
+                    Bf = T.sblock_alloc_buffer((2, 16, 16), "float16", scope="wmma.matrix_b")
+                    with T.sblock(""):
+                        T.reads(A[0:16, 0:32], A_sh[0:2, 0:16, 0:16], B[-16:16, 0:16])
+                        T.writes(A_sh[0:2, 0:16, 0:16], Af[0:2, 16:32, 0:16], Bf[0:2, 0:16, 0:16])
+                        for k in T.unroll(2):
+                            with T.sblock("copy"):
+                                T.where(k < 4)
+                                T.reads(A[0:16, k * 16:k * 16 + 16])
+                                T.writes(A_sh[0:2, 0:16, 0:16])
+                                for i, j in T.grid(16, 16):
+                                    A_sh[k % 2, i, j] = A[i, k * 16 + j]
+                            with T.sblock("load_a"):
+                                T.where(k == 1 and k - 1 < 4)
+                                T.reads(A_sh[0:2, 0:16, 0:16])
+                                T.writes(Af[0:2, 16:32, 0:16])
+                                T.tvm_load_matrix_sync(Af.data, 16, 16, 16, 1 + (k - 1) % 2 * 2, T.tvm_access_ptr(T.type_annotation("float16"), A_sh.data, (k - 1) % 2 * 256, 256, 1), 16, "row_major")
+                            with T.sblock("load_b"):
+                                T.where(k == 1 and k - 1 < 4)
+                                T.reads(B[(k - 1) * 16:(k - 1) * 16 + 16, 0:16])
+                                T.writes(Bf[0:2, 0:16, 0:16])
+                                T.tvm_load_matrix_sync(Bf.data, 16, 16, 16, (k - 1) % 2, T.tvm_access_ptr(T.type_annotation("float16"), B.data, (k - 1) * 256, 256, 1), 16, "row_major")
+                    with T.sblock(""):
+                        T.reads(A[0:16, 32:64], A_sh[0:2, 0:16, 0:16], B[16:48, 0:16], Af[0:2, 16:32, 0:16], Bf[0:2, 0:16, 0:16], Acc[0:16, 0:16])
+                        T.writes(A_sh[0:2, 0:16, 0:16], Af[0:2, 16:32, 0:16], Bf[0:2, 0:16, 0:16], Acc[0:16, 0:16])
+                        for k in range(2):
+                            with T.sblock("copy"):
+                                T.where(k + 2 < 4)
+                                T.reads(A[0:16, (k + 2) * 16:(k + 2) * 16 + 16])
+                                T.writes(A_sh[0:2, 0:16, 0:16])
+                                for i, j in T.grid(16, 16):
+                                    A_sh[(k + 2) % 2, i, j] = A[i, (k + 2) * 16 + j]
+                            with T.sblock("load_a"):
+                                T.where(k + 2 - 1 < 4)
+                                T.reads(A_sh[0:2, 0:16, 0:16])
+                                T.writes(Af[0:2, 16:32, 0:16])
+                                T.tvm_load_matrix_sync(Af.data, 16, 16, 16, 1 + (k - 1 + 2) % 2 * 2, T.tvm_access_ptr(T.type_annotation("float16"), A_sh.data, (k - 1 + 2) % 2 * 256, 256, 1), 16, "row_major")
+                            with T.sblock("load_b"):
+                                T.where(k + 2 - 1 < 4)
+                                T.reads(B[(k - 1 + 2) * 16:(k - 1 + 2) * 16 + 16, 0:16])
+                                T.writes(Bf[0:2, 0:16, 0:16])
+                                T.tvm_load_matrix_sync(Bf.data, 16, 16, 16, (k - 1 + 2) % 2, T.tvm_access_ptr(T.type_annotation("float16"), B.data, (k - 1 + 2) * 256, 256, 1), 16, "row_major")
+                            with T.sblock("mma"):
+                                T.where(k + 2 - 2 < 4)
+                                T.reads(Af[0:2, 16:32, 0:16], Bf[0:2, 0:16, 0:16], Acc[0:16, 0:16])
+                                T.writes(Acc[0:16, 0:16])
+                                T.tvm_mma_sync(Acc.data, 0, Af.data, 1 + (k - 2 + 2) % 2 * 2, Bf.data, (k - 2 + 2) % 2, Acc.data, 0)
+                    with T.sblock(""):
+                        T.reads(A_sh[0:2, 0:16, 0:16], B[48:80, 0:16], Af[0:2, 16:32, 0:16], Bf[0:2, 0:16, 0:16], Acc[0:16, 0:16])
+                        T.writes(Af[0:2, 16:32, 0:16], Bf[0:2, 0:16, 0:16], Acc[0:16, 0:16])
+                        for k in T.unroll(2):
+                            with T.sblock("load_a"):
+                                T.where(k + 4 - 1 < 4)
+                                T.reads(A_sh[0:2, 0:16, 0:16])
+                                T.writes(Af[0:2, 16:32, 0:16])
+                                T.tvm_load_matrix_sync(Af.data, 16, 16, 16, 1 + (k - 1 + 4) % 2 * 2, T.tvm_access_ptr(T.type_annotation("float16"), A_sh.data, (k - 1 + 4) % 2 * 256, 256, 1), 16, "row_major")
+                            with T.sblock("load_b"):
+                                T.where(k + 4 - 1 < 4)
+                                T.reads(B[(k - 1 + 4) * 16:(k - 1 + 4) * 16 + 16, 0:16])
+                                T.writes(Bf[0:2, 0:16, 0:16])
+                                T.tvm_load_matrix_sync(Bf.data, 16, 16, 16, (k - 1 + 4) % 2, T.tvm_access_ptr(T.type_annotation("float16"), B.data, (k - 1 + 4) * 256, 256, 1), 16, "row_major")
+                            with T.sblock("mma"):
+                                T.where(k + 4 - 2 < 4)
+                                T.reads(Af[0:2, 16:32, 0:16], Bf[0:2, 0:16, 0:16], Acc[0:16, 0:16])
+                                T.writes(Acc[0:16, 0:16])
+                                T.tvm_mma_sync(Acc.data, 0, Af.data, 1 + (k - 2 + 4) % 2 * 2, Bf.data, (k - 2 + 4) % 2, Acc.data, 0)
+                with T.sblock("store"):
+                    T.reads(Acc[0:16, 0:16])
+                    T.writes(C[0:16, 0:16])
+                    T.tvm_store_matrix_sync(Acc.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float32"), C.data, 0, 256, 2), 16, "row_major")
+'''
+
+
+def test_fragment_indices_follow_tvm():
+    result = inject_software_pipeline(verify(parse(BEFORE, "before.tir")))
+    assert_structural_equal(result, parse(AFTER, "after.tir"))
