@@ -157,3 +157,74 @@ class Module:
 def test_fragment_indices_follow_tvm():
     result = inject_software_pipeline(verify(parse(BEFORE, "before.tir")))
     assert_structural_equal(result, parse(AFTER, "after.tir"))
+
+
+# C[k] = A[:, 16k:16k+16] B[16k:16k+16, :]: each iteration fills, multiplies into and
+# (a stage later) stores its own accumulator, so the fill too must reach the version the
+# store reads (TVM leaves a T.tvm_fill_fragment's index as it is).
+PER_STEP = '''# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((16, 64), "float16"), B: T.Buffer((64, 16), "float16"), C: T.Buffer((4, 16, 16), "float32")):
+    T.func_attr({"global_symbol": "main", "tirx.noalias": True})
+    for bx in T.thread_binding(1, thread="blockIdx.x"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            for k in T.serial(4, annotations={"software_pipeline_stage": [0, 0, 0, 0, 1], "software_pipeline_order": [0, 1, 2, 3, 4]}):
+                with T.sblock("step"):
+                    T.reads(A[0:16, k * 16:k * 16 + 16], B[k * 16:k * 16 + 16, 0:16])
+                    T.writes(C[k, 0:16, 0:16])
+                    Af = T.sblock_alloc_buffer((16, 16), "float16", scope="wmma.matrix_a")
+                    Bf = T.sblock_alloc_buffer((16, 16), "float16", scope="wmma.matrix_b")
+                    Cf = T.sblock_alloc_buffer((16, 16), "float32", scope="wmma.accumulator")
+                    with T.sblock("fill"):
+                        T.reads()
+                        T.writes(Cf[0:16, 0:16])
+                        T.tvm_fill_fragment(Cf.data, 16, 16, 16, 0, T.float32(0.0))
+                    with T.sblock("load_a"):
+                        T.reads(A[0:16, k * 16:k * 16 + 16])
+                        T.writes(Af[0:16, 0:16])
+                        T.tvm_load_matrix_sync(Af.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float16"), A.data, k * 16, 1024, 1), 64, "row_major")
+                    with T.sblock("load_b"):
+                        T.reads(B[k * 16:k * 16 + 16, 0:16])
+                        T.writes(Bf[0:16, 0:16])
+                        T.tvm_load_matrix_sync(Bf.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float16"), B.data, k * 256, 256, 1), 16, "row_major")
+                    with T.sblock("mma"):
+                        T.reads(Af[0:16, 0:16], Bf[0:16, 0:16], Cf[0:16, 0:16])
+                        T.writes(Cf[0:16, 0:16])
+                        T.tvm_mma_sync(Cf.data, 0, Af.data, 0, Bf.data, 0, Cf.data, 0)
+                    with T.sblock("store"):
+                        T.reads(Cf[0:16, 0:16])
+                        T.writes(C[k, 0:16, 0:16])
+                        T.tvm_store_matrix_sync(Cf.data, 16, 16, 16, 0, T.tvm_access_ptr(T.type_annotation("float32"), C.data, k * 256, 256, 2), 16, "row_major")
+'''
+
+
+def test_a_filled_fragment_in_flight_computes_each_step():
+    rng = np.random.default_rng(0)
+    a = rng.uniform(-1, 1, (16, 64)).astype("float16")
+    b = rng.uniform(-1, 1, (64, 16)).astype("float16")
+    c = np.zeros((4, 16, 16), "float32")
+    simt.run(PER_STEP, "main", [a, b, c], "cuda -arch=sm_80", "llvm", filename="per_step.tir")
+    for k in range(4):
+        want = a[:, 16 * k:16 * k + 16].astype(np.float64) @ b[16 * k:16 * k + 16].astype(np.float64)
+        np.testing.assert_allclose(c[k], want, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("edit, message", [
+    # a version of Bf (16 x 24) is one and a half fragments
+    (('Bf = T.sblock_alloc_buffer((16, 16)', 'Bf = T.sblock_alloc_buffer((16, 24)'),
+     "holds 384 elements, not a whole number of fragments of 256 elements"),
+    # a call the pass does not know takes a versioned fragment's data
+    (('                        T.tvm_mma_sync(Acc.data, 0, Af.data, 1, Bf.data, 0, Acc.data, 0)',
+      '                        for _ in range(1):\n'
+      '                            T.tvm_mma_sync(Acc.data, 0, Af.data, 1, Bf.data, 0, Acc.data, 0)\n'
+      '                            T.evaluate(T.call_extern("int32", "peek", Bf.data))'),
+     "T.call_extern takes the data of 'Bf', which software pipelining gives 2 versions"),
+])
+def test_a_fragment_version_it_cannot_index_is_a_located_error(edit, message):
+    text = BEFORE.replace(*edit)
+    assert text != BEFORE
+    mod = verify(parse(text, "before.tir"))
+    with pytest.raises(Diagnostic, match=message) as err:
+        inject_software_pipeline(mod)
+    assert err.value.span is not None and err.value.span.line > 1

@@ -35,6 +35,7 @@ from dataclasses import replace
 from tirc.diagnostics import Diagnostic
 from tirc.ir import wmma_ops
 from tirc.ir.buffer import Buffer
+from tirc.ir.describe import expr_text
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import Call, IntImm, PrimExpr, Var
 from tirc.ir.stmt import Stmt
@@ -98,9 +99,10 @@ class OpaqueAccessRewriter:
         for i, a in enumerate(args):
             old = self._old(a)
             if old is not None and i not in done:
+                versions = expr_text(self._new(old).shape[0])
                 raise Diagnostic(f"T.{e.op} takes the data of '{old.name}', which software "
-                                 f"pipelining gives {self._new(old).shape[0]} versions, and "
-                                 "which version it reaches is not known (only "
+                                 f"pipelining gives {versions} versions, and which version it "
+                                 "reaches is not known (only "
                                  "T.tvm_access_ptr, the WMMA builtins and T.ptx_legacy.mma/"
                                  "ldmatrix are rewritten)", e.span)
         if not done:
@@ -132,18 +134,20 @@ class OpaqueAccessRewriter:
     def _fragment_step(self, old: Buffer, e: Call) -> PrimExpr:
         size = self.fragments().get(id(old.data))
         if size is None:
+            versions = expr_text(self._new(old).shape[0])
             raise Diagnostic(f"T.{e.op}: software pipelining gives fragment '{old.name}' "
-                             f"{self._new(old).shape[0]} versions, but no T.tvm_load_matrix_sync, "
-                             "T.tvm_store_matrix_sync or T.tvm_fill_fragment gives its shape, so "
-                             "a version's number of fragments is not known", e.span)
+                             f"{versions} versions, but no T.tvm_load_matrix_sync, "
+                             "T.tvm_store_matrix_sync or T.tvm_fill_fragment gives its shape, "
+                             "so a version's number of fragments is not known", e.span)
         return self._divide(self._elements(old), size, old, e, f"fragments of {size} elements")
 
     def _divide(self, step: PrimExpr, by: int, old: Buffer, e: Call, what: str) -> IntImm:
         step = self.ana.simplify(step)
         if not isinstance(step, IntImm) or step.value % by:
-            raise Diagnostic(f"T.{e.op}: a version of the software-pipelined buffer '{old.name}' "
-                             f"holds {step} elements, not a whole number of {what}, so the "
-                             "versions cannot be told apart in this call", e.span)
+            raise Diagnostic(f"T.{e.op}: a version of the software-pipelined buffer "
+                             f"'{old.name}' holds {expr_text(step)} elements, not a whole number "
+                             f"of {what}, so the versions cannot be told apart in this call",
+                             e.span)
         return imm(step.dtype, step.value // by)
 
     def _shift(self, index: PrimExpr, old: Buffer, step: PrimExpr, e: Call) -> PrimExpr:
