@@ -12,6 +12,7 @@ import pytest
 from tirc.diagnostics import Diagnostic
 from tirc.frontend.parse import parse
 from tirc.ir.equal import assert_structural_equal
+from tirc.ir.printer import print_module
 from tirc.passes.blocks.inject_software_pipeline import inject_software_pipeline
 from tirc.passes.prepare.verify import verify
 from tirc.testing import simt
@@ -228,3 +229,14 @@ def test_a_fragment_version_it_cannot_index_is_a_located_error(edit, message):
     with pytest.raises(Diagnostic, match=message) as err:
         inject_software_pipeline(mod)
     assert err.value.span is not None and err.value.span.line > 1
+
+
+def test_a_pointer_reaches_the_version_its_loop_from_one_wrote():
+    # iteration k writes A_sh[(k - 1) % 2] and, a stage later (as k - 1), loads it through
+    # T.tvm_access_ptr; TVM 0.27 offsets that pointer by (k - 1) % 2 (the loop's start left
+    # out), the version the same iteration is writing
+    text = BEFORE.replace("T.serial(4, annotations", "T.serial(1, 5, annotations")
+    out = print_module(inject_software_pipeline(verify(parse(text, "before.tir"))))
+    assert "A_sh[(k - 1) % 2, i, j] = A[i, k * 16 + j]" in out
+    assert ("T.tvm_load_matrix_sync(Af.data, 16, 16, 16, 1 + (k - 1 - 1) % 2 * 2, T.tvm_access_ptr("
+            'T.type_annotation("float16"), A_sh.data, (k - 1 - 1) % 2 * 256, 256, 1)') in out
