@@ -240,3 +240,128 @@ def test_a_pointer_reaches_the_version_its_loop_from_one_wrote():
     assert "A_sh[(k - 1) % 2, i, j] = A[i, k * 16 + j]" in out
     assert ("T.tvm_load_matrix_sync(Af.data, 16, 16, 16, 1 + (k - 1 - 1) % 2 * 2, T.tvm_access_ptr("
             'T.type_annotation("float16"), A_sh.data, (k - 1 - 1) % 2 * 256, 256, 1)') in out
+
+
+# ldmatrix into, and mma from, registers in flight: their offsets count elements, a 32nd of
+# them (a thread's share) for an m16n8k8.matrixA/B buffer (TVM's treatment of these scopes)
+PTX_BEFORE = '''# from tvm.script import tirx as T
+
+@T.prim_func(s_tir=True)
+def main(A: T.Buffer((64, 16), "float16"), B: T.Buffer((64, 8), "float16"), C: T.Buffer((32, 4), "float32")):
+    for tx in T.thread_binding(32, thread="threadIdx.x"):
+        with T.sblock("root"):
+            T.reads(A[0:64, 0:16], B[0:64, 0:8])
+            T.writes(C[0:32, 0:4])
+            Cw = T.sblock_alloc_buffer((32, 4), "float32", scope="warp")
+            for k in T.serial(4, annotations={"software_pipeline_stage": [0, 0, 1], "software_pipeline_order": [0, 1, 2]}):
+                with T.sblock("step"):
+                    T.reads(A[k * 16:k * 16 + 16, 0:16], B[k * 16:k * 16 + 16, 0:8], Cw[0:32, 0:4])
+                    T.writes(Cw[0:32, 0:4])
+                    Aw = T.sblock_alloc_buffer((16, 16), "float16", scope="m16n8k8.matrixA")
+                    Bw = T.sblock_alloc_buffer((32, 4), "float16", scope="warp")
+                    with T.sblock("ld_a"):
+                        T.reads(A[k * 16:k * 16 + 16, 0:16])
+                        T.writes(Aw[0:16, 0:16])
+                        T.ptx_legacy.ldmatrix(T.bool(False), 4, ".b16", Aw.data, 0, A.data, k * 256)
+                    with T.sblock("ld_b"):
+                        T.reads(B[k * 16:k * 16 + 16, 0:8])
+                        T.writes(Bw[0:32, 0:4])
+                        T.ptx_legacy.ldmatrix(T.bool(True), 2, ".b16", Bw.data, 0, B.data, k * 128)
+                    with T.sblock("mma"):
+                        T.reads(Aw[0:16, 0:16], Bw[0:32, 0:4], Cw[0:32, 0:4])
+                        T.writes(Cw[0:32, 0:4])
+                        T.ptx_legacy.mma("m16n8k16", "row", "col", "fp16", "fp16", "fp32", Aw.data, 0, Bw.data, 0, Cw.data, 0, T.bool(False))
+            with T.sblock("store"):
+                T.reads(Cw[0:32, 0:4])
+                T.writes(C[0:32, 0:4])
+                for i, j in T.grid(32, 4):
+                    C[i, j] = Cw[i, j]
+'''
+
+# printed by TVM 0.27 (tvm.s_tir.transform.InjectSoftwarePipeline()) for PTX_BEFORE
+PTX_AFTER = '''# from tvm.script import ir as I
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @T.prim_func(s_tir=True)
+    def main(A: T.Buffer((64, 16), "float16"), B: T.Buffer((64, 8), "float16"), C: T.Buffer((32, 4), "float32")):
+        # with T.sblock("root"):
+        for tx in T.thread_binding(32, thread="threadIdx.x"):
+            with T.sblock("root"):
+                T.reads(A[0:64, 0:16], B[0:64, 0:8])
+                T.writes(C[0:32, 0:4])
+                Cw = T.sblock_alloc_buffer((32, 4), scope="warp")
+                with T.sblock(""):
+                    T.reads(A[0:64, 0:16], B[0:64, 0:8], Cw[0:32, 0:4])
+                    T.writes(Cw[0:32, 0:4])
+                    Aw = T.sblock_alloc_buffer((2, 16, 16), "float16", scope="m16n8k8.matrixA")
+                    Bw = T.sblock_alloc_buffer((2, 32, 4), "float16", scope="warp")
+                    with T.sblock(""):
+                        T.reads(A[0:16, 0:16], B[0:16, 0:8])
+                        T.writes(Aw[T.FloorMod(0, 2), 0:16, 0:16], Bw[T.FloorMod(0, 2), 0:32, 0:4])
+                        with T.sblock("ld_a"):
+                            T.reads(A[T.Mul(0, 16):T.Mul(0, 16) + 16, 0:16])
+                            T.writes(Aw[T.FloorMod(0, 2), 0:16, 0:16])
+                            T.ptx_legacy.ldmatrix(T.bool(False), 4, ".b16", Aw.data, T.FloorMod(0, 2) * 8, A.data, T.Mul(0, 256))
+                        with T.sblock("ld_b"):
+                            T.reads(B[T.Mul(0, 16):T.Mul(0, 16) + 16, 0:8])
+                            T.writes(Bw[T.FloorMod(0, 2), 0:32, 0:4])
+                            T.ptx_legacy.ldmatrix(T.bool(True), 2, ".b16", Bw.data, T.FloorMod(0, 2) * 128, B.data, T.Mul(0, 128))
+                    with T.sblock(""):
+                        T.reads(A[16:64, 0:16], B[16:64, 0:8], Aw[0:2, 0:16, 0:16], Bw[0:2, 0:32, 0:4], Cw[0:32, 0:4])
+                        T.writes(Aw[0:2, 0:16, 0:16], Bw[0:2, 0:32, 0:4], Cw[0:32, 0:4])
+                        for k in range(3):
+                            with T.sblock("ld_a"):
+                                T.where(k + 1 < 4)
+                                T.reads(A[(k + 1) * 16:(k + 1) * 16 + 16, 0:16])
+                                T.writes(Aw[(k + 1) % 2, 0:16, 0:16])
+                                T.ptx_legacy.ldmatrix(T.bool(False), 4, ".b16", Aw.data, (k + 1) % 2 * 8, A.data, (k + 1) * 256)
+                            with T.sblock("ld_b"):
+                                T.where(k + 1 < 4)
+                                T.reads(B[(k + 1) * 16:(k + 1) * 16 + 16, 0:8])
+                                T.writes(Bw[(k + 1) % 2, 0:32, 0:4])
+                                T.ptx_legacy.ldmatrix(T.bool(True), 2, ".b16", Bw.data, (k + 1) % 2 * 128, B.data, (k + 1) * 128)
+                            with T.sblock("mma"):
+                                T.where(k + 1 - 1 < 4)
+                                T.reads(Aw[(k - 1 + 1) % 2, 0:16, 0:16], Bw[(k - 1 + 1) % 2, 0:32, 0:4], Cw[0:32, 0:4])
+                                T.writes(Cw[0:32, 0:4])
+                                T.ptx_legacy.mma("m16n8k16", "row", "col", "fp16", "fp16", "fp32", Aw.data, (k - 1 + 1) % 2 * 8, Bw.data, (k - 1 + 1) % 2 * 128, Cw.data, 0, T.bool(False))
+                    with T.sblock("mma"):
+                        T.reads(Aw[T.FloorMod(3, 2), 0:16, 0:16], Bw[T.FloorMod(3, 2), 0:32, 0:4], Cw[0:32, 0:4])
+                        T.writes(Cw[0:32, 0:4])
+                        T.ptx_legacy.mma("m16n8k16", "row", "col", "fp16", "fp16", "fp32", Aw.data, T.FloorMod(3, 2) * 8, Bw.data, T.FloorMod(3, 2) * 128, Cw.data, 0, T.bool(False))
+                with T.sblock("store"):
+                    T.reads(Cw[0:32, 0:4])
+                    T.writes(C[0:32, 0:4])
+                    for i, j in T.grid(32, 4):
+                        C[i, j] = Cw[i, j]
+'''
+
+
+def test_ptx_register_offsets_follow_tvm():
+    result = inject_software_pipeline(verify(parse(PTX_BEFORE, "before.tir")))
+    assert_structural_equal(result, parse(PTX_AFTER, "after.tir"))
+
+
+def test_ldmatrix_from_a_versioned_shared_buffer_reaches_its_version():
+    # A_sh (copied in stage 0, read by ldmatrix through its data in stage 1) has two
+    # versions; TVM 0.27 offsets only ldmatrix's registers and reads version 0 throughout
+    text = PTX_BEFORE.replace(
+        '"software_pipeline_stage": [0, 0, 1], "software_pipeline_order": [0, 1, 2]',
+        '"software_pipeline_stage": [0, 1, 1, 2], "software_pipeline_order": [0, 1, 2, 3]'
+    ).replace(
+        '''                    with T.sblock("ld_a"):
+                        T.reads(A[k * 16:k * 16 + 16, 0:16])''',
+        '''                    A_sh = T.sblock_alloc_buffer((16, 16), "float16", scope="shared")
+                    with T.sblock("copy"):
+                        T.reads(A[k * 16:k * 16 + 16, 0:16])
+                        T.writes(A_sh[0:16, 0:16])
+                        for i, j in T.grid(16, 16):
+                            A_sh[i, j] = A[k * 16 + i, j]
+                    with T.sblock("ld_a"):
+                        T.reads(A_sh[0:16, 0:16])'''
+    ).replace('Aw.data, 0, A.data, k * 256)', 'Aw.data, 0, A_sh.data, 0)')
+    out = print_module(inject_software_pipeline(verify(parse(text, "before.tir"))))
+    assert "A_sh[k % 2, i, j] = A[k * 16 + i, j]" in out
+    assert 'T.ptx_legacy.ldmatrix(T.bool(False), 4, ".b16", Aw.data, (k - 1) % 2 * 8, A_sh.data, (k - 1) % 2 * 256)' in out
