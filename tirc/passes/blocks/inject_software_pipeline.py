@@ -6,7 +6,10 @@ iteration ``i + stage[k]`` of the new loop, in the order ``order`` gives; a buff
 allocated in the loop's block that a later stage reads while an earlier one writes it
 gets one version per stage in flight (a leading dimension indexed by the iteration
 modulo the number of versions). A block annotated ``double_buffer_scope`` (``sch.double_buffer``)
-asks for two versions of the buffer it writes where one would do.
+asks for two versions of the buffer it writes where one would do. Calls that reach a
+versioned buffer through its pointer (``T.tvm_access_ptr``, the WMMA builtins' fragment
+indices, ``T.ptx_legacy.ldmatrix``/``mma``) get the version's offset
+(``software_pipeline_opaque``); any other such call is a located error.
 
 Stages listed in ``software_pipeline_async_stages`` are asynchronous: their statements
 run under ``T.attr({"async_scope": 1})`` in a ``async_commit_queue_scope`` group, and

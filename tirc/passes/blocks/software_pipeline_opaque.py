@@ -23,6 +23,10 @@ Any other call given the data of a multi-versioned buffer, a version whose eleme
 not a whole number of fragments (or of 32-element shares), and a fragment whose shape no
 call gives are located errors: which version such a call reaches is not known.
 
+A versioned buffer keeps its data variable, so a fragment versioned again by an enclosing
+pipeline (dlight's nested main loops) is still found among the function's fragments;
+TVM 0.27 gives the versioned buffer a new variable and fails an internal check there.
+
 The version is ``(loop_var - loop_min) % versions`` for every access, the index of the
 buffer's loads and stores; TVM takes ``loop_var % versions`` for the pointer forms, which
 is the same for the loops it pipelines (from 0) and names another version's data for a
