@@ -6,6 +6,8 @@ BEFORE (a (32, 16) matrix_a holds two 16x16 fragments, so its index moves by 2 a
 version; the shared copy it loads from by 256 elements)."""
 from __future__ import annotations
 
+from pathlib import Path
+
 import numpy as np
 import pytest
 
@@ -16,6 +18,8 @@ from tirc.ir.printer import print_module
 from tirc.passes.blocks.inject_software_pipeline import inject_software_pipeline
 from tirc.passes.prepare.verify import verify
 from tirc.testing import simt
+
+DATA = Path(__file__).parent / "software_pipeline_fragments"
 
 BEFORE = '''# from tvm.script import tirx as T
 
@@ -365,3 +369,14 @@ def test_ldmatrix_from_a_versioned_shared_buffer_reaches_its_version():
     out = print_module(inject_software_pipeline(verify(parse(text, "before.tir"))))
     assert "A_sh[k % 2, i, j] = A[k * 16 + i, j]" in out
     assert 'T.ptx_legacy.ldmatrix(T.bool(False), 4, ".b16", Aw.data, (k - 1) % 2 * 8, A_sh.data, (k - 1) % 2 * 256)' in out
+
+
+def test_dlight_inner_pipeline_follows_tvm():
+    # tests/corpus/tensor_core/dlight_matmul_int8.tir after tirc's passes up to
+    # LowerMatchBuffer (its target attribute left out), without the outer loop's pipeline
+    # annotations: TVM 0.27 fails an internal check on the nested pipelines (the outer one
+    # versions fragments the inner one versioned); the after file is what it prints for
+    # the inner pipeline alone
+    before = verify(parse((DATA / "dlight_matmul_int8_inner.before.tir").read_text(), "before.tir"))
+    after = parse((DATA / "dlight_matmul_int8_inner.after.tir").read_text(), "after.tir")
+    assert_structural_equal(inject_software_pipeline(before), after)
