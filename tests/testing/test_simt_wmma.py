@@ -3,19 +3,16 @@ corpus (tests/corpus/tensor_core) run on the CPU computes the matrix products Nu
 float16 in with float32 or float16 accumulation, int8/uint8 in with int32."""
 from __future__ import annotations
 
-import json
 
 import numpy as np
 import pytest
 
 from conftest import TESTS
-from tirc.diagnostics import Diagnostic
 from tirc.frontend.parse import parse
 from tirc.testing import simt
 from tirc.testing.evaluate import Unsupported
 
 CORPUS = TESTS / "corpus" / "tensor_core"
-INDEX = json.loads((CORPUS / "index.json").read_text())
 
 # module -> is B given transposed (N x K, C = A B^T)?
 MODULES = {"wmma_f16_f32": False, "wmma_f16_f16": False, "wmma_f16_f32_bcol": True,
@@ -25,8 +22,8 @@ MODULES = {"wmma_f16_f32": False, "wmma_f16_f16": False, "wmma_f16_f32_bcol": Tr
            "dlight025_matmul_f16_128x256x512_nopipe": True,
            "dlight025_matmul_f16_f32_256x128x256_nopipe": True,
            "dlight025_matmul_int8_128x128x256_nopipe": True,
-           # the pipelined modules run once InjectSoftwarePipeline is ported
-           "dlight_matmul_f16": True, "dlight_matmul_int8": True,
+           # software-pipelined: their fragments get one version per stage in flight
+           "dlight_matmul_f16": True, "dlight_matmul_int8": True, "dlight025_matmul_f16_128x256x512": True,
            "dlight025_matmul_f16_f32_256x128x256": True, "dlight025_matmul_int8_128x128x256": True}
 
 
@@ -47,12 +44,7 @@ def _inputs(fn, rng):
 def test_corpus_module_computes_a_matmul(name):
     text = (CORPUS / f"{name}.tir").read_text()
     a, b, c = _inputs(parse(text, name).functions["main"], np.random.default_rng(len(name)))
-    try:
-        simt.run(text, "main", [a, b, c], "cuda -arch=sm_80", "llvm", filename=f"{name}.tir")
-    except Diagnostic as e:
-        if "InjectSoftwarePipeline" in INDEX[f"{name}.tir"].get("needs", ()) and "software pipelining" in e.message:
-            pytest.skip("needs InjectSoftwarePipeline")
-        raise
+    simt.run(text, "main", [a, b, c], "cuda -arch=sm_80", "llvm", filename=f"{name}.tir")
     bb = b.astype(np.float64).T if MODULES[name] else b.astype(np.float64)
     want = a.astype(np.float64) @ bb
     if c.dtype == np.int32:

@@ -58,12 +58,35 @@ def test_corpus_module_is_wmma_ptx(name, tmp_path):
     ptxas_check(ptx, "sm_80", tmp_path)
 
 
+# the software-pipelined modules: the same instructions as their _nopipe twins
+PIPELINED = {
+    "dlight_matmul_f16": CHECKS["dlight_matmul_f16_nopipe"],
+    "dlight_matmul_int8": CHECKS["dlight025_matmul_int8_128x128x256_nopipe"],
+    "dlight_matmul_int8_3d2d_dyn": CHECKS["dlight_matmul_int8_3d2d_dyn_nopipe"],
+    "dlight025_matmul_f16_128x256x512": CHECKS["dlight_matmul_f16_nopipe"],
+    "dlight025_matmul_f16_f32_256x128x256": CHECKS["dlight025_matmul_f16_f32_256x128x256_nopipe"],
+    "dlight025_matmul_int8_128x128x256": CHECKS["dlight025_matmul_int8_128x128x256_nopipe"],
+}
+
+
+@pytest.mark.parametrize("name", sorted(PIPELINED))
+def test_pipelined_corpus_module_is_wmma_ptx(name, tmp_path):
+    # a fragment with one version per stage is indexed by the iteration, so where the loop
+    # stays a loop its fragments are a thread's local memory rather than registers
+    text = (CORPUS / f"{name}.tir").read_text()
+    images = _build(text, tmp_path, filename=f"{name}.tir")
+    ptx = next(iter(images.values()))
+    filecheck(ptx, "".join(f"CHECK: {c}\n" for c in PIPELINED[name]), tmp_path)
+    ptxas_check(ptx, "sm_80", tmp_path)
+
+
 def test_pipelined_corpus_modules_are_listed_with_what_they_need():
     pipelined = sorted(n for n, e in INDEX.items() if e.get("needs"))
     assert pipelined == ["dlight025_matmul_f16_128x256x512.tir", "dlight025_matmul_f16_f32_256x128x256.tir",
                          "dlight025_matmul_int8_128x128x256.tir", "dlight_matmul_f16.tir",
                          "dlight_matmul_int8.tir", "dlight_matmul_int8_3d2d_dyn.tir"]
     assert all((CORPUS / n.replace(".tir", "_nopipe.tir")).exists() for n in pipelined)
+    assert sorted(f"{n}.tir" for n in PIPELINED) == pipelined
 
 
 TILE = """

@@ -6,7 +6,10 @@ iteration ``i + stage[k]`` of the new loop, in the order ``order`` gives; a buff
 allocated in the loop's block that a later stage reads while an earlier one writes it
 gets one version per stage in flight (a leading dimension indexed by the iteration
 modulo the number of versions). A block annotated ``double_buffer_scope`` (``sch.double_buffer``)
-asks for two versions of the buffer it writes where one would do.
+asks for two versions of the buffer it writes where one would do. Calls that reach a
+versioned buffer through its pointer (``T.tvm_access_ptr``, the WMMA builtins' fragment
+indices, ``T.ptx_legacy.ldmatrix``/``mma``) get the version's offset
+(``software_pipeline_opaque``); any other such call is a located error.
 
 Stages listed in ``software_pipeline_async_stages`` are asynchronous: their statements
 run under ``T.attr({"async_scope": 1})`` in a ``async_commit_queue_scope`` group, and
@@ -35,6 +38,7 @@ from tirc.ir.ssa import convert_ssa
 from tirc.ir.stmt import For, SeqStmt
 from tirc.ir.visitor import Mutator
 from tirc.passes.blocks.software_pipeline_body import depends, make_sblock
+from tirc.passes.blocks.software_pipeline_opaque import fragment_elements
 from tirc.passes.blocks.software_pipeline_rewrite import PipelineRewriter, Stage
 
 _STAGE = "software_pipeline_stage"
@@ -45,7 +49,7 @@ _DOUBLE = "double_buffer_scope"
 
 def inject_software_pipeline(mod: IRModule, ctx=None) -> IRModule:
     for name, func in list(mod.functions.items()):
-        injector = _Injector(name)
+        injector = _Injector(name, func.body)
         for _, buf in func.buffer_map:
             injector.visible[id(buf.data)] = buf
         body = injector.visit(func.body)
@@ -63,11 +67,19 @@ def _ints(value, what: str, loop: For) -> list[int]:
 
 
 class _Injector(Mutator):
-    def __init__(self, name: str):
+    def __init__(self, name: str, body):
         self.name = name
+        self.body = body
+        self._fragments: dict[int, int] | None = None
         self.visible: dict[int, Buffer] = {}
         self.double_buffers: set[int] = set()  # ids of buffers marked double_buffer_scope
         self.changed = False
+
+    def fragments(self) -> dict[int, int]:
+        """The elements of a fragment of each WMMA fragment buffer of the function."""
+        if self._fragments is None:
+            self._fragments = fragment_elements(self.body)
+        return self._fragments
 
     def visit_SBlock(self, b: SBlock):
         for buf in b.alloc_buffers:
@@ -154,7 +166,8 @@ class _Injector(Mutator):
         pipelined_loop = For(new.loop_var, new.min, new.extent, new.kind, new.body,
                              new.thread_tag, new.annotations, new.step, new.span)
         out = PipelineRewriter(dict(self.visible), self.double_buffers, allocs, pipelined_loop,
-                               blocks, info, preserved).build()
+                               blocks, info, preserved,
+                               self.fragments).build()
         for buf in added:
             self.visible.pop(id(buf.data), None)
         return out

@@ -1,20 +1,21 @@
 """What InjectSoftwarePipeline does to each statement of a pipelined loop: the
 statement as an opaque block with the regions it accesses (:func:`make_sblock`), the
 dependences between statements (:func:`depends`), and its multi-versioned buffers
-indexed by version (:class:`BodyRewriter`, TVM's ``PipelineBodyRewriter``)."""
+indexed by version (:class:`BodyRewriter`, TVM's ``PipelineBodyRewriter``; the calls that
+reach them by pointer, WMMA fragments included, are ``software_pipeline_opaque``'s)."""
 from __future__ import annotations
 
 from dataclasses import replace
 
-from tirc.diagnostics import Diagnostic
 from tirc.ir.block import BufferRegion, Range, SBlock, SBlockRealize
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT32
-from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr, Var
+from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr
 from tirc.ir.stmt import BufferStore, For, Stmt
 from tirc.ir.visitor import Mutator
 from tirc.passes.analysis.arith_ops import binop, imm
 from tirc.passes.analysis.block_access_region import block_read_write_regions
+from tirc.passes.blocks.software_pipeline_opaque import OpaqueAccessRewriter
 
 
 def make_sblock(body: Stmt, visible: dict[int, Buffer]) -> SBlock:
@@ -50,11 +51,11 @@ class BodyRewriter(Mutator):
     ``PipelineBodyRewriter``)."""
 
     def __init__(self, remap: dict[int, Buffer], olds: dict[int, Buffer], loop: For,
-                 all_versions: bool):
+                 all_versions: bool, fragments):
         self.remap = remap
-        self.olds = olds
         self.loop = loop
         self.all_versions = all_versions
+        self.opaque = OpaqueAccessRewriter(remap, olds, self._version, fragments)
 
     def _version(self, new: Buffer) -> PrimExpr:
         return binop("floormod", binop("sub", self.loop.loop_var, self.loop.min), new.shape[0])
@@ -92,37 +93,4 @@ class BodyRewriter(Mutator):
         return replace(e, buffer=new, indices=(self._version(new), *e.indices))
 
     def visit_Call(self, e: Call):
-        e = self.generic_visit(e)
-        if e.op == "tvm_access_ptr":
-            return self._access_ptr(e)
-        if e.op in ("tvm_load_matrix_sync", "tvm_store_matrix_sync", "tvm_mma_sync",
-                    "ptx_mma", "ptx_ldmatrix"):
-            for a in e.args:
-                if isinstance(a, Var) and any(b.data is a for b in self._old_buffers()):
-                    raise Diagnostic(f"software pipelining a buffer accessed by T.{e.op} "
-                                     "(tensor-core fragments) is not supported", e.span)
-        return e
-
-    def _old_buffers(self):
-        return self.olds.values()
-
-    def _access_ptr(self, e: Call) -> Call:
-        data = e.args[1]
-        old = next((b for b in self._old_buffers() if b.data is data), None)
-        if old is None:
-            return e
-        new = self.remap[id(old)]
-        offset = new.strides[0] if new.strides else _product(old.shape)
-        index = binop("add", e.args[2],
-                      binop("mul", binop("floormod", self.loop.loop_var, new.shape[0]), offset))
-        args = list(e.args)
-        args[1], args[2] = new.data, index
-        return replace(e, args=tuple(args))
-
-
-def _product(shape) -> PrimExpr:
-    out: PrimExpr = imm(INT32, 1)
-    for e in shape:
-        out = binop("mul", out, e)
-    return out
-
+        return self.opaque.rewrite(self.generic_visit(e))

@@ -55,7 +55,7 @@ class PipelineRewriter:
 
     def __init__(self, visible: dict[int, Buffer], double_buffers: set[int],
                  allocs: list[Buffer], loop: For, blocks: list[SBlock], info: list,
-                 preserved: tuple):
+                 preserved: tuple, fragments):
         self.ana = Analyzer()
         self.visible = visible
         self.double_buffers = double_buffers
@@ -64,6 +64,7 @@ class PipelineRewriter:
         self.blocks = blocks
         self.info = info
         self.preserved = preserved
+        self.fragments = fragments  # () -> elements of a fragment by id of its data
         self.max_stage = max((st.stage for st in info), default=-1)
         self.remap: dict[int, Buffer] = {}
         self.olds: dict[int, Buffer] = {}
@@ -202,7 +203,8 @@ class PipelineRewriter:
         return e
 
     def _rewrite_body(self, block: SBlock) -> SBlock:
-        return BodyRewriter(self.remap, self.olds, self.loop, self.max_stage != 1).visit(block)
+        return BodyRewriter(self.remap, self.olds, self.loop, self.max_stage != 1,
+                            self.fragments).visit(block)
 
     def _emit(self, start: PrimExpr, end: PrimExpr, unroll: bool, extra=None) -> Stmt:
         loop = self.loop
