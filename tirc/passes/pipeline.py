@@ -47,6 +47,7 @@ PHASES: tuple[tuple[str, str], ...] = (
     ("split", "host/device split and kernel launches"),
     ("abi", "the host ABI of public functions"),
     ("legalize", "storage of narrow float types"),
+    ("device", "device code as its code generator takes it"),
 )
 
 
@@ -284,6 +285,11 @@ PIPELINE: list[Pass] = [
           ("MakePackedAPI",)),
     _pass("FP8StorageLegalize", "legalize.fp8_storage_legalize",
           "float8 stored as uint8 and computed in float32", ("MakePackedAPI",)),
+    # TVM's finalize-device passes: on kernels, once the host/device split is done.
+    _pass("LowerWarpMemory", "device.lower_warp_memory",
+          "warp-scope buffers become registers of each lane; loads from other lanes "
+          "become warp shuffles", ("SplitHostDevice", "BF16StorageLegalize"),
+          needs=("warp",)),
 ]
 
 

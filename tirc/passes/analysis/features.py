@@ -15,6 +15,7 @@ A feature is a string:
 * ``call.<op>``: a call of a named operator (``call.likely``, ``call.tvm_thread_allreduce``);
 * ``alloc``: an allocation; ``shared``: any variable, buffer or access in ``shared`` or
   ``shared.dyn`` memory (parameters, allocations, declarations, lets, loads, stores);
+  ``warp``: the same for ``warp`` memory;
 * ``private``: a private function.
 
 The walk covers statements and expressions of every function, so a feature is absent
@@ -88,12 +89,13 @@ def _loop(loop: For, add) -> None:
 
 
 def _buffer(buf, add) -> None:
-    if buf.scope in SHARED_SCOPES:
-        add("shared")
     _pointer(buf.data, add)
 
 
 def _pointer(var: Var, add) -> None:
     ptr = var.ptr
-    if ptr is not None and ptr.scope in SHARED_SCOPES:
-        add("shared")
+    if ptr is not None:
+        if ptr.scope in SHARED_SCOPES:
+            add("shared")
+        elif ptr.scope == "warp":
+            add("warp")

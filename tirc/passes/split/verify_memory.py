@@ -46,17 +46,20 @@ def _check(name: str, func: PrimFunc, target: Target) -> None:
 _KERNEL_SCOPES = ("shared", "shared.dyn")
 
 
-def _check_kernel(func: PrimFunc) -> None:
+def _check_kernel(func: PrimFunc, target: Target) -> None:
     for node in walk(func.body):
         if isinstance(node, AllocBuffer):
             scope = node.buffer.scope
             if scope in _KERNEL_SCOPES or scope.startswith("local"):
                 continue
             if scope == "warp":
+                if target.get("thread_warp_size", 1) > 1:
+                    continue  # LowerWarpMemory makes it registers and shuffles
                 raise Diagnostic(
-                    f"buffer '{node.buffer.name}' is allocated in 'warp' memory: memory a warp "
-                    "shares through registers and shuffles (TVM's LowerWarpMemory) is not "
-                    "supported by tirc; use scope 'shared' or 'local'", node.buffer.span or node.span)
+                    f"buffer '{node.buffer.name}' is allocated in 'warp' memory, which target "
+                    f"'{target.kind}' does not have (its warp is one thread: "
+                    "thread_warp_size 1); use scope 'shared' or 'local'",
+                    node.buffer.span or node.span)
             raise Diagnostic(
                 f"buffer '{node.buffer.name}' is allocated in '{scope}' memory inside device "
                 "code, where each thread would get its own copy; allocate it in the host "
@@ -70,7 +73,7 @@ def verify_memory(mod: IRModule, ctx) -> IRModule:
         target = func.attrs.get(TARGET)
         kernel = func.attrs.get(CALLING_CONV) == CallingConv.DEVICE_KERNEL_LAUNCH
         if isinstance(target, Target) and target.is_device and kernel:
-            _check_kernel(func)
+            _check_kernel(func, target)
         if (isinstance(target, Target) and target.is_device and target.host is not None
                 and not kernel and body_context(func) == HOST):
             _check(name, func, target)
