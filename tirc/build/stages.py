@@ -243,7 +243,9 @@ def _passes(b: _Build) -> None:
     if b.opts.jobs > 1 and not b.opts.debug:
         from tirc.backends.cpu.forked import run_forked
         spread = lambda tasks: run_forked(tasks, "pass group")  # noqa: E731
-    b.mod = run_pipeline(b.read, PassContext(b.opts.target, b.opts.abi, b.opts.symbol_prefix), stop,
+    b.mod = run_pipeline(b.read, PassContext(b.opts.target, b.opts.abi, b.opts.symbol_prefix,
+                                           b.opts.instrument_bound_checkers,
+                                           b.opts.default_gpu_schedule), stop,
                          instruments, jobs=b.opts.jobs, spread=spread)
     b.pass_times = timer.times
     b.stopped = stop is not None

@@ -30,9 +30,14 @@ class Pass:
     # them the pass is the identity, so the pipeline does not run (or import) it; ()
     # for a pass that always runs
     needs: tuple[str, ...] = ()
+    # an opt-in pass: the PassContext flag (a bool field) that turns it on; the pipeline
+    # runs it only where that flag is set ("" for a pass that is always on)
+    option: str = ""
 
     def skip_reason(self) -> str:
         """Why the pipeline did not run this pass (for ``--print-after``)."""
+        if self.option:
+            return f"not asked for (--{self.option.replace('_', '-')})"
         if self.blocks_only:
             return "no block-level functions"
         return f"nothing it acts on (no {', '.join(self.needs)})"
@@ -164,11 +169,11 @@ def _lazy(module: str, function: str) -> Callable[[IRModule, PassContext], IRMod
 
 
 def _pass(name: str, module: str, doc: str, requires: tuple[str, ...] = (),
-          blocks_only: bool = False, needs: tuple[str, ...] = ()) -> Pass:
+          blocks_only: bool = False, needs: tuple[str, ...] = (), option: str = "") -> Pass:
     """The pass ``name`` run by the function of the same name as its module
     (``"lower.flatten_buffer"``: ``tirc.passes.lower.flatten_buffer.flatten_buffer``)."""
     phase, _, function = module.partition(".")
-    return Pass(name, _lazy(module, function), doc, requires, blocks_only, phase, needs)
+    return Pass(name, _lazy(module, function), doc, requires, blocks_only, phase, needs, option)
 
 
 def _block_pass(name: str, module: str, doc: str, requires: tuple[str, ...] = ()) -> Pass:
@@ -249,6 +254,9 @@ PIPELINE: list[Pass] = [
     _pass("RemoveNoOp", "lower.remove_no_op",
           "drop statements that do nothing (empty loops and branches, stores of the value "
           "already there)", ("HoistIfThenElse", "UnrollLoop")),
+    _pass("InstrumentBoundCheckers", "lower.instrument_bound_checkers",
+          "opt-in: every buffer access of host code checked at run time, an error naming "
+          "the buffer", ("FlattenBuffer", "RemoveNoOp"), option="instrument_bound_checkers"),
     _pass("VerifyConstants", "lower.verify_constants",
           "no integer division by a constant 0, no constant index outside its buffer or the "
           "memory under it, once unrolling, inlining and folding made them constant",
@@ -412,7 +420,9 @@ def _run_sequence(mod: IRModule, ctx: PassContext, passes: list[Pass], stop_afte
     blocks = None  # decided at the first block pass (no later pass makes blocks)
     features = None  # the module's features, taken again once a pass changed it
     for p in passes:
-        if p.blocks_only:
+        if p.option and not getattr(ctx, p.option):
+            skip = True
+        elif p.blocks_only:
             blocks = has_blocks(mod) if blocks is None else blocks
             skip = not blocks
         elif p.needs:
