@@ -187,6 +187,10 @@ PIPELINE: list[Pass] = [
           ("Verify",), needs=("block",)),
     Pass("BindTarget", _bind_target, "give every function a target; duplicate host-and-device helpers",
          requires=("InferBlockRegions",)),
+    # Opt-in (TVM runs it before its TIR pipeline, in Relax's default GPU build).
+    _pass("DefaultGPUSchedule", "blocks.default_gpu_schedule",
+          "opt-in: the loops of an unscheduled GPU function bound to blocks and threads",
+          ("BindTarget",), blocks_only=True, option="default_gpu_schedule"),
     # Block lowering (TVM 0.27's S-TIR order); a module without blocks passes unchanged.
     _pass("CanonicalizeLoop", "blocks.canonicalize_loop",
           "loops start at 0 with step 1", ("BindTarget",)),

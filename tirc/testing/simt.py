@@ -145,17 +145,19 @@ _SHUFFLES = {"tvm_warp_shuffle": ("idx", 31), "tvm_warp_shuffle_up": ("up", 0),
 
 
 # -- the public API ----------------------------------------------------------------------
-def lower(source, target="cuda -arch=sm_80", host="llvm", filename: str = "<input>") -> IRModule:
+def lower(source, target="cuda -arch=sm_80", host="llvm", filename: str = "<input>",
+          **pass_options) -> IRModule:
     """``source`` (TIR text or a module) through the pipeline: host functions as after
-    ``VerifyMemory``, device functions as the backends receive them."""
+    ``VerifyMemory``, device functions as the backends receive them. ``pass_options``:
+    the opt-in passes' :class:`PassContext` flags (``default_gpu_schedule=True``)."""
     from tirc.build.stages import split_module
     from tirc.build.options import bind_target_from
     from tirc.passes.pipeline import PassContext, pipeline
     if isinstance(source, str):
         from tirc.frontend.parse import parse
         source = parse(source, filename)
-    ctx = PassContext(bind_target_from(target, host))
-    passes = pipeline(ctx.abi)
+    ctx = PassContext(bind_target_from(target, host), **pass_options)
+    passes = [p for p in pipeline(ctx.abi) if not p.option or getattr(ctx, p.option)]
     cut = [p.name for p in passes].index("VerifyMemory") + 1
     mod = source
     for p in passes[:cut]:

@@ -25,6 +25,7 @@ def _read(path: str) -> str:
 
 def _passes():
     from tirc.passes.blocks.canonicalize_loop import canonicalize_loop
+    from tirc.passes.blocks.default_gpu_schedule import default_gpu_schedule
     from tirc.passes.lower.common_subexpr_elim import common_subexpr_elim
     from tirc.passes.blocks.compact_buffer_allocation import compact_buffer_allocation
     from tirc.passes.blocks.convert_blocks_to_opaque import convert_blocks_to_opaque
@@ -65,6 +66,7 @@ def _passes():
         "LoopPartition": loop_partition,
         "StorageRewrite": storage_rewrite,
         "CommonSubexprElim": common_subexpr_elim,
+        "DefaultGPUSchedule": default_gpu_schedule,
     }
 
 
@@ -73,9 +75,17 @@ CONFIG_KEYS = {"RemoveNoOp": "tirx.RemoveNoOp", "HoistIfThenElse": "s_tir.HoistI
                "LoopPartition": "s_tir.LoopPartition"}
 
 
+# The passes that read the target TVM's test set as the current one (tirc: the PassContext's).
+TARGETED = {"DefaultGPUSchedule"}
+
+
 def _run(case, mod):
-    """The pass with the arguments TVM's test gave it (``is_strict=False``) and the
-    options of its ``pass_config``."""
+    """The pass with the arguments TVM's test gave it (``is_strict=False``), the
+    options of its ``pass_config`` and the test's current target."""
+    if case["pass"] in TARGETED:
+        from tirc.passes.pass_context import PassContext
+        from tirc.target.kinds import parse_target
+        return IMPLEMENTED[case["pass"]](mod, PassContext(parse_target(case["target"])))
     options = (case.get("pass_config") or {}).get(CONFIG_KEYS.get(case["pass"])) or {}
     if "is_strict=False" in (case.get("tvm_pass_call") or ""):
         return IMPLEMENTED[case["pass"]](mod, strict=False, **options)
@@ -144,6 +154,11 @@ UNREAD = {
     "LowerThreadAllreduce/webgpu_warp_reduce": "target kind webgpu (tirc has cuda and llvm)",
 }
 
+# Cases run under a current target tirc does not build for (TargetError).
+UNTARGETED = {
+    "DefaultGPUSchedule/add_on_metal": "target kind metal (tirc has cuda, opencl and llvm)",
+}
+
 CASES = [c for c in INDEX if c.get("after") and c["pass"] in IMPLEMENTED]
 
 
@@ -155,6 +170,11 @@ def test_pass_matches_tvm(case):
         with pytest.raises(Diagnostic):
             parse(_read(case["before"]), case["before"])
         pytest.xfail(UNREAD[key])
+    if key in UNTARGETED:
+        from tirc.target.kinds import TargetError, parse_target
+        with pytest.raises(TargetError):
+            parse_target(case["target"])
+        pytest.xfail(UNTARGETED[key])
     before = parse(_read(case["before"]), case["before"])
     if case["pass"] == "LoopPartition":
         before = _relink_loop_pragmas(before)

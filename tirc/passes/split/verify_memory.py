@@ -38,9 +38,10 @@ def _check(name: str, func: PrimFunc, target: Target) -> None:
             verb = "reads" if isinstance(node, BufferLoad) else "writes"
             raise Diagnostic(
                 f"host code of '{name}' {verb} buffer '{node.buffer.name}', which lives on the "
-                f"{target.kind} device. Did you forget to bind? tirc does not schedule: bind "
-                "the loops to threads (T.thread_binding; in Python, dlight or s_tir.Schedule's "
-                "bind) or give the function a CPU target", node.span)
+                f"{target.kind} device. Did you forget to bind? Bind the loops to threads "
+                "(T.thread_binding; in Python, dlight or s_tir.Schedule's bind), build with "
+                "--default-gpu-schedule (TVM's default binding of block-level functions), or "
+                "give the function a CPU target", node.span)
 
 
 _KERNEL_SCOPES = ("shared", "shared.dyn")
