@@ -217,6 +217,9 @@ PIPELINE: list[Pass] = [
     _block_pass("LowerMatchBuffer", "blocks.lower_match_buffer",
           "accesses of a block's matched buffers become accesses of their sources",
           ("CompactBufferAllocation",)),
+    _pass("AnnotateIrregularLoop", "blocks.annotate_irregular_loop",
+          "loops that break or continue are marked irregular, so no pass drops or reshapes "
+          "them", ("LowerMatchBuffer",), needs=("loop.jump",)),
     _pass("InjectSoftwarePipeline", "blocks.inject_software_pipeline",
           "loops annotated for software pipelining are refused (not ported)", ("BindTarget",)),
     _pass("InjectDoubleBuffer", "blocks.inject_double_buffer",

@@ -24,6 +24,7 @@ def _read(path: str) -> str:
 
 
 def _passes():
+    from tirc.passes.blocks.annotate_irregular_loop import annotate_irregular_loop
     from tirc.passes.blocks.canonicalize_loop import canonicalize_loop
     from tirc.passes.blocks.default_gpu_schedule import default_gpu_schedule
     from tirc.passes.lower.common_subexpr_elim import common_subexpr_elim
@@ -67,6 +68,7 @@ def _passes():
         "StorageRewrite": storage_rewrite,
         "CommonSubexprElim": common_subexpr_elim,
         "DefaultGPUSchedule": default_gpu_schedule,
+        "AnnotateIrregularLoop": annotate_irregular_loop,
     }
 
 

@@ -7,7 +7,8 @@ A feature is a string:
 
 * ``block``: a block or block realization (schedulable TIR);
 * ``loop.vectorized``, ``loop.unrolled``: a loop of that kind; ``loop.annotated``: a loop
-  with annotations; ``loop.unit``: a serial loop of constant extent 1;
+  with annotations; ``loop.unit``: a serial loop of constant extent 1; ``loop.jump``: a
+  ``T.break_loop()`` or ``T.continue_loop()``;
 * ``thread.virtual``: a virtual thread axis (``vthread``, ``vthread.x``, ``cthread``) under an
   attribute or bound by a ``thread_binding`` loop;
 * ``attr.<key>``: an attribute statement of that key (``attr.pragma_auto_unroll_max_step``,
@@ -27,7 +28,8 @@ from tirc.ir.buffer import SHARED_SCOPES
 from tirc.ir.block import SBlock, SBlockRealize
 from tirc.ir.expr import BufferLoad, Call, IntImm, Var
 from tirc.ir.function import IRModule
-from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, For, IterVar
+from tirc.ir.stmt import (AllocBuffer, AttrStmt, Break, BufferStore, Continue, DeclBuffer, For,
+                          IterVar)
 from tirc.ir.visitor import walk
 
 
@@ -72,6 +74,8 @@ def module_features(mod: IRModule) -> frozenset[str]:
                 _buffer(node.buffer, add)
             elif cls is SBlock or cls is SBlockRealize:
                 add("block")
+            elif cls is Break or cls is Continue:
+                add("loop.jump")
     return frozenset(found)
 
 
