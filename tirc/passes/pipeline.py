@@ -261,9 +261,12 @@ PIPELINE: list[Pass] = [
     _pass("RemoveNoOp", "lower.remove_no_op",
           "drop statements that do nothing (empty loops and branches, stores of the value "
           "already there)", ("HoistIfThenElse", "UnrollLoop")),
+    _pass("RewriteUnsafeSelect", "lower.rewrite_unsafe_select",
+          "a select whose branches load or call something impure becomes T.if_then_else, "
+          "which evaluates only the branch taken", ("RemoveNoOp",), needs=("select",)),
     _pass("InstrumentBoundCheckers", "lower.instrument_bound_checkers",
           "opt-in: every buffer access of host code checked at run time, an error naming "
-          "the buffer", ("FlattenBuffer", "RemoveNoOp"), option="instrument_bound_checkers"),
+          "the buffer", ("FlattenBuffer", "RewriteUnsafeSelect"), option="instrument_bound_checkers"),
     _pass("VerifyConstants", "lower.verify_constants",
           "no integer division by a constant 0, no constant index outside its buffer or the "
           "memory under it, once unrolling, inlining and folding made them constant",

@@ -17,6 +17,7 @@ A feature is a string:
 * ``alloc``: an allocation; ``shared``: any variable, buffer or access in ``shared`` or
   ``shared.dyn`` memory (parameters, allocations, declarations, lets, loads, stores);
   ``warp``: the same for ``warp`` memory;
+* ``select``: a ``T.Select``;
 * ``private``: a private function.
 
 The walk covers statements and expressions of every function, so a feature is absent
@@ -26,7 +27,7 @@ from __future__ import annotations
 
 from tirc.ir.buffer import SHARED_SCOPES
 from tirc.ir.block import SBlock, SBlockRealize
-from tirc.ir.expr import BufferLoad, Call, IntImm, Var
+from tirc.ir.expr import BufferLoad, Call, IntImm, Select, Var
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, Break, BufferStore, Continue, DeclBuffer, For,
                           IterVar)
@@ -74,6 +75,8 @@ def module_features(mod: IRModule) -> frozenset[str]:
                 _buffer(node.buffer, add)
             elif cls is SBlock or cls is SBlockRealize:
                 add("block")
+            elif cls is Select:
+                add("select")
             elif cls is Break or cls is Continue:
                 add("loop.jump")
     return frozenset(found)
