@@ -17,3 +17,4 @@ class PassContext:
     symbol_prefix: str = ""
     instrument_bound_checkers: bool = False  # --instrument-bound-checkers
     default_gpu_schedule: bool = False  # --default-gpu-schedule
+    renormalize_split_pattern: bool = False  # Python API only (see the pass)

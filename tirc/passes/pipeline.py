@@ -37,7 +37,7 @@ class Pass:
     def skip_reason(self) -> str:
         """Why the pipeline did not run this pass (for ``--print-after``)."""
         if self.option:
-            return f"not asked for (--{self.option.replace('_', '-')})"
+            return f"opt-in, not asked for ({self.option})"
         if self.blocks_only:
             return "no block-level functions"
         return f"nothing it acts on (no {', '.join(self.needs)})"
@@ -258,6 +258,12 @@ PIPELINE: list[Pass] = [
           ("LowerThreadBindings", "VectorizeLoop")),
     _pass("UnrollLoop", "lower.unroll_loop", "T.unroll loops become copies of their body",
           ("FlattenBuffer",)),
+    # TVM follows it with its StmtSimplify, whose rules turn its comparison forms
+    # (x // c < 1) back; tirc's Simplify keeps comparisons as written, so it is opt-in here.
+    _pass("RenormalizeSplitPattern", "lower.renormalize_split_pattern",
+          "opt-in: split-loop index patterns renormalized ((x % (c1*c2)) // c2 as "
+          "(x // c2) % c1, common factors divided out)", ("UnrollLoop",),
+          option="renormalize_split_pattern"),
     _pass("RemoveNoOp", "lower.remove_no_op",
           "drop statements that do nothing (empty loops and branches, stores of the value "
           "already there)", ("HoistIfThenElse", "UnrollLoop")),

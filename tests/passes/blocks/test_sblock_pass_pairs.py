@@ -39,6 +39,7 @@ def _passes():
     from tirc.passes.blocks.lower_opaque_block import lower_opaque_block
     from tirc.passes.lower.lower_thread_allreduce import lower_thread_allreduce
     from tirc.passes.lower.remove_no_op import remove_no_op
+    from tirc.passes.lower.renormalize_split_pattern import renormalize_split_pattern
     from tirc.passes.lower.rewrite_unsafe_select import rewrite_unsafe_select
     from tirc.passes.lower.storage_rewrite import storage_rewrite
     from tirc.passes.blocks.plan_and_update_buffer_allocation_location import (
@@ -71,6 +72,7 @@ def _passes():
         "DefaultGPUSchedule": default_gpu_schedule,
         "AnnotateIrregularLoop": annotate_irregular_loop,
         "RewriteUnsafeSelect": rewrite_unsafe_select,
+        "RenormalizeSplitPattern": renormalize_split_pattern,
     }
 
 
