@@ -232,6 +232,9 @@ PIPELINE: list[Pass] = [
           "thread-bound loops become T.launch_thread scopes", ("BindTarget", "LowerOpaqueBlock")),
     _pass("FlattenBuffer", "lower.flatten_buffer",
           "multi-dimensional and strided buffers become flat ones", ("LowerThreadBindings",)),
+    _pass("NarrowDataType", "lower.narrow_data_type",
+          "64-bit loop variables, thread axes and index constants that fit in 32 bits "
+          "become 32-bit (TVM's NarrowDataType(32))", ("FlattenBuffer",), needs=("int64",)),
     _pass("LoopPartition", "lower.loop_partition",
           "loops whose body tests T.likely conditions on their variable (or that carry a "
           "partition hint) split so the steady state runs without the tests",

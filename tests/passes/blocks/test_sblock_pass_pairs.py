@@ -39,6 +39,7 @@ def _passes():
     from tirc.passes.blocks.lower_opaque_block import lower_opaque_block
     from tirc.passes.lower.lower_thread_allreduce import lower_thread_allreduce
     from tirc.passes.lower.remove_no_op import remove_no_op
+    from tirc.passes.lower.narrow_data_type import narrow_data_type
     from tirc.passes.lower.renormalize_split_pattern import renormalize_split_pattern
     from tirc.passes.lower.rewrite_unsafe_select import rewrite_unsafe_select
     from tirc.passes.lower.storage_rewrite import storage_rewrite
@@ -73,6 +74,7 @@ def _passes():
         "AnnotateIrregularLoop": annotate_irregular_loop,
         "RewriteUnsafeSelect": rewrite_unsafe_select,
         "RenormalizeSplitPattern": renormalize_split_pattern,
+        "NarrowDataType": narrow_data_type,
     }
 
 
@@ -92,6 +94,9 @@ def _run(case, mod):
         from tirc.passes.pass_context import PassContext
         from tirc.target.kinds import parse_target
         return IMPLEMENTED[case["pass"]](mod, PassContext(parse_target(case["target"])))
+    if case["pass"] == "NarrowDataType":  # NarrowDataType(bits)
+        bits = int(case["tvm_pass_call"].partition("(")[2].rstrip(")"))
+        return IMPLEMENTED[case["pass"]](mod, target_bits=bits)
     options = (case.get("pass_config") or {}).get(CONFIG_KEYS.get(case["pass"])) or {}
     if "is_strict=False" in (case.get("tvm_pass_call") or ""):
         return IMPLEMENTED[case["pass"]](mod, strict=False, **options)
@@ -149,6 +154,10 @@ KNOWN = {
         "TVM's test repeats the same two statement objects; its printed input reads back as "
         "four distinct statements (tests/passes/lower/test_common_subexpr_elim.py rebuilds the sharing "
         "and matches TVM's result)"),
+    "NarrowDataType/basic_7": (
+        "narrowed as TVM narrows; TVM also narrows the int64 0 its buffers' elem_offset "
+        "defaults to (an int64 shape) and so prints elem_offset=0 (int32); tirc keeps a "
+        "default offset unwritten (None) and narrows only what the text holds"),
     "LowerOpaqueBlock/annotated_loops": (
         "TVM's printed result does not read back as its IR: the loop variable used as the "
         "T.attr node prints as a fresh free variable 'i = T.int32()'"),

@@ -18,6 +18,7 @@ A feature is a string:
   ``shared.dyn`` memory (parameters, allocations, declarations, lets, loads, stores);
   ``warp``: the same for ``warp`` memory;
 * ``select``: a ``T.Select``;
+* ``int64``: a variable, constant or cast of a signed integer type wider than 32 bits;
 * ``private``: a private function.
 
 The walk covers statements and expressions of every function, so a feature is absent
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 from tirc.ir.buffer import SHARED_SCOPES
 from tirc.ir.block import SBlock, SBlockRealize
-from tirc.ir.expr import BufferLoad, Call, IntImm, Select, Var
+from tirc.ir.expr import BufferLoad, Call, Cast, IntImm, Select, Var
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, Break, BufferStore, Continue, DeclBuffer, For,
                           IterVar)
@@ -55,6 +56,11 @@ def module_features(mod: IRModule) -> frozenset[str]:
             cls = type(node)
             if cls is Var:
                 _pointer(node, add)
+                if node.dtype.base == "int64":
+                    add("int64")
+            elif cls is IntImm or cls is Cast:
+                if node.dtype.base == "int64":
+                    add("int64")
             elif cls is BufferLoad or cls is BufferStore:
                 _buffer(node.buffer, add)
             elif cls is Call:
