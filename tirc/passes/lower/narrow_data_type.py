@@ -66,22 +66,26 @@ class _Widths(Visitor):
         lo, hi = -(1 << (target_bits - 1)), (1 << (target_bits - 1)) - 1
         self.range = (lo, hi)
 
-    def visit(self, node):
-        if isinstance(node, PrimExpr) and node.dtype.is_int and not node.dtype.is_bool:
-            bits = 64
-            if node.dtype.bits <= self.target:
+    def intercept(self, node):
+        if isinstance(node, PrimExpr) and node.dtype.is_int:
+            return self._int_steps(node)
+        return None
+
+    def _int_steps(self, node: PrimExpr):
+        """``node`` visited with the width its value needs in force."""
+        bits = 64
+        if node.dtype.bits <= self.target:
+            bits = self.target
+        else:
+            lo, hi = self._bound(node) if node.dtype.lanes == 1 else \
+                (float("-inf"), float("inf"))
+            if self.range[0] <= lo and hi <= self.range[1]:
                 bits = self.target
-            else:
-                lo, hi = self._bound(node) if node.dtype.lanes == 1 else \
-                    (float("-inf"), float("inf"))
-                if self.range[0] <= lo and hi <= self.range[1]:
-                    bits = self.target
-            outer, self.bits = self.bits, max(bits, self.bits)
-            try:
-                return super().visit(node)
-            finally:
-                self.bits = outer
-        return super().visit(node)
+        outer, self.bits = self.bits, max(bits, self.bits)
+        try:
+            return (yield from self.steps_of(node))
+        finally:
+            self.bits = outer
 
     def _bound(self, e: PrimExpr):
         """The constant bounds of ``e``; a division by a divisor of one sign is bounded
@@ -113,7 +117,7 @@ class _Widths(Visitor):
         self.extent[id(s.loop_var)] = s.extent.dtype
         self.visit(s.min)
         self.visit(s.extent)
-        self.visit(s.body)
+        yield s.body
 
     def visit_SBlock(self, s: SBlock):
         for it in s.iter_vars:
@@ -129,25 +133,25 @@ class _Widths(Visitor):
         for r in s.reads + s.writes:
             self.visit(r)
         if s.init is not None:
-            self.visit(s.init)
-        self.visit(s.body)
+            yield s.init
+        yield s.body
 
     def visit_AttrStmt(self, s: AttrStmt):
         if s.key in (THREAD_EXTENT, VIRTUAL_THREAD) and isinstance(s.node, IterVar):
             self.analyzer.bind_range(s.node.var, IntImm(s.value.dtype, 0), s.value)
             self.extent[id(s.node.var)] = s.value.dtype
             self.visit(s.value)
-            self.visit(s.body)
+            yield s.body
             return
-        self.generic_visit(s)
+        yield from self.descend(s)
 
     def visit_AllocBuffer(self, s: AllocBuffer):
         self._buffer_def(s.buffer)
-        self.visit(s.body)
+        yield s.body
 
     def visit_DeclBuffer(self, s: DeclBuffer):
         self._buffer_def(s.buffer)
-        self.visit(s.body)
+        yield s.body
 
     def _buffer_def(self, b: Buffer) -> None:
         for e in b.shape + b.strides:
@@ -320,7 +324,7 @@ class _Narrow(Mutator):
             var, lo, ext = self.visit(s.loop_var), self.visit(s.min), self.visit(s.extent)
         finally:
             self.enabled = outer
-        body = self.visit(s.body)
+        body = yield s.body
         if var is s.loop_var and lo is s.min and ext is s.extent and body is s.body:
             return s
         return replace(s, loop_var=var, min=cast(var.dtype, lo), extent=cast(var.dtype, ext),
@@ -332,33 +336,33 @@ class _Narrow(Mutator):
             try:
                 var = self.visit(s.node.var)
                 value = self.visit(s.value)
-                body = self.visit(s.body)
+                body = yield s.body
             finally:
                 self.enabled = outer
             if var is s.node.var and value is s.value and body is s.body:
                 return s
             node = s.node if var is s.node.var else replace(s.node, var=var)
             return replace(s, node=node, value=cast(var.dtype, value), body=body)
-        return self.generic_visit(s)
+        return (yield from self.descend(s))
 
     def visit_IfThenElse(self, s: IfThenElse):
         cond = self._cond(s.condition)
-        then = self.visit(s.then_case)
-        other = None if s.else_case is None else self.visit(s.else_case)
+        then = yield s.then_case
+        other = None if s.else_case is None else (yield s.else_case)
         if cond is s.condition and then is s.then_case and other is s.else_case:
             return s
         return replace(s, condition=cond, then_case=then, else_case=other)
 
     def visit_AllocBuffer(self, s: AllocBuffer):
         buf = self._buffer_def(s.buffer)
-        body = self.visit(s.body)
+        body = yield s.body
         if buf is s.buffer and body is s.body:
             return s
         return replace(s, buffer=buf, body=body)
 
     def visit_DeclBuffer(self, s: DeclBuffer):
         buf = self._buffer_def(s.buffer)
-        body = self.visit(s.body)
+        body = yield s.body
         if buf is s.buffer and body is s.body:
             return s
         return replace(s, buffer=buf, body=body)
@@ -366,7 +370,7 @@ class _Narrow(Mutator):
     def visit_SBlockRealize(self, s: SBlockRealize):
         pred = self._cond(s.predicate)
         values = tuple(self._in(True, v) for v in s.iter_values)
-        block = self.visit(s.block)
+        block = yield s.block
         if (pred is s.predicate and block is s.block
                 and all(x is y for x, y in zip(values, s.iter_values))):
             return s
@@ -378,8 +382,8 @@ class _Narrow(Mutator):
         reads = tuple(self._region(r) for r in s.reads)
         writes = tuple(self._region(r) for r in s.writes)
         iters = tuple(self._iter(it) for it in s.iter_vars)
-        init = None if s.init is None else self.visit(s.init)
-        body = self.visit(s.body)
+        init = None if s.init is None else (yield s.init)
+        body = yield s.body
         new = (allocs, matches, reads, writes, iters)
         old = (s.alloc_buffers, s.match_buffers, s.reads, s.writes, s.iter_vars)
         if init is s.init and body is s.body and all(
@@ -410,7 +414,7 @@ class _Narrow(Mutator):
         return replace(it, var=var, dom=Range(lo, ext, it.dom.span))
 
     def visit_LetStmt(self, s: LetStmt):
-        s = self.generic_visit(s)
+        s = yield from self.descend(s)
         if s.value.dtype != s.var.dtype and s.value.dtype.is_int and s.var.dtype.is_int:
             return replace(s, value=cast(s.var.dtype, s.value))
         return s
