@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from tirc.diagnostics import Diagnostic
 
 ELEMENTWISE = '''# from tvm.script import ir as I
 # from tvm.script import tirx as T

@@ -67,7 +67,7 @@ def _on_gpu(func: PrimFunc, ctx) -> bool:
 
 def _schedule(func: PrimFunc, target: Target | None) -> PrimFunc:
     if target is None:
-        raise Diagnostic(f"DefaultGPUSchedule: function has no target to take its "
+        raise Diagnostic("DefaultGPUSchedule: the function has no target to take its "
                          "max_num_threads from", func.span)
     max_threads = target.get("max_num_threads")
     body = func.body
