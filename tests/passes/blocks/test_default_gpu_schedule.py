@@ -93,3 +93,19 @@ def test_a_nest_the_rule_cannot_schedule_is_located():
     with pytest.raises(tirc.CompileError, match="not a perfect nest") as err:
         tirc.compile(text, "cuda", load=False, default_gpu_schedule=True)
     assert ":11:" in str(err.value)  # the block
+
+
+def test_unscheduled_softmax_runs_as_four_kernels():
+    """topi.nn.softmax as te.create_prim_func writes it (tests/corpus/sblock/): four leaf
+    blocks (max, exp, sum, normalise) with intermediate buffers between them."""
+    from conftest import TESTS
+    from tirc.testing import simt
+    mod = simt.lower((TESTS / "corpus" / "sblock" / "topi_softmax.tir").read_text(),
+                     default_gpu_schedule=True)
+    assert sorted(n for n in mod.functions if n.startswith("main_kernel")) == [
+        "main_kernel", "main_kernel_1", "main_kernel_2", "main_kernel_3"]
+    x = np.random.default_rng(0).standard_normal((32, 64)).astype(np.float32)
+    y = np.zeros_like(x)
+    simt.run(mod, "main", [x, y], target=None)
+    e = np.exp(x - x.max(axis=1, keepdims=True))
+    np.testing.assert_allclose(y, e / e.sum(axis=1, keepdims=True), rtol=1e-5, atol=1e-7)
