@@ -26,7 +26,7 @@ from tirc.ir.stmt import (AllocBuffer, AttrStmt, BufferStore, DeclBuffer, For, I
                           IterVar, LetStmt)
 from tirc.ir.visitor import Mutator, Visitor
 from tirc.passes.analysis.arith_analyzer import Analyzer
-from tirc.passes.analysis.arith_ops import binop, cast
+from tirc.passes.analysis.arith_ops import binop, cast, const_bound
 
 _ARITH = ("add", "sub", "mul", "div", "mod", "floordiv", "floormod", "min", "max")
 _COMPARE = ("eq", "ne", "lt", "le", "gt", "ge")
@@ -63,6 +63,7 @@ class _Widths(Visitor):
         self.extent: dict[int, DataType] = {}
         self.vmap: dict[int, DataType] = {}
         self.nodes: dict[int, PrimExpr] = {}
+        self.memo: dict = {}  # bounds of the subexpressions seen (TVM's bound_ map)
         lo, hi = -(1 << (target_bits - 1)), (1 << (target_bits - 1)) - 1
         self.range = (lo, hi)
 
@@ -91,13 +92,13 @@ class _Widths(Visitor):
         """The constant bounds of ``e``; a division by a divisor of one sign is bounded
         by the four quotients of the bounds (as TVM's ConstIntBound)."""
         if isinstance(e, BinOp) and e.op in ("div", "floordiv"):
-            a = self.analyzer.const_bound(e.a)
-            b = self.analyzer.const_bound(e.b)
+            a = const_bound(e.a, self.analyzer.bounds, self.memo)
+            b = const_bound(e.b, self.analyzer.bounds, self.memo)
             if (b[0] > 0 or b[1] < 0) and all(abs(x) != float("inf") for x in a + b):
                 div = (lambda x, y: x // y) if e.op == "floordiv" else _truncdiv
                 q = [div(int(x), int(y)) for x in a for y in b]
                 return min(q), max(q)
-        return self.analyzer.const_bound(e)
+        return const_bound(e, self.analyzer.bounds, self.memo)
 
     def _record(self, node: PrimExpr, bits: int) -> None:
         key = id(node)
