@@ -281,9 +281,12 @@ class _Narrow(Mutator):
         new = self.generic_visit(e)
         if new is not e and any(a.dtype != b.dtype for a, b in zip(new.args, e.args)
                                 if isinstance(a, PrimExpr)):
-            # a call's arguments keep their types (an extern function's signature)
+            # a call's arguments keep their types (an extern function's signature), but
+            # for the thread variables T.tvm_thread_allreduce names
+            keep = e.op == "tvm_thread_allreduce"
             args = tuple(cast(b.dtype, a) if isinstance(a, PrimExpr) and a.dtype != b.dtype
-                         and a.dtype.is_int and b.dtype.is_int else a
+                         and a.dtype.is_int and b.dtype.is_int
+                         and not (keep and isinstance(a, Var)) else a
                          for a, b in zip(new.args, e.args))
             new = replace(new, args=args)
         return new
