@@ -24,7 +24,7 @@ from tirc.ir.expr import BinOp, BufferLoad, Call, Cast, IntImm, Let, PrimExpr, R
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, BufferStore, DeclBuffer, For, IfThenElse,
                           IterVar, LetStmt)
-from tirc.ir.visitor import Mutator, Visitor
+from tirc.ir.visitor import Mutator, Visitor, child_fields
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_ops import binop, cast, const_bound
 
@@ -42,6 +42,12 @@ def narrow_data_type(mod: IRModule, ctx=None, target_bits: int = 32) -> IRModule
             func = func.with_body(_Narrow(vmap).visit(func.body))
         functions[name] = func
     return replace(mod, functions=functions)
+
+
+def _done(node):
+    """A finished visit of ``node`` (the value of an ``intercept`` that did the work)."""
+    return node
+    yield  # noqa: unreachable - makes this a generator
 
 
 def _truncdiv(x: int, y: int) -> int:
@@ -68,25 +74,51 @@ class _Widths(Visitor):
         self.range = (lo, hi)
 
     def intercept(self, node):
-        if isinstance(node, PrimExpr) and node.dtype.is_int:
-            return self._int_steps(node)
+        # expressions are walked by _expr (recursion bounded by their depth); statements
+        # by the visitor's loop
+        if isinstance(node, PrimExpr):
+            self._expr(node)
+            return _done(node)
         return None
 
-    def _int_steps(self, node: PrimExpr):
-        """``node`` visited with the width its value needs in force."""
-        bits = 64
-        if node.dtype.bits <= self.target:
-            bits = self.target
-        else:
-            lo, hi = self._bound(node) if node.dtype.lanes == 1 else \
-                (float("-inf"), float("inf"))
-            if self.range[0] <= lo and hi <= self.range[1]:
+    def _expr(self, e: PrimExpr) -> None:
+        """Record the widths under ``e``, with the width ``e``'s value needs in force."""
+        dt = e.dtype
+        outer = self.bits
+        if dt.is_int:
+            bits = 64
+            if dt.bits <= self.target:
                 bits = self.target
-        outer, self.bits = self.bits, max(bits, self.bits)
-        try:
-            return (yield from self.steps_of(node))
-        finally:
-            self.bits = outer
+            elif dt.lanes == 1:
+                lo, hi = self._bound(e)
+                if self.range[0] <= lo and hi <= self.range[1]:
+                    bits = self.target
+            if bits > outer:
+                self.bits = bits
+        cls = type(e)
+        if cls is Var:
+            ext = self.extent.get(id(e))
+            if ext is not None and dt.is_int:
+                self._record(e, min(ext.bits, self.bits))
+        elif cls is IntImm:
+            if dt.is_int:
+                self._record(e, min(dt.bits, self.bits))
+        elif cls is BufferLoad:
+            self.bits = self.target
+            for i in e.indices:
+                self._expr(i)
+        else:
+            if cls is Cast and dt.is_int:
+                self._record(e, min(dt.bits, self.bits))
+            for name in child_fields(cls):
+                v = getattr(e, name)
+                if isinstance(v, PrimExpr):
+                    self._expr(v)
+                elif isinstance(v, tuple):
+                    for x in v:
+                        if isinstance(x, PrimExpr):
+                            self._expr(x)
+        self.bits = outer
 
     def _bound(self, e: PrimExpr):
         """The constant bounds of ``e``; a division by a divisor of one sign is bounded
@@ -107,11 +139,6 @@ class _Widths(Visitor):
         if old is None or old.bits < dt.bits:
             self.vmap[key] = dt
         self.nodes[key] = node
-
-    def visit_BufferLoad(self, e: BufferLoad):
-        outer, self.bits = self.bits, self.target
-        self.generic_visit(e)
-        self.bits = outer
 
     def visit_For(self, s: For):
         self.analyzer.bind_range(s.loop_var, s.min, s.extent)
@@ -159,20 +186,6 @@ class _Widths(Visitor):
             self.visit(e)
         if b.elem_offset is not None:
             self.visit(b.elem_offset)
-
-    def visit_Var(self, v: Var):
-        ext = self.extent.get(id(v))
-        if ext is not None and v.dtype.is_int:
-            self._record(v, min(ext.bits, self.bits))
-
-    def visit_IntImm(self, e: IntImm):
-        if e.dtype.is_int and not e.dtype.is_bool:
-            self._record(e, min(e.dtype.bits, self.bits))
-
-    def visit_Cast(self, e: Cast):
-        if e.dtype.is_int and not e.dtype.is_bool:
-            self._record(e, min(e.dtype.bits, self.bits))
-        self.generic_visit(e)
 
 
 class _Narrow(Mutator):

@@ -12,16 +12,25 @@ select has no branch to skip).
 """
 from __future__ import annotations
 
+from dataclasses import replace
+
 from tirc.ir.dtype import BOOL
 from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, FloatImm, IntImm, Let, Not,
                           PrimExpr, Ramp, Select, Shuffle, StringImm, Var)
 from tirc.ir.function import IRModule
 from tirc.ir.ops import INTRINSICS
-from tirc.ir.visitor import Mutator
+from tirc.ir.visitor import Mutator, walk
 
 
 def rewrite_unsafe_select(mod: IRModule, ctx=None) -> IRModule:
-    return mod.map_bodies(_Rewrite().visit)
+    functions = {}
+    for name, func in mod.functions.items():
+        # one walk to look; the rewrite only where an unsafe select is
+        if any(type(n) is Select and n.condition.dtype == BOOL
+               and (_unsafe(n.true_value) or _unsafe(n.false_value)) for n in walk(func.body)):
+            func = func.with_body(_Rewrite().visit(func.body))
+        functions[name] = func
+    return replace(mod, functions=functions)
 
 
 class _Rewrite(Mutator):
