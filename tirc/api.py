@@ -103,7 +103,8 @@ def compile(source, target=None, host=None, abi: str = "packed", *,  # noqa: A00
             name: str | None = None, filename: str | None = None,
             device_format: str = "ptx", emit=(), load: bool = True,
             symbol_prefix: str = "", line_info: bool = False, debug: bool = False,
-            pass_config=None) -> Compiled:
+            pass_config=None, instrument_bound_checkers: bool = False,
+            default_gpu_schedule: bool = False) -> Compiled:
     """Compile ``source`` and load it: a :class:`Compiled` with the ``tvm_ffi.Module``
     and the build's facts.
 
@@ -124,6 +125,11 @@ def compile(source, target=None, host=None, abi: str = "packed", *,  # noqa: A00
     ``debug``: the host object has DWARF line tables (``tirc build -g``).
     ``pass_config``: TVM's pass options, a dict as ``tvm.transform.PassContext(config=)``
     takes it (``{"tirx.use_async_copy": True}``; ``tirc build --pass-config``).
+    ``instrument_bound_checkers``: every buffer access of host code is checked when it
+    runs, an out-of-bounds one raising ``RuntimeError`` naming the buffer (``tirc build
+    --instrument-bound-checkers``, TVM's ``tir.instrument_bound_checkers``).
+    ``default_gpu_schedule``: a GPU function without thread bindings gets TVM's default
+    schedule (its loops bound to blocks and threads; ``--default-gpu-schedule``).
 
     Raises :class:`CompileError` for every error in the input or the targets."""
     src, name = _resolve(source, filename, name)
@@ -131,7 +137,9 @@ def compile(source, target=None, host=None, abi: str = "packed", *,  # noqa: A00
         return build_and_load(src, target, host, abi=abi, name=name,
                               device_format=device_format, emit=emit, load=load,
                               symbol_prefix=symbol_prefix, line_info=line_info, debug=debug,
-                              pass_config=pass_config or ())
+                              pass_config=pass_config or (),
+                              instrument_bound_checkers=instrument_bound_checkers,
+                              default_gpu_schedule=default_gpu_schedule)
     except Diagnostic as d:
         raise CompileError.of(d, src if isinstance(src, SourceFile) else None) from None
 
@@ -139,26 +147,32 @@ def compile(source, target=None, host=None, abi: str = "packed", *,  # noqa: A00
 def lower(source, target=None, host=None, abi: str = "packed", *,
           stop_after: str | None = None, passes=None, verify_each: bool = False,
           instruments=(), filename: str | None = None, symbol_prefix: str = "",
-          pass_config=None) -> str:
+          pass_config=None, instrument_bound_checkers: bool = False,
+          default_gpu_schedule: bool = False) -> str:
     """Run the pass pipeline on ``source`` and return the module as TVMScript text, as
     ``tirc lower`` prints it. ``stop_after``: the last pass to run; ``passes``: run
     exactly these passes (names, in order) on the module as written, nothing before
     them; ``verify_each``: verify the module after every pass; ``instruments``: more
     ``tirc.passes.pipeline.Instrument`` hooks (``PrintAfter``, ``TimePasses``);
-    ``symbol_prefix``, ``pass_config``: as :func:`compile`'s.
+    ``symbol_prefix``, ``pass_config``, ``instrument_bound_checkers``,
+    ``default_gpu_schedule``: as :func:`compile`'s.
 
     Raises :class:`CompileError` for an error in the input or the targets, ValueError
     for an unknown pass name or ``abi``."""
     src, _ = _resolve(source, filename, None)
     return lower_source(src, target, host, abi, stop_after=stop_after, passes=passes,
                         verify_each=verify_each, instruments=instruments,
-                        symbol_prefix=symbol_prefix, pass_config=pass_config or ())
+                        symbol_prefix=symbol_prefix, pass_config=pass_config or (),
+                        instrument_bound_checkers=instrument_bound_checkers,
+                        default_gpu_schedule=default_gpu_schedule)
 
 
 # -- shared with the command line (tirc.driver, tirc.run) ----------------------------------
 def lower_source(src: SourceFile | IRModule, target=None, host=None, abi: str = "packed", *,
                  stop_after: str | None = None, passes=None, verify_each: bool = False,
-                 instruments=(), symbol_prefix: str = "", pass_config=()) -> str:
+                 instruments=(), symbol_prefix: str = "", pass_config=(),
+                 instrument_bound_checkers: bool = False,
+                 default_gpu_schedule: bool = False) -> str:
     """:func:`lower` of a read source (the command line's ``tirc lower``)."""
     from tirc.build.options import check_symbol_prefix, parse_pass_config
     from tirc.passes.pipeline import PassContext, VerifyEach, pass_names, run_passes, run_pipeline
@@ -173,7 +187,9 @@ def lower_source(src: SourceFile | IRModule, target=None, host=None, abi: str = 
     instruments = tuple(instruments) + ((VerifyEach(),) if verify_each else ())
     try:
         ctx = PassContext(_bind_target(target, host), abi, symbol_prefix,
-                          parse_pass_config(pass_config))
+                          instrument_bound_checkers=instrument_bound_checkers,
+                          default_gpu_schedule=default_gpu_schedule,
+                          config=parse_pass_config(pass_config))
         mod = _parse(src)
         if passes is not None:
             mod = run_passes(mod, ctx, [passes] if isinstance(passes, str) else list(passes),
@@ -193,7 +209,8 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
                    load: bool = True, out_dir: str | os.PathLike | None = None,
                    symbol_prefix: str = "", line_info: bool = False,
                    debug: bool = False, serial_threads: bool = False,
-                   pass_config=()) -> Compiled:
+                   pass_config=(), instrument_bound_checkers: bool = False,
+                   default_gpu_schedule: bool = False) -> Compiled:
     """Build ``src`` and load the library; raises Diagnostic for errors in the input.
     The outputs stay in memory as the build made them; they are written only where a
     file is needed: ``out_dir`` (``tirc run -o``) gets them all, and ``load`` links and
@@ -210,7 +227,9 @@ def build_and_load(src: SourceFile | IRModule, target=None, host=None, *, abi: s
 
     opts = build_options(None, None, abi=abi, device_format=device_format, emit=emit,
                          symbol_prefix=symbol_prefix, line_info=line_info, debug=debug,
-                         shared=load, pass_config=pass_config)  # ValueError for a bad option
+                         shared=load, pass_config=pass_config,
+                         instrument_bound_checkers=instrument_bound_checkers,
+                         default_gpu_schedule=default_gpu_schedule)  # ValueError for a bad option
     try:
         bind = _bind_target(target, host)
         mod = _parse(src)

@@ -140,6 +140,18 @@ def target_options(command):
                              "e.g. 'cuda -arch=sm_90'")(command)
 
 
+def pass_options(command):
+    """The opt-in passes (``Pass.option``), shared by the commands that compile."""
+    command = click.option(
+        "--default-gpu-schedule", is_flag=True,
+        help="bind the loops of a GPU function that has no thread bindings to blocks and "
+             "threads (TVM's DefaultGPUSchedule); without it such a function is an error")(command)
+    return click.option(
+        "--instrument-bound-checkers", is_flag=True,
+        help="check every buffer access of host code when it runs: an out-of-bounds one "
+             "raises RuntimeError naming the buffer (TVM's tir.instrument_bound_checkers)")(command)
+
+
 def _pass_list(ctx, param, value):
     from tirc.passes.pipeline import pass_names
     names = pass_names(None)  # MakePackedAPI and MakeCAPI (--abi c) both
@@ -185,8 +197,10 @@ def _comma_pass_list(ctx, param, value):
               help="write the module as read and after every pass to DIR/NAME.NN-PASS.tir "
               "(for bug reports: after an internal error, the last file is the failing "
               "pass's input)")
+@pass_options
 def lower(file, target, host, stop_after, print_after, passes, verify_each, time_passes,
-          abi, symbol_prefix, pass_config, dump_ir) -> None:
+          abi, symbol_prefix, pass_config, dump_ir, instrument_bound_checkers,
+          default_gpu_schedule) -> None:
     """Run the pass pipeline on FILE and print the module (TVMScript) at the end."""
     from tirc.api import lower_source
     from tirc.build.jobs import internal_error_report
@@ -219,7 +233,9 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
     try:
         text = lower_source(source, bind, None, abi, stop_after=stop_after, passes=passes,
                             verify_each=verify_each, instruments=tuple(instruments),
-                            symbol_prefix=symbol_prefix, pass_config=config)
+                            symbol_prefix=symbol_prefix, pass_config=config,
+                            instrument_bound_checkers=instrument_bound_checkers,
+                            default_gpu_schedule=default_gpu_schedule)
     except CompileError as e:
         click.echo(str(e), err=True)
         sys.exit(EXIT_ERROR)
@@ -296,10 +312,11 @@ def lower(file, target, host, stop_after, print_after, passes, verify_each, time
 @click.option("-v", "--verbose", is_flag=True,
               help="say what is built and where: targets, files written, timings")
 @click.option("-q", "--quiet", is_flag=True, help="print nothing but diagnostics")
+@pass_options
 def build(files, target, host, out_dir, shared, emit, device_format, resource_usage,
           device_only, abi, symbol_prefix, pass_config, line_info, debug, dump_ir, time_passes,
           print_after, stop_after, jobs, depfile, depfile_path, depfile_targets, verbose,
-          quiet) -> None:
+          quiet, instrument_bound_checkers, default_gpu_schedule) -> None:
     """Compile each FILE (NAME.tir): write OUTDIR/NAME.o, the host object with the
     device images embedded, NAME.h (its declarations), NAME.json (a manifest of
     functions and kernels), one device image per device target (NAME.ptx, or
@@ -328,7 +345,9 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
                              line_info=line_info, debug=debug, dump_ir=dump_ir,
                              time_passes=time_passes, print_after=print_after,
                              stop_after=stop_after, depfile=depfile_path or depfile,
-                             depfile_targets=depfile_targets, verbose=verbose)
+                             depfile_targets=depfile_targets, verbose=verbose,
+                             instrument_bound_checkers=instrument_bound_checkers,
+                             default_gpu_schedule=default_gpu_schedule)
     except OptionError as e:
         raise usage_error(e) from None
     if verbose and quiet:
@@ -378,8 +397,9 @@ def build(files, target, host, out_dir, shared, emit, device_format, resource_us
               help="keep the build here (default: a temporary directory)")
 @click.option("--save-outputs", type=click.Path(dir_okay=False), metavar="FILE.npz",
               help="write the output arrays to an .npz")
+@pass_options
 def run_cmd(file, target, host, func, inputs, random_, seed, dim, arg, repeat, check_against,
-            out_dir, save_outputs) -> None:
+            out_dir, save_outputs, instrument_bound_checkers, default_gpu_schedule) -> None:
     """Build FILE, run one function on inputs made from its signature, print a summary of
     each output and the median time; --check-against llvm compares with a CPU build.
 
@@ -396,7 +416,9 @@ def run_cmd(file, target, host, func, inputs, random_, seed, dim, arg, repeat, c
                              random=random_, seed=seed, dims=tr.parse_dims(dim),
                              args=tr.parse_assignments(arg, "--arg"), repeat=repeat,
                              check_against=check_against, out_dir=out_dir,
-                             save_outputs=save_outputs)
+                             save_outputs=save_outputs,
+                             instrument_bound_checkers=instrument_bound_checkers,
+                             default_gpu_schedule=default_gpu_schedule)
         mod = load_checked(file)
         try:
             tr.run_module(mod, file, opts, click.echo)

@@ -89,6 +89,8 @@ class RunOptions:
     check_against: str | None = None   # "llvm"
     out_dir: str | None = None         # None: a temporary directory
     save_outputs: str | None = None    # path of an .npz
+    instrument_bound_checkers: bool = False  # --instrument-bound-checkers
+    default_gpu_schedule: bool = False  # --default-gpu-schedule
 
 
 @record
@@ -357,13 +359,15 @@ def _pick_function(manifest: dict, func: str | None) -> dict:
 
 
 def _build_and_load(mod: IRModule, target, host, out_dir: str, name: str,
-                    serial_threads: bool = False):
+                    serial_threads: bool = False, opts: RunOptions | None = None):
     """The loaded library and manifest of ``mod`` built into ``out_dir`` (``tirc.compile``'s
     core, keeping the files)."""
     from tirc.api import build_and_load
 
     built = build_and_load(mod, target, host, name=name, out_dir=out_dir,
-                           serial_threads=serial_threads)
+                           serial_threads=serial_threads,
+                           instrument_bound_checkers=bool(opts and opts.instrument_bound_checkers),
+                           default_gpu_schedule=bool(opts and opts.default_gpu_schedule))
     return built.module, built.manifest
 
 
@@ -400,7 +404,7 @@ def run_module(mod: IRModule, filename: str, opts: RunOptions,
         except OSError as e:
             raise RunError(f"cannot create the output directory '{out}': "
                            f"{e.strerror or e}") from None
-        lib, manifest = _build_and_load(mod, opts.target, opts.host, out, name)
+        lib, manifest = _build_and_load(mod, opts.target, opts.host, out, name, opts=opts)
         entry = _pick_function(manifest, opts.func)
         params = entry["params"] or []
         values = make_inputs(params, opts)

@@ -57,10 +57,19 @@ NOT_WELL_FORMED = {
     "sblock_passes/ConvertBlocksToOpaque/error_if_predicate_uses_block_variables.error.tir",
     "sblock_passes/RemoveNoOp/remove_no_op_2.after.tir",
     "sblock_passes/RemoveNoOp/remove_no_op_2.before.tir",
+    # two functions export the symbol 'main' (TVM's test module; tirc refuses to build it)
+    "sblock_passes/DefaultGPUSchedule/matmul.after.tir",
+    "sblock_passes/DefaultGPUSchedule/matmul.before.tir",
 }
 
 # Modules whose read-back differs, with the reason (a strict xfail).
-DIFFERS: dict[str, str] = {}
+_INT64_AXIS = ("TVM keeps the domain of `vi = T.axis.spatial(1, T.int64(0))` int32 beside its "
+               "int64 binding; tirc's reader gives the domain the binding's type and prints "
+               "`T.axis.spatial(T.int64(1), T.int64(0))`")
+DIFFERS: dict[str, str] = {
+    "sblock_passes/DefaultGPUSchedule/scalar_add.after.tir": _INT64_AXIS,
+    "sblock_passes/DefaultGPUSchedule/scalar_add.before.tir": _INT64_AXIS,
+}
 
 
 @pytest.mark.parametrize("path", FILES, ids=IDS)

@@ -70,9 +70,12 @@ def test_print_after_all_shows_every_stage():
     shown = [line[len("# after "):] for line in lines if line.startswith("# after ")]
     skipped = [line.split()[2].rstrip(":") for line in lines if line.startswith("# skipped ")]
     # block passes do not run on a module without block-level functions, nor passes on
-    # a module without what they lower (the vector add has none of it), and say so
-    assert shown == [p.name for p in PIPELINE if not p.blocks_only and not p.needs]
-    assert skipped == [p.name for p in PIPELINE if p.blocks_only or p.needs]
+    # a module without what they lower (the vector add has none of it), nor opt-in
+    # passes not asked for, and say so
+    assert shown == [p.name for p in PIPELINE if not (p.blocks_only or p.needs or p.option)]
+    assert skipped == [p.name for p in PIPELINE if p.blocks_only or p.needs or p.option]
+    assert "# skipped InstrumentBoundCheckers: opt-in, not asked for " \
+           "(instrument_bound_checkers)" in lines
     assert sorted(shown + skipped) == sorted(pass_names())
 
 
@@ -88,8 +91,9 @@ def test_block_passes_run_on_block_level_modules_only():
     timer = TimePasses()
     run_pipeline(parse(block_level.read_text()), PassContext(parse_target("llvm")), None, (timer,))
     ran = [name for name, _ in timer.times]
-    assert [n for n in ran if n in {p.name for p in PIPELINE if p.blocks_only or not p.needs}] \
-        == [p.name for p in PIPELINE if p.blocks_only or not p.needs]
+    always = [p.name for p in PIPELINE if (p.blocks_only or not p.needs) and not p.option]
+    assert [n for n in ran if n in set(always)] == always
+    assert not {p.name for p in PIPELINE if p.option} & set(ran)  # opt-in, not asked for
 
 
 @pytest.mark.parametrize("path", SAMPLES, ids=[p.name for p in SAMPLES])

@@ -56,6 +56,8 @@ class BuildOptions:
     jobs: int = 1  # -j N with one input: the host object in N chunks at once
     resource_usage: bool = False  # --resource-usage: the cubins' (code objects') figures
     time_passes: bool = False  # --time-passes: the time of every pass and stage
+    instrument_bound_checkers: bool = False  # --instrument-bound-checkers
+    default_gpu_schedule: bool = False  # --default-gpu-schedule
     verbose: bool = False  # -v: what was built and written
 
     def depfile_for(self, name: str) -> Path | None:

@@ -244,7 +244,9 @@ def _passes(b: _Build) -> None:
         from tirc.backends.forked import run_forked
         spread = lambda tasks: run_forked(tasks, "pass group")  # noqa: E731
     b.mod = run_pipeline(b.read, PassContext(b.opts.target, b.opts.abi, b.opts.symbol_prefix,
-                                               b.opts.pass_config), stop,
+                                             instrument_bound_checkers=b.opts.instrument_bound_checkers,
+                                             default_gpu_schedule=b.opts.default_gpu_schedule,
+                                             config=b.opts.pass_config), stop,
                          instruments, jobs=b.opts.jobs, spread=spread)
     b.pass_times = timer.times
     b.stopped = stop is not None

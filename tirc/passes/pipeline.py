@@ -30,12 +30,16 @@ class Pass:
     # them the pass is the identity, so the pipeline does not run (or import) it; ()
     # for a pass that always runs
     needs: tuple[str, ...] = ()
-    # TVM's pass option (``--pass-config``) without which the pipeline does not run it,
-    # as TVM's pipeline adds the pass only when the option is set; None: always
+    # what turns on a pass the pipeline runs only when asked: a PassContext flag
+    # (``default_gpu_schedule``, an opt-in pass of tirc's) or one of TVM's pass options
+    # (``--pass-config tirx.use_async_copy=1``, as TVM's pipeline adds the pass only when
+    # it is set); None: always run
     option: str | None = None
 
     def skip_reason(self) -> str:
         """Why the pipeline did not run this pass (for ``--print-after``)."""
+        if self.option is not None and "." not in self.option:  # a PassContext flag
+            return f"opt-in, not asked for ({self.option})"
         if self.blocks_only:
             return "no block-level functions"
         reasons = [f"pass option {self.option} not set"] if self.option is not None else []
@@ -53,6 +57,7 @@ PHASES: tuple[tuple[str, str], ...] = (
     ("split", "host/device split and kernel launches"),
     ("abi", "the host ABI of public functions"),
     ("legalize", "storage of narrow float types"),
+    ("device", "device code as its code generator takes it"),
 )
 
 
@@ -188,6 +193,10 @@ PIPELINE: list[Pass] = [
           ("Verify",), needs=("block",)),
     Pass("BindTarget", _bind_target, "give every function a target; duplicate host-and-device helpers",
          requires=("InferBlockRegions",)),
+    # Opt-in (TVM runs it before its TIR pipeline, in Relax's default GPU build).
+    _pass("DefaultGPUSchedule", "blocks.default_gpu_schedule",
+          "opt-in: the loops of an unscheduled GPU function bound to blocks and threads",
+          ("BindTarget",), blocks_only=True, option="default_gpu_schedule"),
     # Block lowering (TVM 0.27's S-TIR order); a module without blocks passes unchanged.
     _pass("CanonicalizeLoop", "blocks.canonicalize_loop",
           "loops start at 0 with step 1", ("BindTarget",)),
@@ -225,6 +234,9 @@ PIPELINE: list[Pass] = [
           "in blocks annotated permuted_layout, shared-memory accesses (and ldmatrix) use a "
           "bank-conflict-free permutation of 8-element chunks",
           ("LowerMatchBuffer",), needs=("block.permuted_layout",)),
+    _pass("AnnotateIrregularLoop", "blocks.annotate_irregular_loop",
+          "loops that break or continue are marked irregular, so no pass drops or reshapes "
+          "them", ("LowerMatchBuffer",), needs=("loop.jump",)),
     _pass("InjectSoftwarePipeline", "blocks.inject_software_pipeline",
           "loops annotated software_pipeline_stage/order become prologue, body and epilogue "
           "with multi-versioned buffers (async stages in commit and wait queues)",
@@ -241,6 +253,9 @@ PIPELINE: list[Pass] = [
           "thread-bound loops become T.launch_thread scopes", ("BindTarget", "LowerOpaqueBlock")),
     _pass("FlattenBuffer", "lower.flatten_buffer",
           "multi-dimensional and strided buffers become flat ones", ("LowerThreadBindings",)),
+    _pass("NarrowDataType", "lower.narrow_data_type",
+          "64-bit loop variables, thread axes and index constants that fit in 32 bits "
+          "become 32-bit (TVM's NarrowDataType(32))", ("FlattenBuffer",), needs=("int64",)),
     _pass("LoopPartition", "lower.loop_partition",
           "loops whose body tests T.likely conditions on their variable (or that carry a "
           "partition hint) split so the steady state runs without the tests",
@@ -277,9 +292,21 @@ PIPELINE: list[Pass] = [
           ("LowerThreadBindings", "VectorizeLoop")),
     _pass("UnrollLoop", "lower.unroll_loop", "T.unroll loops become copies of their body",
           ("FlattenBuffer",)),
+    # TVM follows it with its StmtSimplify, whose rules turn its comparison forms
+    # (x // c < 1) back; tirc's Simplify keeps comparisons as written, so it is opt-in here.
+    _pass("RenormalizeSplitPattern", "lower.renormalize_split_pattern",
+          "opt-in: split-loop index patterns renormalized ((x % (c1*c2)) // c2 as "
+          "(x // c2) % c1, common factors divided out)", ("UnrollLoop",),
+          option="renormalize_split_pattern"),
     _pass("RemoveNoOp", "lower.remove_no_op",
           "drop statements that do nothing (empty loops and branches, stores of the value "
           "already there)", ("HoistIfThenElse", "UnrollLoop")),
+    _pass("RewriteUnsafeSelect", "lower.rewrite_unsafe_select",
+          "a select whose branches load or call something impure becomes T.if_then_else, "
+          "which evaluates only the branch taken", ("RemoveNoOp",), needs=("select",)),
+    _pass("InstrumentBoundCheckers", "lower.instrument_bound_checkers",
+          "opt-in: every buffer access of host code checked at run time, an error naming "
+          "the buffer", ("FlattenBuffer", "RewriteUnsafeSelect"), option="instrument_bound_checkers"),
     _pass("VerifyConstants", "lower.verify_constants",
           "no integer division by a constant 0, no constant index outside its buffer or the "
           "memory under it, once unrolling, inlining and folding made them constant",
@@ -330,6 +357,11 @@ PIPELINE: list[Pass] = [
           ("MakePackedAPI",)),
     _pass("FP8StorageLegalize", "legalize.fp8_storage_legalize",
           "float8 stored as uint8 and computed in float32", ("MakePackedAPI",)),
+    # TVM's finalize-device passes: on kernels, once the host/device split is done.
+    _pass("LowerWarpMemory", "device.lower_warp_memory",
+          "warp-scope buffers become registers of each lane; loads from other lanes "
+          "become warp shuffles", ("SplitHostDevice", "BF16StorageLegalize"),
+          needs=("warp",)),
 ]
 
 
@@ -452,7 +484,7 @@ def _run_sequence(mod: IRModule, ctx: PassContext, passes: list[Pass], stop_afte
     blocks = None  # decided at the first block pass (no later pass makes blocks)
     features = None  # the module's features, taken again once a pass changed it
     for p in passes:
-        if p.option is not None and not ctx.config_of(p.option, False):
+        if p.option is not None and not ctx.enabled(p.option):
             skip = True
         elif p.blocks_only:
             blocks = has_blocks(mod) if blocks is None else blocks

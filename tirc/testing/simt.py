@@ -148,10 +148,11 @@ _SHUFFLES = {"tvm_warp_shuffle": ("idx", 31), "tvm_warp_shuffle_up": ("up", 0),
 
 # -- the public API ----------------------------------------------------------------------
 def lower(source, target="cuda -arch=sm_80", host="llvm", filename: str = "<input>",
-          pass_config=()) -> IRModule:
+          pass_config=(), **pass_options) -> IRModule:
     """``source`` (TIR text or a module) through the pipeline: host functions as after
     ``VerifyMemory``, device functions as the backends receive them. ``pass_config``:
-    TVM's pass options, as ``tirc build --pass-config``."""
+    TVM's pass options, as ``tirc build --pass-config``; ``pass_options``: the opt-in
+    passes' :class:`PassContext` flags (``default_gpu_schedule=True``)."""
     from tirc.build.stages import split_module
     from tirc.build.options import bind_target_from
     from tirc.passes.pipeline import PassContext, pipeline
@@ -159,8 +160,9 @@ def lower(source, target="cuda -arch=sm_80", host="llvm", filename: str = "<inpu
         from tirc.frontend.parse import parse
         source = parse(source, filename)
     from tirc.build.options import parse_pass_config
-    ctx = PassContext(bind_target_from(target, host), config=parse_pass_config(pass_config))
-    passes = pipeline(ctx.abi)
+    ctx = PassContext(bind_target_from(target, host), config=parse_pass_config(pass_config),
+                      **pass_options)
+    passes = [p for p in pipeline(ctx.abi) if p.option is None or ctx.enabled(p.option)]
     cut = [p.name for p in passes].index("VerifyMemory") + 1
     mod = source
     for p in passes[:cut]:

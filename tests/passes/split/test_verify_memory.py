@@ -97,12 +97,14 @@ def test_kernel_shared_and_local_allocations_build(tmp_path):
             assert 0 <= st < bar < ld, "not written, synchronised and read back in that order"
 
 
-def test_kernel_allocating_warp_memory_is_refused(tmp_path):
-    """'warp' memory is shared by a warp through shuffles (TVM's LowerWarpMemory, not
-    ported); it used to become a per-thread alloca."""
+def test_warp_memory_on_a_target_without_warps_is_refused(tmp_path):
+    """'warp' memory is shared by a warp through shuffles (LowerWarpMemory); OpenCL's warp
+    is one work-item (thread_warp_size 1), where it would become a per-thread array."""
     from tirc.build.stages import build
-    with pytest.raises(Diagnostic, match="'tmp' is allocated in 'warp' memory.*not supported"):
-        build(KERNEL_WITH_GLOBAL.replace("{scope}", "warp"), "cuda", "llvm", tmp_path, "m")
+    with pytest.raises(Diagnostic, match="'tmp' is allocated in 'warp' memory, which target "
+                                         "'opencl' does not have") as err:
+        build(KERNEL_WITH_GLOBAL.replace("{scope}", "warp"), "opencl", "llvm", tmp_path, "m")
+    assert err.value.span.line == 9
     assert not list(tmp_path.iterdir())
 
 

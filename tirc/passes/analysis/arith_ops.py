@@ -115,31 +115,41 @@ def _div_bound(a: Bound, c: int, floor: bool) -> Bound:
     return (min(lo, hi), max(lo, hi))
 
 
-def const_bound(e: PrimExpr, bounds: dict[int, Bound]) -> Bound:
-    """Inclusive constant bounds of integer ``e``; ``bounds`` maps ``id(var)``."""
+def const_bound(e: PrimExpr, bounds: dict[int, Bound],
+                memo: dict[int, Bound] | None = None) -> Bound:
+    """Inclusive constant bounds of integer ``e``; ``bounds`` maps ``id(var)``. ``memo``
+    (keyed by ``id``, for a caller that asks about every node of a tree whose variables'
+    bounds do not change meanwhile) keeps each subexpression's bounds."""
+    if memo is not None:
+        hit = memo.get(id(e))
+        if hit is not None:
+            return hit
     full = dtype_bound(e.dtype)
-    b = _bound(e, bounds)
-    return (max(b[0], full[0]), min(b[1], full[1]))
+    b = _bound(e, bounds, memo)
+    out = (max(b[0], full[0]), min(b[1], full[1]))
+    if memo is not None:
+        memo[id(e)] = out
+    return out
 
 
-def _bound(e: PrimExpr, bounds: dict[int, Bound]) -> Bound:
+def _bound(e: PrimExpr, bounds: dict[int, Bound], memo: dict[int, Bound] | None) -> Bound:
     if isinstance(e, IntImm):
         return (e.value, e.value)
     if isinstance(e, Var):
         return bounds.get(id(e), dtype_bound(e.dtype))
     if isinstance(e, Cast):
-        inner = const_bound(e.value, bounds)
+        inner = const_bound(e.value, bounds, memo)
         full = dtype_bound(e.dtype)
         return inner if full[0] <= inner[0] and inner[1] <= full[1] else full
     if isinstance(e, Select):
-        t, f = const_bound(e.true_value, bounds), const_bound(e.false_value, bounds)
+        t, f = const_bound(e.true_value, bounds, memo), const_bound(e.false_value, bounds, memo)
         return (min(t[0], f[0]), max(t[1], f[1]))
     if isinstance(e, Call) and e.op == "if_then_else":
-        t, f = const_bound(e.args[1], bounds), const_bound(e.args[2], bounds)
+        t, f = const_bound(e.args[1], bounds, memo), const_bound(e.args[2], bounds, memo)
         return (min(t[0], f[0]), max(t[1], f[1]))
     if not isinstance(e, BinOp) or not index_typed(e):
         return dtype_bound(e.dtype)
-    a, b = const_bound(e.a, bounds), const_bound(e.b, bounds)
+    a, b = const_bound(e.a, bounds, memo), const_bound(e.b, bounds, memo)
     op = e.op
     if op == "add":
         return (a[0] + b[0], a[1] + b[1])

@@ -10,7 +10,8 @@ A feature is a string:
   buffer in ``scope``;
 * ``loop.vectorized``, ``loop.unrolled``: a loop of that kind; ``loop.annotated``: a loop
   with annotations; ``loop.unit``: a serial loop of constant extent 1;
-  ``loop.software_pipeline``: a loop with a ``software_pipeline_*`` annotation;
+  ``loop.software_pipeline``: a loop with a ``software_pipeline_*`` annotation; ``loop.jump``:
+  a ``T.break_loop()`` or ``T.continue_loop()``;
 * ``thread.virtual``: a virtual thread axis (``vthread``, ``vthread.x``, ``cthread``) under an
   attribute or bound by a ``thread_binding`` loop;
 * ``attr.<key>``: an attribute statement of that key (``attr.pragma_auto_unroll_max_step``,
@@ -18,6 +19,9 @@ A feature is a string:
 * ``call.<op>``: a call of a named operator (``call.likely``, ``call.tvm_thread_allreduce``);
 * ``alloc``: an allocation; ``shared``: any variable, buffer or access in ``shared`` or
   ``shared.dyn`` memory (parameters, allocations, declarations, lets, loads, stores);
+  ``warp``: the same for ``warp`` memory;
+* ``select``: a ``T.Select``;
+* ``int64``: a variable, constant or cast of a signed integer type wider than 32 bits;
 * ``private``: a private function.
 
 The walk covers statements and expressions of every function, so a feature is absent
@@ -27,9 +31,10 @@ from __future__ import annotations
 
 from tirc.ir.buffer import SHARED_SCOPES
 from tirc.ir.block import SBlock, SBlockRealize
-from tirc.ir.expr import BufferLoad, Call, IntImm, Var
+from tirc.ir.expr import BufferLoad, Call, Cast, IntImm, Select, Var
 from tirc.ir.function import IRModule
-from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, For, IterVar
+from tirc.ir.stmt import (AllocBuffer, AttrStmt, Break, BufferStore, Continue, DeclBuffer, For,
+                          IterVar)
 from tirc.ir.visitor import walk
 
 
@@ -54,6 +59,11 @@ def module_features(mod: IRModule) -> frozenset[str]:
             cls = type(node)
             if cls is Var:
                 _pointer(node, add)
+                if node.dtype.base == "int64":
+                    add("int64")
+            elif cls is IntImm or cls is Cast:
+                if node.dtype.base == "int64":
+                    add("int64")
             elif cls is BufferLoad or cls is BufferStore:
                 _buffer(node.buffer, add)
             elif cls is Call:
@@ -79,6 +89,10 @@ def module_features(mod: IRModule) -> frozenset[str]:
                         add(f"block.{key}")
                     for b in node.alloc_buffers:
                         add(f"block.alloc.{b.scope}")
+            elif cls is Select:
+                add("select")
+            elif cls is Break or cls is Continue:
+                add("loop.jump")
     return frozenset(found)
 
 
@@ -98,12 +112,13 @@ def _loop(loop: For, add) -> None:
 
 
 def _buffer(buf, add) -> None:
-    if buf.scope in SHARED_SCOPES:
-        add("shared")
     _pointer(buf.data, add)
 
 
 def _pointer(var: Var, add) -> None:
     ptr = var.ptr
-    if ptr is not None and ptr.scope in SHARED_SCOPES:
-        add("shared")
+    if ptr is not None:
+        if ptr.scope in SHARED_SCOPES:
+            add("shared")
+        elif ptr.scope == "warp":
+            add("warp")

@@ -39,9 +39,10 @@ def _check(name: str, func: PrimFunc, target: Target) -> None:
             verb = "reads" if isinstance(node, BufferLoad) else "writes"
             raise Diagnostic(
                 f"host code of '{name}' {verb} buffer '{node.buffer.name}', which lives on the "
-                f"{target.kind} device. Did you forget to bind? tirc does not schedule: bind "
-                "the loops to threads (T.thread_binding; in Python, dlight or s_tir.Schedule's "
-                "bind) or give the function a CPU target", node.span)
+                f"{target.kind} device. Did you forget to bind? Bind the loops to threads "
+                "(T.thread_binding; in Python, dlight or s_tir.Schedule's bind), build with "
+                "--default-gpu-schedule (TVM's default binding of block-level functions), or "
+                "give the function a CPU target", node.span)
 
 
 _KERNEL_SCOPES = ("shared", "shared.dyn")
@@ -61,10 +62,13 @@ def _check_kernel(func: PrimFunc, target: Target) -> None:
                     f"CUDA targets have, and this kernel's target is {target.kind}",
                     node.buffer.span or node.span)
             if scope == "warp":
+                if target.get("thread_warp_size", 1) > 1:
+                    continue  # LowerWarpMemory makes it registers and shuffles
                 raise Diagnostic(
-                    f"buffer '{node.buffer.name}' is allocated in 'warp' memory: memory a warp "
-                    "shares through registers and shuffles (TVM's LowerWarpMemory) is not "
-                    "supported by tirc; use scope 'shared' or 'local'", node.buffer.span or node.span)
+                    f"buffer '{node.buffer.name}' is allocated in 'warp' memory, which target "
+                    f"'{target.kind}' does not have (its warp is one thread: "
+                    "thread_warp_size 1); use scope 'shared' or 'local'",
+                    node.buffer.span or node.span)
             raise Diagnostic(
                 f"buffer '{node.buffer.name}' is allocated in '{scope}' memory inside device "
                 "code, where each thread would get its own copy; allocate it in the host "
