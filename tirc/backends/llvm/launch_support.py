@@ -1,7 +1,8 @@
 """What the host code that launches device kernels shares across device kinds
-(:mod:`tirc.backends.cuda.launch`, :mod:`tirc.backends.opencl.launch`): module-wide
-globals and helper functions, defined in the chunk that owns them and only declared in
-the others, the driver lock, and error messages written into the caller's buffer."""
+(:mod:`tirc.backends.cuda.launch`, :mod:`tirc.backends.opencl.launch`,
+:mod:`tirc.backends.rocm.launch`): module-wide globals and helper functions, defined in
+the chunk that owns them and only declared in the others, the driver lock, error
+messages written into the caller's buffer, and what a ``T.call_ffi_kernel`` asks for."""
 from __future__ import annotations
 
 from llvmlite import ir
@@ -9,9 +10,16 @@ from llvmlite import ir
 from tirc.backends.llvm import types as lt
 from tirc.backends.llvm.builder import Builder, fast_names
 from tirc.backends.llvm.llvmlite_compat import opaque
+from tirc.diagnostics import Diagnostic
+from tirc.ir.attrs import USE_DYN_SHARED_MEMORY, sized_launch_params
+from tirc.ir.buffer import Buffer
+from tirc.ir.expr import StringImm
 
 PTR = ir.PointerType()
 I32, I64 = lt.I32, lt.I64
+# the launch sizes a T.call_ffi_kernel may give, in the order launchers take them
+LAUNCH_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y",
+               "threadIdx.z")
 
 
 class LauncherSupport:
@@ -66,3 +74,50 @@ class LauncherSupport:
         if isinstance(v, ir.Constant) and isinstance(v.constant, int):
             return ir.Constant(I32, v.constant & 0xFFFFFFFF)
         return fl.int_cast(v, I32, signed=False) if v.type != I32 else v
+
+    # -- one launch ------------------------------------------------------------------------
+    def _launch_call(self, fl, call) -> tuple[str, object, int, list[str], list[str]]:
+        """What ``call`` (a ``T.call_ffi_kernel``) launches, checked against the kernel
+        this build's device code defines: its name, the kernel, the number of kernel
+        arguments, the tags of the launch sizes after them, and every launch parameter."""
+        span = call.span or fl.func.span
+        if not call.args or not isinstance(call.args[0], StringImm):
+            raise Diagnostic("T.call_ffi_kernel needs the kernel name as its first argument", span)
+        name = call.args[0].value
+        kernel = self.code.kernels.get(name)
+        if kernel is None:
+            raise Diagnostic(f"kernel '{name}' is launched but no device image of this build "
+                             "defines it", span)
+        all_tags = list(dict(call.kwargs).get("launch_params", ()))
+        tags = list(sized_launch_params(all_tags))
+        nargs = len(call.args) - 1 - len(tags)
+        if nargs != len(kernel.params):
+            raise Diagnostic(f"kernel '{name}' takes {len(kernel.params)} arguments; the launch "
+                             f"passes {nargs}", span)
+        for t in tags:
+            if t not in LAUNCH_AXES and t != USE_DYN_SHARED_MEMORY:
+                raise Diagnostic(f"unknown launch parameter '{t}' of kernel '{name}'", span)
+        return name, kernel, nargs, tags, all_tags
+
+    def _argument_values(self, fl, call, kernel, nargs: int) -> list[ir.Value]:
+        """The kernel arguments of ``call``: a buffer's data pointer, or a scalar in the
+        type of the kernel's parameter."""
+        values = []
+        for a, dtype in zip(call.args[1:1 + nargs], kernel.params):
+            if isinstance(a, Buffer):
+                v = fl.buffer_pointer(a, None, call.span)[0]
+            else:
+                v = fl.expr(a)
+                if a.dtype != dtype:
+                    v = fl.convert(v, a.dtype, dtype, call.span)
+            values.append(v)
+        return values
+
+    def _launch_sizes(self, fl, call, tags: list[str], nargs: int,
+                      no_dynamic: int = 0) -> tuple[list[ir.Value], ir.Value]:
+        """The grid and block extents of ``call`` as unsigned 32-bit values (1 where it
+        gives none), in LAUNCH_AXES order, and its dynamic shared memory size
+        (``no_dynamic`` where it gives none)."""
+        sizes = {t: self._u32(fl, fl.expr(e)) for t, e in zip(tags, call.args[1 + nargs:])}
+        return ([sizes.get(t, ir.Constant(I32, 1)) for t in LAUNCH_AXES],
+                sizes.get(USE_DYN_SHARED_MEMORY, ir.Constant(I32, no_dynamic)))

@@ -39,11 +39,10 @@ from tirc.backends.llvm import types as lt
 from tirc.backends.llvm.launch_support import LauncherSupport
 from tirc.backends.llvm.llvmlite_compat import call_pointer, opaque
 from tirc.backends.llvm.text import bytes_constant
-from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import C_API, USE_DYN_SHARED_MEMORY, is_kernel, sized_launch_params
+from tirc.ir.attrs import C_API, is_kernel
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import Call, StringImm
+from tirc.ir.expr import Call
 from tirc.ir.function import IRModule
 from tirc.records import record
 
@@ -53,7 +52,6 @@ KDL_OPENCL = 4
 LOADER = "libOpenCL.so.1"
 NO_LOADER = f"the OpenCL loader ({LOADER}) could not be loaded"
 MSG_BYTES = 1024
-_LAUNCH_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
 CL_QUEUE_CONTEXT, CL_QUEUE_DEVICE = 0x1090, 0x1091
 CL_MEM_CONTEXT = 0x1106
 CL_CONTEXT_DEVICES = 0x1081
@@ -455,22 +453,7 @@ class OpenCLLauncher(LauncherSupport):
 
     # -- one launch ----------------------------------------------------------------------
     def launch(self, fl, call: Call, device_type, device_id) -> ir.Value:
-        span = call.span or fl.func.span
-        if not call.args or not isinstance(call.args[0], StringImm):
-            raise Diagnostic("T.call_ffi_kernel needs the kernel name as its first argument", span)
-        name = call.args[0].value
-        kernel = self.code.kernels.get(name)
-        if kernel is None:
-            raise Diagnostic(f"kernel '{name}' is launched but no device image of this build "
-                             "defines it", span)
-        tags = list(sized_launch_params(list(dict(call.kwargs).get("launch_params", ()))))
-        nargs = len(call.args) - 1 - len(tags)
-        if nargs != len(kernel.params):
-            raise Diagnostic(f"kernel '{name}' takes {len(kernel.params)} arguments; the launch "
-                             f"passes {nargs}", span)
-        for t in tags:
-            if t not in _LAUNCH_AXES and t != USE_DYN_SHARED_MEMORY:
-                raise Diagnostic(f"unknown launch parameter '{t}' of kernel '{name}'", span)
+        name, kernel, nargs, tags, _ = self._launch_call(fl, call)
         b = fl.b
         null = ir.Constant(PTR, None)
         values_t = ir.ArrayType(PTR, max(nargs, 1))
@@ -496,9 +479,7 @@ class OpenCLLauncher(LauncherSupport):
             at = [ir.Constant(I64, 0), ir.Constant(I64, i)]
             b.store(slot, b.gep(values, at, source_etype=values_t))
             b.store(ir.Constant(I64, nbytes), b.gep(sizes, at, source_etype=sizes_t))
-        extents = {t: self._u32(fl, fl.expr(e)) for t, e in zip(tags, call.args[1 + nargs:])}
-        dims = [extents.get(t, ir.Constant(I32, 1)) for t in _LAUNCH_AXES]
-        dyn = extents.get(USE_DYN_SHARED_MEMORY, ir.Constant(I32, -1))
+        dims, dyn = self._launch_sizes(fl, call, tags, nargs, no_dynamic=-1)
         dev = fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0)
         queue = self._stream(fl, dev)
         msg = fl.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="ocl_msg")

@@ -44,10 +44,9 @@ from tirc.backends.llvm.launch_support import LauncherSupport
 from tirc.backends.llvm.llvmlite_compat import call_pointer, opaque, store_atomic
 from tirc.backends.llvm.text import bytes_constant
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import C_API, LAUNCH_FLAGS, USE_DYN_SHARED_MEMORY, is_kernel, sized_launch_params
-from tirc.ir.buffer import Buffer
+from tirc.ir.attrs import C_API, LAUNCH_FLAGS, is_kernel
 from tirc.ir.dtype import DataType
-from tirc.ir.expr import Call, StringImm
+from tirc.ir.expr import Call
 from tirc.ir.function import IRModule
 from tirc.records import record
 
@@ -57,7 +56,6 @@ KDL_ROCM = 10
 RUNTIMES = ("libamdhip64.so", "libamdhip64.so.7", "libamdhip64.so.6")
 NO_RUNTIME = f"the HIP runtime ({RUNTIMES[0]}) could not be loaded"
 MSG_BYTES = 512
-_LAUNCH_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadIdx.y", "threadIdx.z")
 
 PTR = ir.PointerType()
 I32, I64 = lt.I32, lt.I64
@@ -369,39 +367,14 @@ class HIPLauncher(LauncherSupport):
     # -- one launch --------------------------------------------------------------------------
     def launch(self, fl, call: Call, device_type: ir.Value | None, device_id: ir.Value | None) -> ir.Value:
         span = call.span or fl.func.span
-        if not call.args or not isinstance(call.args[0], StringImm):
-            raise Diagnostic("T.call_ffi_kernel needs the kernel name as its first argument", span)
-        name = call.args[0].value
-        kernel = self.code.kernels.get(name)
-        if kernel is None:
-            raise Diagnostic(f"kernel '{name}' is launched but no device image of this build "
-                             "defines it", span)
-        all_tags = list(dict(call.kwargs).get("launch_params", ()))
-        tags = list(sized_launch_params(all_tags))
+        name, kernel, nargs, tags, all_tags = self._launch_call(fl, call)
         flags = [t for t in LAUNCH_FLAGS if t in all_tags]
         if flags:
             raise Diagnostic(f"kernel '{name}' asks for {', '.join(flags)}: not supported on "
                              "target rocm (HIP launches it as a plain kernel)", span)
-        nargs = len(call.args) - 1 - len(tags)
-        if nargs != len(kernel.params):
-            raise Diagnostic(f"kernel '{name}' takes {len(kernel.params)} arguments; the launch "
-                             f"passes {nargs}", span)
-        for t in tags:
-            if t not in _LAUNCH_AXES and t != USE_DYN_SHARED_MEMORY:
-                raise Diagnostic(f"unknown launch parameter '{t}' of kernel '{name}'", span)
         b = fl.b
-        values = []
-        for a, dtype in zip(call.args[1:1 + nargs], kernel.params):
-            if isinstance(a, Buffer):
-                v = fl.buffer_pointer(a, None, call.span)[0]
-            else:
-                v = fl.expr(a)
-                if a.dtype != dtype:
-                    v = fl.convert(v, a.dtype, dtype, call.span)
-            values.append(v)
-        sizes = {t: self._u32(fl, fl.expr(e)) for t, e in zip(tags, call.args[1 + nargs:])}
-        dims = [sizes.get(t, ir.Constant(I32, 1)) for t in _LAUNCH_AXES]
-        dyn = sizes.get(USE_DYN_SHARED_MEMORY, ir.Constant(I32, 0))
+        values = self._argument_values(fl, call, kernel, nargs)
+        dims, dyn = self._launch_sizes(fl, call, tags, nargs)
         dev = fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0)
         dtype_v = (fl.int_cast(device_type, I32) if device_type is not None
                    else ir.Constant(I32, KDL_ROCM))
