@@ -39,7 +39,6 @@ from tirc.backends.llvm import types as lt
 from tirc.backends.llvm.context import LIBM, LLVM_MATH, LLVMTargetContext, init_llvm
 from tirc.backends.llvm.lower import ModuleLowering
 from tirc.backends.llvm.text import module_text
-from tirc.backends.llvm.llvmlite_compat import opaque
 from tirc.backends.cuda.ptx_asm import lower_ptx_call, required_ptx_version
 from tirc.backends.cuda.warp import lower_warp_call, sync_warp
 from tirc.diagnostics import Diagnostic
@@ -56,7 +55,6 @@ from tirc.target.kinds import Target
 
 TRIPLE = "nvptx64-nvidia-cuda"
 GLOBAL, SHARED, GENERIC = 1, 3, 0  # NVPTX address spaces
-DYN_SHMEM = "buf_dyn_shmem"
 _SREG = {"threadIdx": "tid", "blockIdx": "ctaid"}
 # math functions that are PTX instructions (f32/f64); the rest come from libdevice
 _NATIVE = {"sqrt", "fabs", "fma", "floor", "ceil", "trunc", "round", "nearbyint", "copysign"}
@@ -206,24 +204,10 @@ class NVPTXContext(LLVMTargetContext):
 
     # -- hooks ------------------------------------------------------------------------
     def allocate_buffer(self, fl, buf, nbytes, const_bytes, elem, count):
-        scope, m = buf.scope, fl.module.ir
-        if scope == "shared.dyn":
-            g = m.globals.get(DYN_SHMEM)
-            if g is None:
-                g = ir.GlobalVariable(m, ir.ArrayType(lt.I8, 0), DYN_SHMEM, addrspace=SHARED)
-                g.linkage, g.align = "external", 16
-                opaque(g, self.pointer("shared.dyn"))
-            return g, 16, False
-        if const_bytes is None:
-            raise Diagnostic(f"buffer '{buf.name}' (scope '{scope}') needs a constant size in "
-                             "device code", buf.span or fl.func.span)
-        if scope == "shared":
-            ty = ir.ArrayType(elem, count)
-            g = ir.GlobalVariable(m, ty, m.get_unique_name(f"{fl.llfunc.name}_{buf.name}"),
-                                  addrspace=SHARED)
-            g.linkage, g.align, g.initializer = "internal", 16, ir.Constant(ty, ir.Undefined)
-            opaque(g, self.pointer("shared"))
-            return g, 16, False
+        shared = self.shared_buffer(fl, buf, const_bytes, elem, count, SHARED)
+        if shared is not None:
+            return shared
+        scope = buf.scope
         # VerifyMemory allows nothing else in a kernel (a global allocation would be a
         # private copy per thread); WMMA fragments are per-thread registers (wmma_asm.py)
         if not (scope.startswith("local") or scope in WMMA_SCOPES):

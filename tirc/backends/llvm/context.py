@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 from llvmlite import ir
 
 from tirc.backends.llvm import types as lt
+from tirc.backends.llvm.llvmlite_compat import opaque
 from tirc.backends.host_faults import exported
 from tirc.diagnostics import Diagnostic
 from tirc.ir.attrs import GLOBAL_SYMBOL
@@ -33,6 +34,10 @@ LLVM_MATH = {"exp": "llvm.exp", "exp2": "llvm.exp2", "log": "llvm.log", "log2": 
 # The rest come from the C math library (``f`` suffix for float32).
 LIBM = ("tan", "sinh", "cosh", "tanh", "asin", "acos", "atan", "asinh", "acosh", "atanh",
         "erf", "log1p", "atan2", "hypot", "nextafter", "fmod")
+
+
+# the dynamic shared memory of a GPU module: one external array, sized at launch
+DYN_SHMEM = "buf_dyn_shmem"
 
 
 class LLVMTargetContext:
@@ -112,6 +117,34 @@ class LLVMTargetContext:
                         count: int | None) -> tuple[ir.Value, int, bool]:
         """Memory for ``buf``, whose scope may matter (devices); default: :meth:`allocate`."""
         return self.allocate(fl, nbytes, const_bytes, elem, count)
+
+    def shared_buffer(self, fl: FunctionLowering, buf: Buffer, const_bytes: int | None,
+                      elem: ir.Type, count: int | None, addrspace: int,
+                      where: str = "") -> tuple[ir.Value, int, bool] | None:
+        """A GPU's memory shared by a block, for ``buf`` in scope ``shared.dyn`` (the
+        module's one external array ``buf_dyn_shmem``, sized at launch) or ``shared``
+        (an internal array of the function) in address space ``addrspace``; None for any
+        other scope. A ``shared`` buffer needs a constant size (``where``: what the
+        message adds after "device code")."""
+        scope, m = buf.scope, fl.module.ir
+        if scope == "shared.dyn":
+            g = m.globals.get(DYN_SHMEM)
+            if g is None:
+                g = ir.GlobalVariable(m, ir.ArrayType(lt.I8, 0), DYN_SHMEM, addrspace=addrspace)
+                g.linkage, g.align = "external", 16
+                opaque(g, self.pointer("shared.dyn"))
+            return g, 16, False
+        if const_bytes is None:
+            raise Diagnostic(f"buffer '{buf.name}' (scope '{scope}') needs a constant size in "
+                             f"device code{where}", buf.span or fl.func.span)
+        if scope != "shared":
+            return None
+        ty = ir.ArrayType(elem, count)
+        g = ir.GlobalVariable(m, ty, m.get_unique_name(f"{fl.llfunc.name}_{buf.name}"),
+                              addrspace=addrspace)
+        g.linkage, g.align, g.initializer = "internal", 16, ir.Constant(ty, ir.Undefined)
+        opaque(g, self.pointer("shared"))
+        return g, 16, False
 
     def lower_parallel(self, fl: FunctionLowering, loop: For) -> None:
         raise Diagnostic("parallel loops are not supported on this target", loop.span)

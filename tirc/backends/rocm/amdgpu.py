@@ -54,7 +54,7 @@ from llvmlite import ir
 from tirc.backends.llvm import types as lt
 from tirc.backends.llvm.context import LLVM_MATH, LLVMTargetContext, init_llvm
 from tirc.backends.llvm.lower import ModuleLowering
-from tirc.backends.llvm.llvmlite_compat import opaque, private_alloca
+from tirc.backends.llvm.llvmlite_compat import private_alloca
 from tirc.backends.llvm.text import module_text
 from tirc.backends.rocm.warp import lower_warp_call
 from tirc.diagnostics import Diagnostic
@@ -73,7 +73,6 @@ from tirc.target.kinds import Target, rocm_features
 
 TRIPLE = "amdgcn-amd-amdhsa"
 FLAT, GLOBAL, LDS, PRIVATE = 0, 1, 3, 5  # AMDGPU address spaces
-DYN_SHMEM = "buf_dyn_shmem"
 _INTRINSIC = {"threadIdx": "workitem", "blockIdx": "workgroup"}
 # math the AMDGPU backend lowers to instructions, by element type
 _NATIVE_ANY = {"floor", "ceil", "trunc", "round", "nearbyint", "fabs", "fma", "copysign", "sqrt"}
@@ -215,24 +214,10 @@ class AMDGPUContext(LLVMTargetContext):
 
     # -- hooks ------------------------------------------------------------------------
     def allocate_buffer(self, fl, buf, nbytes, const_bytes, elem, count):
-        scope, m = buf.scope, fl.module.ir
-        if scope == "shared.dyn":
-            g = m.globals.get(DYN_SHMEM)
-            if g is None:
-                g = ir.GlobalVariable(m, ir.ArrayType(lt.I8, 0), DYN_SHMEM, addrspace=LDS)
-                g.linkage, g.align = "external", 16
-                opaque(g, self.pointer("shared.dyn"))
-            return g, 16, False
-        if const_bytes is None:
-            raise Diagnostic(f"buffer '{buf.name}' (scope '{scope}') needs a constant size in "
-                             "device code (target rocm)", buf.span or fl.func.span)
-        if scope == "shared":
-            ty = ir.ArrayType(elem, count)
-            g = ir.GlobalVariable(m, ty, m.get_unique_name(f"{fl.llfunc.name}_{buf.name}"),
-                                  addrspace=LDS)
-            g.linkage, g.align, g.initializer = "internal", 16, ir.Constant(ty, ir.Undefined)
-            opaque(g, self.pointer("shared"))
-            return g, 16, False
+        shared = self.shared_buffer(fl, buf, const_bytes, elem, count, LDS, " (target rocm)")
+        if shared is not None:
+            return shared
+        scope = buf.scope
         assert scope.startswith("local"), scope
         return private_alloca(fl, elem, max(count, 1), buf.name, 16, PRIVATE,
                               self.pointer("local")), 16, False
