@@ -9,6 +9,7 @@ import math
 from llvmlite import ir
 
 from tirc.backends.llvm import types as lt
+from tirc.backends.llvm.fold import fold_int
 from tirc.backends.llvm.llvmlite_compat import (ScalableVectorType, is_scalable, scalable_mask,
                                            scalable_splat)
 from tirc.diagnostics import Diagnostic
@@ -72,6 +73,8 @@ class ExprLowering:
             made = self.constants[key] = (ir.Constant(vt, ir.Undefined), ir.Constant(lt.I32, 0),
                                           ir.Constant(ir.VectorType(lt.I32, lanes), [0] * lanes))
         undef, zero, mask = made
+        if isinstance(v, ir.Constant):  # as the builder folds it: a constant vector
+            return ir.Constant(undef.type, [v] * lanes)
         return self.b.shuffle_vector(self.b.insert_element(undef, v, zero), undef, mask)
 
     def lanes_of(self, v: ir.Value) -> list[ir.Value]:
@@ -148,9 +151,12 @@ class ExprLowering:
             steps = self.call_intrinsic("llvm.stepvector", [], ret=t, suffix=lt.mangle(t))
             offs = self.b.mul(self.broadcast(stride, e.lanes, True), steps)
             return self.b.add(self.broadcast(base, e.lanes, True), offs)
+        d = e.base.dtype
         steps = ir.Constant(ir.VectorType(base.type, e.lanes), list(range(e.lanes)))
-        offs = self.b.mul(self.broadcast(stride, e.lanes), steps)
-        return self.b.add(self.broadcast(base, e.lanes), offs)
+        strides = self.broadcast(stride, e.lanes)
+        offs = fold_int("mul", strides, steps, d.bits, d.is_int) or self.b.mul(strides, steps)
+        bases = self.broadcast(base, e.lanes)
+        return fold_int("add", bases, offs, d.bits, d.is_int) or self.b.add(bases, offs)
 
     def expr_Shuffle(self, e: Shuffle) -> ir.Value:
         lanes: list[ir.Value] = []
@@ -220,7 +226,7 @@ class ExprLowering:
                   "bitwise_or": b.or_, "bitwise_xor": b.xor, "shift_left": b.shl,
                   "shift_right": b.ashr if signed else b.lshr}
         if op in simple:
-            return simple[op](a, c)
+            return fold_int(op, a, c, d.bits, signed) or simple[op](a, c)
         raise Diagnostic(f"unknown operator '{op}'", e.span)
 
     def division_guard(self, a: ir.Value, c: ir.Value, d: DataType,
@@ -383,7 +389,7 @@ class ExprLowering:
             self.note_access(v, buf)
         elif index.dtype.lanes > 1:  # a gather, lane by lane
             lanes = []
-            for i in self.lanes_of(self.expr(index)):
+            for i in self.index_lanes(index):
                 ptr, elem = self.address_of_value(buf, i, span)
                 lanes.append(self.note_access(self.b.load(ptr, typ=elem, align=lt.access_align(lt.byte_size(buf.dtype))), buf))
             v = self.pack(lanes)
@@ -394,6 +400,21 @@ class ExprLowering:
         if dtype.is_bool:
             v = self.b.icmp_unsigned("!=", v, ir.Constant(v.type, None))
         return v
+
+    def index_lanes(self, index: PrimExpr) -> list[ir.Value]:
+        """The lanes of a vector index as scalars: a ramp's ``base + k * stride`` and a
+        broadcast's value computed as scalars, not as a vector taken apart again."""
+        if isinstance(index, Ramp) and not index.scalable and index.base.dtype.lanes == 1:
+            base, stride, d = self.expr(index.base), self.expr(index.stride), index.base.dtype
+            lanes = []
+            for k in range(index.lanes):
+                step = ir.Constant(stride.type, k)
+                off = fold_int("mul", stride, step, d.bits, d.is_int) or self.b.mul(stride, step)
+                lanes.append(fold_int("add", base, off, d.bits, d.is_int) or self.b.add(base, off))
+            return lanes
+        if isinstance(index, Broadcast) and not index.scalable and index.value.dtype.lanes == 1:
+            return [self.expr(index.value)] * index.lanes
+        return self.lanes_of(self.expr(index))
 
     def address_of_value(self, buf: Buffer, i: ir.Value, span=None) -> tuple[ir.Value, ir.Type]:
         """The address of element ``i`` (an already lowered scalar index) of ``buf``."""
@@ -420,7 +441,7 @@ class ExprLowering:
         elif index.dtype.lanes > 1:  # a scatter, lane by lane
             if dtype.lanes == 1:
                 v = self.broadcast(v, index.dtype.lanes)
-            for i, x in zip(self.lanes_of(self.expr(index)), self.lanes_of(v)):
+            for i, x in zip(self.index_lanes(index), self.lanes_of(v)):
                 ptr, _ = self.address_of_value(buf, i, span)
                 self.note_access(self.b.store(x, ptr, align=lt.access_align(lt.byte_size(buf.dtype))), buf)
         else:
