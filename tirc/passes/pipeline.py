@@ -222,7 +222,8 @@ PIPELINE: list[Pass] = [
           "allocated buffers shrink to the region their code touches",
           ("ConvertBlocksToOpaque", "ManifestSharedMemoryLocalStage")),
     _pass("LowerAutoCopy", "blocks.lower_auto_copy",
-          "blocks annotated auto_copy are refused (not ported)", ("CompactBufferAllocation",),
+          "blocks annotated auto_copy become coalesced, vectorized, thread-bound copies (WMMA "
+          "and mma fragments through tile loads and stores), shared buffers padded", ("CompactBufferAllocation",),
           needs=("block.auto_copy",)),
     _block_pass("UnifyThreadBinding", "blocks.unify_thread_binding",
           "each kernel binds every thread tag once, in a loop at its top",
