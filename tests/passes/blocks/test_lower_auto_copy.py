@@ -1,0 +1,143 @@
+"""LowerAutoCopy: TVM's own tests are before/after pairs (tests/passes/blocks/
+test_sblock_pass_pairs.py, tests/corpus/sblock_passes/LowerAutoCopy/); here the lowered
+copies build to PTX for sm_80 and compute on the SIMT interpreter what NumPy does, and
+the copies the rules cannot lower are located errors naming their block."""
+from __future__ import annotations
+
+import textwrap
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from conftest import TESTS, ptxas_check
+from tirc.build.stages import build
+from tirc.diagnostics import Diagnostic
+from tirc.frontend.parse import parse
+from tirc.passes.blocks.lower_auto_copy import lower_auto_copy
+from tirc.passes.prepare.infer_block_regions import infer_block_regions
+from tirc.passes.prepare.verify import verify
+
+PAIRS = TESTS / "corpus" / "sblock_passes" / "LowerAutoCopy"
+HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n\n"
+TARGET = "cuda -arch=sm_80"
+
+# A 64x64 transpose through shared memory: global -> shared through registers, 16-byte
+# vectors; shared -> global with the loops following the global side.
+TRANSPOSE = HEAD + textwrap.dedent("""\
+    @T.prim_func(s_tir=True)
+    def main(A: T.Buffer((64, 64), "float32"), B: T.Buffer((64, 64), "float32")):
+        with T.sblock("root"):
+            T.sblock_attr({"warp_execution": True})
+            for ty in T.thread_binding(4, thread="threadIdx.y"):
+                with T.sblock(""):
+                    S = T.sblock_alloc_buffer((64, 64), scope="shared.dyn")
+                    with T.sblock("S"):
+                        T.sblock_attr({"auto_copy": True, "vector_bytes": 16, "local_stage": True})
+                        for i, j in T.grid(64, 64):
+                            S[i, j] = A[i, j]
+                    with T.sblock("B"):
+                        T.sblock_attr({"auto_copy": True, "vector_bytes": 16})
+                        for j, i in T.grid(64, 64):
+                            B[i, j] = {VALUE}
+    """)
+
+
+def _ptx(text: str, tmp_path, filename: str = "t.tir") -> str:
+    result = build(text, target=TARGET, host="llvm", out_dir=tmp_path / "out", name="m",
+                   filename=filename, device_format="ptx")
+    (ptx,) = [Path(p).read_text() for p in result.images.values()]
+    return ptx
+
+
+def _transpose(value: str = "S[j, i]") -> str:
+    return TRANSPOSE.replace("{VALUE}", value)
+
+
+def _module(text: str):
+    """The module as LowerAutoCopy sees it in the pipeline: regions inferred."""
+    return infer_block_regions(verify(parse(text, "t.tir")))
+
+
+def test_transpose_through_shared_memory_builds_and_computes(tmp_path):
+    from tirc.testing import simt
+    text = _transpose()
+    ptx = _ptx(text, tmp_path)
+    assert "bar.sync" in ptx and "ld.global" in ptx and "st.shared" in ptx
+    ptxas_check(ptx, "sm_80", tmp_path)
+    a = np.random.default_rng(0).uniform(-1, 1, (64, 64)).astype("float32")
+    b = np.zeros_like(a)
+    simt.run(text, "main", [a, b], TARGET, "llvm", filename="t.tir")
+    np.testing.assert_array_equal(b, a.T)
+
+
+def test_tvm_transpose_case_builds_and_computes(tmp_path):
+    """TVM's auto-padding case (two auto_copy blocks, a 16 x 128 tile of 1024 x 1024)."""
+    from tirc.testing import simt
+    path = PAIRS / "auto_padding.before.tir"
+    text = path.read_text()
+    ptx = _ptx(text, tmp_path, str(path))
+    assert ".shared" in ptx and "bar.sync" in ptx
+    a = np.random.default_rng(1).uniform(-1, 1, (1024, 1024)).astype("float32")
+    b = np.zeros_like(a)
+    simt.run(text, "main", [a, b], TARGET, "llvm", filename=str(path))
+    want = np.zeros_like(a)
+    want[0:16, 0:128] = a[0:128, 0:16].T
+    np.testing.assert_array_equal(b, want)
+
+
+def test_shared_buffer_is_padded_against_bank_conflicts():
+    out = lower_auto_copy(_module(_transpose()))
+    from tirc.ir.printer import print_module
+    text = print_module(out)
+    # the transposed reads of S would hit one bank per warp: rows padded by 4 floats;
+    # each thread stages 8 rounds of a 4-float vector in registers
+    assert 'S = T.sblock_alloc_buffer((64, 64), strides=(68, 1), scope="shared.dyn")' in text
+    assert 'S_local = T.sblock_alloc_buffer((8, 4), scope="local")' in text
+
+
+def test_a_module_without_auto_copy_is_unchanged():
+    text = _transpose().replace('"auto_copy": True, ', "")
+    mod = _module(text)
+    assert lower_auto_copy(mod).functions["main"] is mod.functions["main"]
+
+
+def _line(text: str, needle: str) -> int:
+    return next(i + 1 for i, line in enumerate(text.splitlines()) if needle in line)
+
+
+@pytest.mark.parametrize("value, message", [
+    ("S[j, i] + T.float32(1)", "the copy into global memory stores more than a load of 'S'"),
+    ("S[i, j]", None),  # a permutation too: B[i, j] = S[i, j] under loops j, i
+])
+def test_inverse_mapping_takes_a_plain_load_only(value, message):
+    mod = _module(_transpose(value))
+    if message is None:
+        lower_auto_copy(mod)
+        return
+    with pytest.raises(Diagnostic) as e:
+        lower_auto_copy(mod)
+    assert message in e.value.message and "block 'B'" in e.value.message
+    assert e.value.span is not None
+
+
+def test_an_index_map_that_is_no_permutation_is_a_located_error():
+    text = _transpose().replace("B[i, j] = {VALUE}", "").replace(
+        "B[i, j] = S[j, i]", "B[i // 2, j] = S[j, i]")
+    mod = _module(text)
+    with pytest.raises(Diagnostic) as e:
+        lower_auto_copy(mod)
+    assert "block 'B' is annotated \"auto_copy\"" in e.value.message
+    assert e.value.span is not None
+
+
+def test_a_fragment_copy_that_reads_nothing_is_a_located_error(tmp_path):
+    """TVM's SharedToWmma case through the whole pipeline: the fragment and the shared
+    buffer are allocated inside the copy (PlanAndUpdateBufferAllocationLocation puts them
+    there), so the block reads and writes no region left to copy."""
+    path = PAIRS / "rewrite_shared_to_wmma.before.tir"
+    text = path.read_text()
+    with pytest.raises(Diagnostic) as e:
+        _ptx(text, tmp_path, str(path))
+    assert "block 'A_wmma' is annotated \"auto_copy\", but it writes 0 buffer regions" in e.value.message
+    assert e.value.span.line == _line(text, 'T.sblock("A_wmma")')
