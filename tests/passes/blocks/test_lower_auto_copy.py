@@ -59,16 +59,19 @@ def _module(text: str):
     return infer_block_regions(verify(parse(text, "t.tir")))
 
 
-def test_transpose_through_shared_memory_builds_and_computes(tmp_path):
+@pytest.mark.parametrize("value, transposed", [("S[j, i]", True), ("S[i, j]", False)])
+def test_copy_through_shared_memory_builds_and_computes(value, transposed, tmp_path):
+    """With loops ``j, i`` both copies out of S run over the global side's loops; the
+    value read keeps its own indices (``S[i, j]``: no transpose at all)."""
     from tirc.testing import simt
-    text = _transpose()
+    text = _transpose(value)
     ptx = _ptx(text, tmp_path)
     assert "bar.sync" in ptx and "ld.global" in ptx and "st.shared" in ptx
     ptxas_check(ptx, "sm_80", tmp_path)
     a = np.random.default_rng(0).uniform(-1, 1, (64, 64)).astype("float32")
     b = np.zeros_like(a)
     simt.run(text, "main", [a, b], TARGET, "llvm", filename="t.tir")
-    np.testing.assert_array_equal(b, a.T)
+    np.testing.assert_array_equal(b, a.T if transposed else a)
 
 
 def test_tvm_transpose_case_builds_and_computes(tmp_path):
@@ -84,6 +87,29 @@ def test_tvm_transpose_case_builds_and_computes(tmp_path):
     want = np.zeros_like(a)
     want[0:16, 0:128] = a[0:128, 0:16].T
     np.testing.assert_array_equal(b, want)
+
+
+@pytest.mark.parametrize("name", ["wmma_gemm", "wmma_gemm_through_shared"])
+def test_wmma_gemm_of_auto_copies_builds_and_computes(name, tmp_path):
+    """A 32x32x32 float16 GEMM whose copies are all auto_copy blocks: global -> shared
+    (coalesced, 16-byte vectors), shared -> WMMA fragments (tile loads, A row-major, B
+    column-major: C = A B^T), the accumulator -> global through a shared stage
+    (``wmma_gemm``) or -> shared -> global (``wmma_gemm_through_shared``)."""
+    from tirc.testing import simt
+    path = Path(__file__).parent / "auto_copy" / f"{name}.tir"
+    text = path.read_text()
+    ptx = _ptx(text, tmp_path, str(path))
+    for insn, n in (("wmma.load.a.sync.aligned.row.m16n16k16.f16", 4),
+                    ("wmma.load.b.sync.aligned.col.m16n16k16.f16", 4),
+                    ("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32", 8),
+                    ("wmma.store.d.sync.aligned.row.m16n16k16.f32", 4)):
+        assert ptx.count(insn) == n, insn
+    ptxas_check(ptx, "sm_80", tmp_path)
+    rng = np.random.default_rng(2)
+    a, b = (rng.uniform(-1, 1, (32, 32)).astype("float16") for _ in range(2))
+    c = np.zeros((32, 32), "float32")
+    simt.run(text, "main", [a, b, c], TARGET, "llvm", filename=str(path))
+    np.testing.assert_allclose(c, a.astype(np.float64) @ b.astype(np.float64).T, rtol=1e-5, atol=1e-5)
 
 
 def test_shared_buffer_is_padded_against_bank_conflicts():
@@ -106,19 +132,12 @@ def _line(text: str, needle: str) -> int:
     return next(i + 1 for i, line in enumerate(text.splitlines()) if needle in line)
 
 
-@pytest.mark.parametrize("value, message", [
-    ("S[j, i] + T.float32(1)", "the copy into global memory stores more than a load of 'S'"),
-    ("S[i, j]", None),  # a permutation too: B[i, j] = S[i, j] under loops j, i
-])
-def test_inverse_mapping_takes_a_plain_load_only(value, message):
-    mod = _module(_transpose(value))
-    if message is None:
-        lower_auto_copy(mod)
-        return
+def test_inverse_mapping_takes_a_plain_load_only():
+    mod = _module(_transpose("S[j, i] + T.float32(1)"))
     with pytest.raises(Diagnostic) as e:
         lower_auto_copy(mod)
-    assert message in e.value.message and "block 'B'" in e.value.message
-    assert e.value.span is not None
+    assert "the copy into global memory stores more than a load of 'S'" in e.value.message
+    assert "block 'B'" in e.value.message and e.value.span is not None
 
 
 def test_an_index_map_that_is_no_permutation_is_a_located_error():

@@ -7,7 +7,9 @@
 - :func:`inverse_mapping` (shared -> global): a copy ``B[f(i)] = A[i]`` becomes
   ``B[j] = A[f^-1(j)]``, so the coalesced side is the global one. tirc inverts a
   permutation of the loop variables (what schedules write: transposes); any other
-  index map is a located error.
+  index map is a located error. (TVM's rule reads ``A`` at its region's minimum plus
+  ``f^-1(j)`` dimension by dimension, right only where ``A``'s indices are the loop
+  variables in loop order; tirc substitutes into ``A``'s indices as written.)
 """
 from __future__ import annotations
 
@@ -90,39 +92,28 @@ def inverse_mapping(stmt: Stmt, c: Constraints, out: Outputs) -> Stmt:
         raise c.error(f"the copy into global memory stores more than a load of "
                       f"'{read.buffer.name}'", store.span)
     ana = Analyzer()
-    pattern = [ana.simplify(sub(i, r.min)) for i, r in zip(store.indices, write.region)]
-    pattern = [p for p in pattern if not is_int(p, 0)]
     loop_vars = [l.loop_var for l in loops]
+    wide = [(k, ana.simplify(sub(i, r.min))) for k, (i, r) in enumerate(zip(store.indices, write.region))
+            if not is_int(r.extent, 1)]
     # the index map must be a permutation of the loop variables, each loop from 0
-    by_var = {id(p): k for k, p in enumerate(pattern) if isinstance(p, Var)}
-    if (len(pattern) != len(loops) or len(by_var) != len(loops)
+    by_var = {id(p): k for k, p in wide if isinstance(p, Var)}
+    if (len(wide) != len(loops) or len(by_var) != len(loops)
             or any(id(v) not in by_var for v in loop_vars)
             or any(not is_int(l.min, 0) for l in loops)):
         raise c.error("the index map of its store into global memory is not a permutation "
                       "of its loop variables", store.span)
-    wide = [sum(not is_int(r.extent, 1) for r in reg.region) for reg in (write, read)]
-    if wide != [len(loops), len(loops)]:
-        raise c.error("its regions do not have one dimension per loop", store.span)
-    inverse = {id(pattern[k]): loop_vars[k] for k in range(len(pattern))}
-    new_vars, renamed, write_index, extents = [], {}, [], []
-    j = 0
-    for r in write.region:
-        if is_int(r.extent, 1):
-            write_index.append(r.min)
-            continue
-        v = with_suffix(loop_vars[j], "_inverse")
+    extent_of = {id(l.loop_var): l.extent for l in loops}
+    write_index = [r.min for r in write.region]
+    new_vars, extents, renamed = [], [], {}
+    for j, (k, p) in enumerate(wide):
+        v = with_suffix(loop_vars[j], "_inverse")  # named as TVM names them
         new_vars.append(v)
-        extents.append(r.extent)
-        renamed[id(loop_vars[j])] = v
-        j += 1
-        write_index.append(add(r.min, v))
-    read_index, j = [], 0
-    for r in read.region:
-        if is_int(r.extent, 1):
-            read_index.append(r.min)
-            continue
-        read_index.append(add(r.min, substitute(inverse[id(loop_vars[j])], renamed)))
-        j += 1
+        extents.append(extent_of[id(p)])
+        renamed[id(p)] = v
+        write_index[k] = add(write.region[k].min, v)
+    # B[f(i)] = A[g(i)] becomes B[j] = A[g(f^-1(j))]: each loop variable is the new
+    # variable of the written dimension it indexes
+    read_index = [substitute(e, renamed) for e in store.value.indices]
     load = BufferLoad(read.buffer, tuple(read_index), read.buffer.dtype, store.value.span)
     body: Stmt = BufferStore(write.buffer, load, tuple(write_index), store.span)
     for v, e in zip(reversed(new_vars), reversed(extents)):
