@@ -160,3 +160,48 @@ def test_a_fragment_copy_that_reads_nothing_is_a_located_error(tmp_path):
         _ptx(text, tmp_path, str(path))
     assert "block 'A_wmma' is annotated \"auto_copy\", but it writes 0 buffer regions" in e.value.message
     assert e.value.span.line == _line(text, 'T.sblock("A_wmma")')
+
+
+FRAGMENT_COPY = HEAD + textwrap.dedent("""\
+    @T.prim_func(s_tir=True)
+    def main(A: T.Buffer((16, {W}), "{DT}")):
+        with T.sblock("root"):
+            T.sblock_attr({"warp_execution": True})
+            for bx in T.thread_binding(1, thread="blockIdx.x"):
+                with T.sblock(""):
+                    A_s = T.sblock_alloc_buffer((16, {W}), "{DT}", scope="shared.dyn")
+                    A_w = T.sblock_alloc_buffer((16, {W}), "{DT}", scope="wmma.matrix_a")
+                    with T.sblock("A_s"):
+                        T.sblock_attr({"auto_copy": True})
+                        for i, j in T.grid(16, {W}):
+                            A_s[i, j] = A[i, j]
+                    with T.sblock("A_w"):
+                        T.sblock_attr({"auto_copy": True})
+                        for i, j in T.grid(16, {N}):
+                            A_w[i, j + {OFF}] = A_s[i, j + {OFF}]
+    """)
+
+
+@pytest.mark.parametrize("width, n, off, dtype, message", [
+    (512, 512, 0, "float16", "the rows of fragment 'A_w' are not a multiple of 16 of at most 256"),
+    (64, 32, 8, "float16", "its tiles of fragment 'A_w' do not start at multiples of 16"),
+    (64, 64, 0, "int8", "its WMMA fragment copy is not of float16"),
+])
+def test_a_fragment_copy_the_tile_builtins_cannot_do_is_a_located_error(width, n, off, dtype, message):
+    """TVM's rule names a 16x16 tile of the fragment by ``offset // 256 + offset % 256 // 16``
+    and loads float16 whatever the fragment holds: a wider fragment, a tile off the 16-grid
+    or another dtype would load the wrong tile or the wrong bits."""
+    text = FRAGMENT_COPY.replace("{W}", str(width)).replace("{N}", str(n)).replace(
+        "{OFF}", str(off)).replace("{DT}", dtype)
+    with pytest.raises(Diagnostic) as e:
+        lower_auto_copy(_module(text))
+    assert "block 'A_w' is annotated \"auto_copy\"" in e.value.message and message in e.value.message
+    assert e.value.span is not None and e.value.span.line == _line(text, "A_w[i, j +")
+
+
+def test_a_fragment_copy_on_the_tile_grid_is_lowered():
+    text = FRAGMENT_COPY.replace("{W}", "64").replace("{N}", "32").replace(
+        "{OFF}", "16").replace("{DT}", "float16")
+    from tirc.ir.printer import print_module
+    out = print_module(lower_auto_copy(_module(text)))
+    assert out.count("T.tvm_load_matrix_sync(") == 1 and 'with T.sblock("wmma_load")' in out

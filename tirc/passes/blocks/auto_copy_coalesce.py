@@ -13,7 +13,7 @@
 """
 from __future__ import annotations
 
-from tirc.ir.expr import BufferLoad, IntImm, Var
+from tirc.ir.expr import BufferLoad, Var
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import BufferStore, For, IfThenElse, Stmt
 from tirc.passes.analysis.arith_analyzer import Analyzer

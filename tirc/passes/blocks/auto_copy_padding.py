@@ -14,9 +14,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from tirc.ir.block import BufferRegion, MatchBufferRegion, SBlock
+from tirc.ir.block import SBlock
 from tirc.ir.buffer import Buffer
-from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, PrimExpr, Var
+from tirc.ir.expr import BinOp, BufferLoad, Call, PrimExpr, Var
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import BufferStore, Evaluate, For, Stmt
 from tirc.ir.visitor import Mutator, Visitor

@@ -16,8 +16,6 @@ blocks' match buffers and the builtins as they lower any tensorized WMMA code.
 """
 from __future__ import annotations
 
-from dataclasses import replace
-
 from tirc.ir.block import BufferRegion, MatchBufferRegion, Range, SBlock, SBlockRealize
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import HANDLE, INT32, VOID, DataType
@@ -30,8 +28,8 @@ from tirc.passes.analysis.arith_ops import add, floordiv, floormod, imm, mul
 from tirc.passes.analysis.region_relax import cover_range, eval_set, from_range
 from tirc.passes.blocks.auto_copy_cache_stage import insert_cache_stage
 from tirc.passes.blocks.auto_copy_coalesce import coalesce
-from tirc.passes.blocks.auto_copy_common import (Constraints, Outputs, loop_nest, with_suffix,
-                                                 wrap)
+from tirc.passes.blocks.auto_copy_common import (Constraints, Outputs, const_int, loop_nest,
+                                                 with_suffix, wrap)
 
 FLOAT16 = DataType("float16")
 
@@ -73,6 +71,21 @@ def _tile_buffer(name: str, like: Buffer, dtype: DataType, edge: int, strided: b
                   Var(f"{name}_elem_offset", INT32), 0, edge)
 
 
+def _check_fragment_tiles(region: BufferRegion, c: Constraints, span) -> None:
+    """The tile index the builtins take, ``offset // 256 + offset % 256 // 16``, names
+    each 16x16 tile of the fragment buffer once only where its rows hold at most 16 tiles
+    and the tiles start at multiples of 16."""
+    buf = region.buffer
+    width = const_int(buf.shape[-1]) if buf.shape else None
+    ana = Analyzer()
+    if width is None or width > 256 or width % 16:
+        raise c.error(f"the rows of fragment '{buf.name}' are not a multiple of 16 of at most "
+                      "256 elements (the WMMA builtins' tile index)", span)
+    if not all(ana.can_prove_equal(floormod(r.min, imm(r.min.dtype, 16)), imm(r.min.dtype, 0))
+               for r in region.region):
+        raise c.error(f"its tiles of fragment '{buf.name}' do not start at multiples of 16", span)
+
+
 def _fragment_index(frag: Buffer):
     off = frag.elem_offset
     return add(floordiv(off, imm(INT32, 256)), floordiv(floormod(off, imm(INT32, 256)), imm(INT32, 16)))
@@ -111,6 +124,7 @@ def rewrite_wmma_load(stmt: Stmt, c: Constraints) -> Stmt:
     new_dst = _tile_buffer("tgt", dst, FLOAT16, 16, False)
     read = BufferRegion(src, _relax(load.indices, src, loops[-2:]))
     write = BufferRegion(dst, _relax(store.indices, dst, loops[-2:]))
+    _check_fragment_tiles(write, c, store.span)
     sixteen = imm(INT32, 16)
     call = Call(VOID, "tvm_load_matrix_sync",
                 (new_dst.data, sixteen, sixteen, sixteen, _fragment_index(new_dst),
@@ -138,6 +152,7 @@ def rewrite_wmma_store(stmt: Stmt, c: Constraints) -> Stmt:
     new_dst = _tile_buffer("tgt", dst, src.dtype, 16, True)
     read = BufferRegion(src, _relax(load.indices, src, loops[-2:]))
     write = BufferRegion(dst, _relax(store.indices, dst, loops[-2:]))
+    _check_fragment_tiles(read, c, store.span)
     sixteen = imm(INT32, 16)
     call = Call(VOID, "tvm_store_matrix_sync",
                 (new_src.data, sixteen, sixteen, sixteen, _fragment_index(new_src),
