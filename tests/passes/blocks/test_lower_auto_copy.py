@@ -205,3 +205,20 @@ def test_a_fragment_copy_on_the_tile_grid_is_lowered():
     from tirc.ir.printer import print_module
     out = print_module(lower_auto_copy(_module(text)))
     assert out.count("T.tvm_load_matrix_sync(") == 1 and 'with T.sblock("wmma_load")' in out
+
+
+def test_mma_accumulator_to_global_builds_and_computes(tmp_path):
+    """An ``m16n8k8.matrixC`` accumulator, each thread holding its elements of the 16x8
+    tiles (TransformMmaBufferLayout's layout), copied to global memory by an auto_copy
+    block: ``mma_store`` blocks (two elements a thread per 8x8 tile) into a shared stage,
+    then a coalesced copy."""
+    from tirc.testing import simt
+    path = Path(__file__).parent / "auto_copy" / "mma_accumulator_to_global.tir"
+    text = path.read_text()
+    ptx = _ptx(text, tmp_path, str(path))
+    assert "st.shared" in ptx and "ld.shared" in ptx and "bar.sync" in ptx
+    ptxas_check(ptx, "sm_80", tmp_path)
+    a = np.random.default_rng(3).uniform(-1, 1, (16, 16)).astype("float32")
+    c = np.zeros_like(a)
+    simt.run(text, "main", [a, c], TARGET, "llvm", filename=str(path))
+    np.testing.assert_array_equal(c, a * 2)
