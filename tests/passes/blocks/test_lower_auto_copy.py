@@ -222,3 +222,12 @@ def test_mma_accumulator_to_global_builds_and_computes(tmp_path):
     c = np.zeros_like(a)
     simt.run(text, "main", [a, c], TARGET, "llvm", filename=str(path))
     np.testing.assert_array_equal(c, a * 2)
+
+
+def test_an_annotation_that_is_no_integer_is_a_located_error():
+    text = _transpose().replace('"vector_bytes": 16, "local_stage"', '"vector_bytes": "wide", "local_stage"')
+    with pytest.raises(Diagnostic) as e:
+        lower_auto_copy(_module(text))
+    assert "block 'S' is annotated \"auto_copy\", but its annotation \"vector_bytes\" is not an integer" \
+        in e.value.message
+    assert e.value.span is not None and e.value.span.line == _line(text, 'T.sblock("S")')

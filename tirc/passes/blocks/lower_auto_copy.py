@@ -103,11 +103,17 @@ class _AutoCopy(Mutator):
 
     def _constraints(self, block: SBlock) -> Constraints:
         def make(read):
-            return Constraints(block.name_hint, block.span, self.thread_extent, tuple(self.outer),
-                               read, block.writes[0] if block.writes else None,
-                               read.buffer.dtype.bits if read is not None else 0,
-                               int(_annotation(block, "local_stage") or 0),
-                               int(_annotation(block, "vector_bytes") or 1))
+            c = Constraints(block.name_hint, block.span, self.thread_extent, tuple(self.outer),
+                            read, block.writes[0] if block.writes else None,
+                            read.buffer.dtype.bits if read is not None else 0)
+            for key in ("local_stage", "vector_bytes"):
+                value = _annotation(block, key)
+                if value is None:
+                    continue
+                if not isinstance(value, (bool, int)):
+                    raise c.error(f"its annotation \"{key}\" is not an integer")
+                setattr(c, key, int(value))
+            return c
         if len(block.writes) != 1:
             raise make(None).error(f"it writes {len(block.writes)} buffer regions, not one")
         if not block.reads:
