@@ -74,6 +74,20 @@ def test_copy_through_shared_memory_builds_and_computes(value, transposed, tmp_p
     np.testing.assert_array_equal(b, a.T if transposed else a)
 
 
+def test_copies_the_threads_do_not_divide_are_guarded():
+    """A 63 x 61 region: the last round of each split copy is partial, under a guard (the
+    local stage's fill and drain alike)."""
+    from tirc.testing import simt
+    text = _transpose().replace("for i, j in T.grid(64, 64):", "for i, j in T.grid(63, 61):", 1).replace(
+        "for j, i in T.grid(64, 64):", "for j, i in T.grid(63, 61):")
+    a = np.random.default_rng(4).uniform(-1, 1, (64, 64)).astype("float32")
+    b = np.zeros_like(a)
+    simt.run(text, "main", [a, b], TARGET, "llvm", filename="t.tir")
+    want = np.zeros_like(a)
+    want[:61, :63] = a.T[:61, :63]
+    np.testing.assert_array_equal(b, want)
+
+
 def test_tvm_transpose_case_builds_and_computes(tmp_path):
     """TVM's auto-padding case (two auto_copy blocks, a 16 x 128 tile of 1024 x 1024)."""
     from tirc.testing import simt

@@ -139,7 +139,7 @@ class AutoPadder:
     def _pad(self, buffer: Buffer) -> Buffer:
         spaces = self.spaces.get(id(buffer))
         shape = [const_int(e) for e in buffer.shape]
-        if rank(buffer.scope) != "shared" or not spaces or None in shape:
+        if rank(buffer.scope) != "shared" or not spaces or not shape or None in shape:
             return buffer
         n, bits = len(shape), buffer.dtype.bits
         words = 32 * 32 // bits
