@@ -326,8 +326,9 @@ PIPELINE: list[Pass] = [
           "each WMMA fragment gets the shape and layout its calls give it (fragment_shape, "
           "fragment_layout attributes); calls that disagree are errors",
           ("ThreadSync",),
-          needs=tuple(f"call.{n}" for n in ("tvm_fill_fragment", "tvm_load_matrix_sync",
-                                            "tvm_store_matrix_sync", "tvm_mma_sync", "tvm_bmma_sync"))),
+          needs=("wmma",) + tuple(f"call.{n}" for n in ("tvm_fill_fragment", "tvm_load_matrix_sync",
+                                                      "tvm_store_matrix_sync", "tvm_mma_sync",
+                                                      "tvm_bmma_sync"))),
     _pass("LowerThreadAllreduce", "lower.lower_thread_allreduce",
           "T.tvm_thread_allreduce becomes warp shuffles, or a shared-memory tree",
           ("ThreadSync",),
