@@ -245,3 +245,4 @@ def test_an_annotation_that_is_no_integer_is_a_located_error():
     assert "block 'S' is annotated \"auto_copy\", but its annotation \"vector_bytes\" is not an integer" \
         in e.value.message
     assert e.value.span is not None and e.value.span.line == _line(text, 'T.sblock("S")')
+

@@ -81,7 +81,7 @@ def _promote(e: PrimExpr, extents: dict[int, int], ops: list, shape: list, index
         raise _NotPromotable
     if e.op in ("mul", "floordiv", "floormod"):
         c = const_int(e.b)
-        if c is None:
+        if c is None or c <= 0:
             raise _NotPromotable
         ops.append((e.op, c))
         _promote(e.a, extents, ops, shape, index)

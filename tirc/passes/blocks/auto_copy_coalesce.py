@@ -48,6 +48,8 @@ def split_bind_vectorize(loop: For, c: Constraints) -> For:
     threads = 1
     for t in axes:
         threads *= c.thread_extent[t]
+    if threads <= 0:
+        raise c.error("its kernel binds a thread axis to no thread", loop.span)
     factors = [-(-extent // (threads * vector_len))] + [c.thread_extent[t] for t in axes] + [vector_len]
     dt = loop.loop_var.dtype
     ana = Analyzer()

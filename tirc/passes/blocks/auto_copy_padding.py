@@ -60,7 +60,7 @@ class _Patterns:
                     out[-1] = (prev[0] * ext, scale)
             return out
         b = const_int(e.b)
-        if b is None or e.op not in ("mul", "floordiv", "floormod"):
+        if b is None or b <= 0 or e.op not in ("mul", "floordiv", "floormod"):
             raise _Failed
         inner = self.of(e.a)
         out = []
