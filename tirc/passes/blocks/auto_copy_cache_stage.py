@@ -21,6 +21,7 @@ from tirc.ir.dtype import HANDLE
 from tirc.ir.expr import BinOp, BufferLoad, Cast, IntImm, PointerType, PrimExpr, Var
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import BufferStore, For, IfThenElse, SeqStmt, Stmt
+from tirc.ir import wmma_ops
 from tirc.ir.visitor import Mutator, walk
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_ops import add, floordiv, floormod, imm, mul
@@ -28,7 +29,7 @@ from tirc.passes.analysis.region_relax import need_relax_thread
 from tirc.passes.blocks.auto_copy_common import (Constraints, Outputs, const_int, loop_nest,
                                                  with_suffix, wrap)
 
-ACCUMULATORS = ("wmma.accumulator", "m16n8k8.matrixC")
+ACCUMULATORS = (wmma_ops.ACCUMULATOR, "m16n8k8.matrixC")
 
 
 class _NotPromotable(Exception):

@@ -19,13 +19,14 @@ from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BinOp, BufferLoad, Call, PrimExpr, Var
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import BufferStore, Evaluate, For, Stmt
+from tirc.ir import wmma_ops
 from tirc.ir.visitor import Mutator, Visitor
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_ops import add, binop, imm, sub
 from tirc.passes.blocks.auto_copy_common import const_int, rank
 
 MAX_PAD_FACTOR = 0.25
-MATRIX_SYNC = ("tvm_load_matrix_sync", "tvm_store_matrix_sync")
+MATRIX_SYNC = (wmma_ops.LOAD, wmma_ops.STORE)
 
 
 class _Failed(Exception):

@@ -23,6 +23,7 @@ from tirc.ir.expr import BufferLoad, Call, PointerType, StringImm, Var, const
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import AttrStmt, BufferStore, Evaluate, For, IterVar, SeqStmt, Stmt
 from tirc.ir.visitor import walk
+from tirc.ir.wmma_ops import ACCUMULATOR, LOAD, MATRIX_A, MATRIX_B, STORE
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_ops import add, floordiv, floormod, imm, mul
 from tirc.passes.analysis.region_relax import cover_range, eval_set, from_range
@@ -119,14 +120,14 @@ def rewrite_wmma_load(stmt: Stmt, c: Constraints) -> Stmt:
     src, dst = load.buffer, store.buffer
     if src.dtype != FLOAT16 or dst.dtype != FLOAT16:
         raise c.error("its WMMA fragment copy is not of float16 (the tile load is)", store.span)
-    layout = "row_major" if dst.scope == "wmma.matrix_a" else "col_major"
+    layout = "row_major" if dst.scope == MATRIX_A else "col_major"
     new_src = _tile_buffer("src", src, FLOAT16, 16, True)
     new_dst = _tile_buffer("tgt", dst, FLOAT16, 16, False)
     read = BufferRegion(src, _relax(load.indices, src, loops[-2:]))
     write = BufferRegion(dst, _relax(store.indices, dst, loops[-2:]))
     _check_fragment_tiles(write, c, store.span)
     sixteen = imm(INT32, 16)
-    call = Call(VOID, "tvm_load_matrix_sync",
+    call = Call(VOID, LOAD,
                 (new_dst.data, sixteen, sixteen, sixteen, _fragment_index(new_dst),
                  _access_ptr(new_src, 1), new_src.strides[0], StringImm(layout)))
     return _tile_block("wmma_load", read, write, new_src, new_dst, Evaluate(call), loops[:-2])
@@ -146,7 +147,7 @@ def _source_load(store: BufferStore, scope: str, c: Constraints) -> BufferLoad:
 
 def rewrite_wmma_store(stmt: Stmt, c: Constraints) -> Stmt:
     loops, store = _nest_store(stmt, c)
-    load = _source_load(store, "wmma.accumulator", c)
+    load = _source_load(store, ACCUMULATOR, c)
     src, dst = load.buffer, store.buffer
     new_src = _tile_buffer("src", src, src.dtype, 16, False)
     new_dst = _tile_buffer("tgt", dst, src.dtype, 16, True)
@@ -154,7 +155,7 @@ def rewrite_wmma_store(stmt: Stmt, c: Constraints) -> Stmt:
     write = BufferRegion(dst, _relax(store.indices, dst, loops[-2:]))
     _check_fragment_tiles(read, c, store.span)
     sixteen = imm(INT32, 16)
-    call = Call(VOID, "tvm_store_matrix_sync",
+    call = Call(VOID, STORE,
                 (new_src.data, sixteen, sixteen, sixteen, _fragment_index(new_src),
                  _access_ptr(new_dst, 2), new_dst.strides[0], StringImm("row_major")))
     return _tile_block("wmma_store", read, write, new_src, new_dst, Evaluate(call), loops[:-2])
@@ -177,7 +178,7 @@ def rewrite_mma_store(stmt: Stmt, c: Constraints) -> Stmt:
 
 
 def shared_to_wmma(stmt: Stmt, c: Constraints, out: Outputs) -> Stmt:
-    if not (c.copies("shared", "wmma.matrix_a") or c.copies("shared", "wmma.matrix_b")):
+    if not (c.copies("shared", MATRIX_A) or c.copies("shared", MATRIX_B)):
         return stmt
     tiled, location = tile_last_two(stmt, 16, c)
     if location is None:
@@ -187,7 +188,7 @@ def shared_to_wmma(stmt: Stmt, c: Constraints, out: Outputs) -> Stmt:
 
 
 def wmma_to_shared(stmt: Stmt, c: Constraints, out: Outputs) -> Stmt:
-    if not c.copies("wmma.accumulator", "shared"):
+    if not c.copies(ACCUMULATOR, "shared"):
         return stmt
     tiled, location = tile_last_two(stmt, 16, c)
     if location is None:
@@ -208,7 +209,7 @@ def _through_shared(stmt: Stmt, c: Constraints, out: Outputs, edge: int, store_t
 
 
 def wmma_to_global(stmt: Stmt, c: Constraints, out: Outputs) -> Stmt:
-    if not c.copies("wmma.accumulator", "global"):
+    if not c.copies(ACCUMULATOR, "global"):
         return stmt
     return _through_shared(stmt, c, out, 16, rewrite_wmma_store)
 

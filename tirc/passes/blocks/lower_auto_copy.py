@@ -36,6 +36,7 @@ from tirc.ir.expr import IntImm
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import For
 from tirc.ir.visitor import Mutator, Visitor
+from tirc.ir.wmma_ops import ACCUMULATOR
 from tirc.passes.blocks.auto_copy_cache_stage import create_local_stage
 from tirc.passes.blocks.auto_copy_coalesce import coalesced_access, inverse_mapping
 from tirc.passes.blocks.auto_copy_common import ANNOTATION, Constraints, Outputs
@@ -120,7 +121,7 @@ class _AutoCopy(Mutator):
             raise make(None).error("it reads nothing")
         read = block.reads[0]
         if len(block.reads) > 1:
-            accumulators = [r for r in block.reads if r.buffer.scope == "wmma.accumulator"]
+            accumulators = [r for r in block.reads if r.buffer.scope == ACCUMULATOR]
             if not accumulators:
                 raise make(None).error("it reads several buffers and none is a WMMA accumulator")
             read = accumulators[-1]
