@@ -104,6 +104,7 @@ TEST_FILES = [
     (_TX + "test_tir_transform_narrow_datatype.py", ["NarrowDataType"]),
     (_ST + "test_s_tir_transform_renormalize_split_pattern.py", ["RenormalizeSplitPattern"]),
     (_ST + "test_s_tir_transform_rewrite_unsafe_select.py", ["RewriteUnsafeSelect"]),
+    (_ST + "test_s_tir_transform_memhammer_lower_auto_copy.py", ["LowerAutoCopy"]),
 ]
 
 # Textual patches applied to the upstream files before running them: (file, old, new, why)

@@ -222,7 +222,8 @@ PIPELINE: list[Pass] = [
           "allocated buffers shrink to the region their code touches",
           ("ConvertBlocksToOpaque", "ManifestSharedMemoryLocalStage")),
     _pass("LowerAutoCopy", "blocks.lower_auto_copy",
-          "blocks annotated auto_copy are refused (not ported)", ("CompactBufferAllocation",),
+          "blocks annotated auto_copy become coalesced, vectorized, thread-bound copies (WMMA "
+          "and mma fragments through tile loads and stores), shared buffers padded", ("CompactBufferAllocation",),
           needs=("block.auto_copy",)),
     _block_pass("UnifyThreadBinding", "blocks.unify_thread_binding",
           "each kernel binds every thread tag once, in a loop at its top",
@@ -325,8 +326,9 @@ PIPELINE: list[Pass] = [
           "each WMMA fragment gets the shape and layout its calls give it (fragment_shape, "
           "fragment_layout attributes); calls that disagree are errors",
           ("ThreadSync",),
-          needs=tuple(f"call.{n}" for n in ("tvm_fill_fragment", "tvm_load_matrix_sync",
-                                            "tvm_store_matrix_sync", "tvm_mma_sync", "tvm_bmma_sync"))),
+          needs=("wmma",) + tuple(f"call.{n}" for n in ("tvm_fill_fragment", "tvm_load_matrix_sync",
+                                                      "tvm_store_matrix_sync", "tvm_mma_sync",
+                                                      "tvm_bmma_sync"))),
     _pass("LowerThreadAllreduce", "lower.lower_thread_allreduce",
           "T.tvm_thread_allreduce becomes warp shuffles, or a shared-memory tree",
           ("ThreadSync",),

@@ -66,15 +66,3 @@ def test_a_copy_it_cannot_stage_is_a_located_error(loop, target, message):
         manifest_shared_memory_local_stage(mod)
     assert message in e.value.message
     assert e.value.span is not None
-
-
-def test_an_auto_copy_block_is_refused_with_its_name():
-    """LowerAutoCopy is not ported: the block it would rewrite is a located error."""
-    from tirc.passes.blocks.lower_auto_copy import lower_auto_copy
-    _, mod = _module(attr='T.sblock_attr({"auto_copy": 1})')
-    with pytest.raises(Diagnostic) as e:
-        lower_auto_copy(mod)
-    assert "block 'S' is annotated \"auto_copy\"" in e.value.message
-    assert e.value.span is not None and e.value.span.line == 13  # with T.sblock("S")
-    _, plain = _module(attr="")
-    assert lower_auto_copy(plain) is plain

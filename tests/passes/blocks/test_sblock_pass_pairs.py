@@ -53,6 +53,7 @@ def _passes():
     from tirc.passes.lower.inject_double_buffer import inject_double_buffer
     from tirc.passes.lower.inject_ptx_async_copy import inject_ptx_async_copy
     from tirc.passes.lower.inject_ptx_ldg32 import inject_ptx_ldg32
+    from tirc.passes.blocks.lower_auto_copy import lower_auto_copy
 
     def lower_opaque_block_and_threads(mod, ctx=None):
         # TVM's LowerOpaqueBlock also turns thread-bound loops into launch_thread scopes;
@@ -89,6 +90,7 @@ def _passes():
         "RewriteUnsafeSelect": rewrite_unsafe_select,
         "RenormalizeSplitPattern": renormalize_split_pattern,
         "NarrowDataType": narrow_data_type,
+        "LowerAutoCopy": lower_auto_copy,
     }
 
 

@@ -99,3 +99,18 @@ def test_disagreeing_calls_are_located_errors(body, message):
     assert message in e.value.message
     last = text.index(body.splitlines()[-1])  # each error is at the body's last line
     assert e.value.span is not None and e.value.span.line == text[:last].count("\n") + 1
+
+
+def test_fragment_elements_without_wmma_calls_are_a_located_error_in_the_pipeline():
+    """A kernel that touches a fragment only element by element (no WMMA call at all)
+    still reaches InferFragment's check: the pipeline does not skip it there."""
+    from tirc.passes.pass_context import PassContext
+    from tirc.passes.pipeline import run_pipeline
+    from tirc.target.kinds import parse_target
+    body = "Cf[0] = T.float32(1)\nC[0] = Cf[0]"
+    text = HEADER + kernel(body, allocs='Cf = T.alloc_buffer((256,), scope="wmma.accumulator")\n')
+    mod = parse(text, "x.tir")
+    with pytest.raises(Diagnostic) as e:
+        run_pipeline(mod, PassContext(parse_target("cuda -arch=sm_80")))
+    assert "writes an element of the WMMA fragment 'Cf'" in e.value.message
+    assert e.value.span is not None and e.value.span.line == text.count("\n") - 1

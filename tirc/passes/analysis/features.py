@@ -19,7 +19,8 @@ A feature is a string:
 * ``call.<op>``: a call of a named operator (``call.likely``, ``call.tvm_thread_allreduce``);
 * ``alloc``: an allocation; ``shared``: any variable, buffer or access in ``shared`` or
   ``shared.dyn`` memory (parameters, allocations, declarations, lets, loads, stores);
-  ``warp``: the same for ``warp`` memory;
+  ``warp``: the same for ``warp`` memory; ``wmma``: the same for WMMA fragments
+  (``wmma.matrix_a``, ``wmma.matrix_b``, ``wmma.accumulator``);
 * ``select``: a ``T.Select``;
 * ``int64``: a variable, constant or cast of a signed integer type wider than 32 bits;
 * ``private``: a private function.
@@ -122,3 +123,5 @@ def _pointer(var: Var, add) -> None:
             add("shared")
         elif ptr.scope == "warp":
             add("warp")
+        elif ptr.scope.startswith("wmma."):
+            add("wmma")
