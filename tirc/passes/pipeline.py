@@ -485,6 +485,7 @@ def _run_sequence(mod: IRModule, ctx: PassContext, passes: list[Pass], stop_afte
                   instruments: tuple[Instrument, ...]) -> IRModule:
     blocks = None  # decided at the first block pass (no later pass makes blocks)
     features = None  # the module's features, taken again once a pass changed it
+    known: dict = {}  # each function's features, by identity (module_features)
     for p in passes:
         if p.option is not None and not ctx.enabled(p.option):
             skip = True
@@ -494,7 +495,7 @@ def _run_sequence(mod: IRModule, ctx: PassContext, passes: list[Pass], stop_afte
         elif p.needs:
             if features is None:
                 from tirc.passes.analysis.features import module_features
-                features = module_features(mod)
+                features = module_features(mod, known)
             skip = features.isdisjoint(p.needs)
         else:
             skip = False

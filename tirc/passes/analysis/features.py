@@ -45,55 +45,72 @@ def is_virtual_thread(tag: str) -> bool:
     return tag == "vthread" or tag.startswith(("vthread.", "cthread"))
 
 
-def module_features(mod: IRModule) -> frozenset[str]:
-    """The features (module docstring) of ``mod``."""
+def module_features(mod: IRModule, known: dict | None = None) -> frozenset[str]:
+    """The features (module docstring) of ``mod``. ``known`` (``id(func) -> (func,
+    features)``, kept by the caller between passes) spares the walk of the functions a
+    pass left as they were."""
+    found: set[str] = set()
+    current = {}
+    for func in mod.functions.values():
+        entry = known.get(id(func)) if known is not None else None
+        if entry is None or entry[0] is not func:
+            entry = (func, function_features(func))
+        current[id(func)] = entry
+        found |= entry[1]
+    if known is not None:  # only the module's functions stay (and stay alive)
+        known.clear()
+        known.update(current)
+    return frozenset(found)
+
+
+def function_features(func) -> frozenset[str]:
+    """The features of one function."""
     found: set[str] = set()
     add = found.add
-    for func in mod.functions.values():
-        if func.private:
-            add("private")
-        for var in func.params:
-            _pointer(var, add)
-        for _, buf in func.buffer_map:
-            _buffer(buf, add)
-        for node in walk(func.body):
-            cls = type(node)
-            if cls is Var:
-                _pointer(node, add)
-                if node.dtype.base == "int64":
-                    add("int64")
-            elif cls is IntImm or cls is Cast:
-                if node.dtype.base == "int64":
-                    add("int64")
-            elif cls is BufferLoad or cls is BufferStore:
-                _buffer(node.buffer, add)
-            elif cls is Call:
-                if isinstance(node.op, str):
-                    add(f"call.{node.op}")
-            elif cls is For:
-                _loop(node, add)
-            elif cls is AttrStmt:
-                add(f"attr.{node.key}")
-                if node.key.startswith("pragma_"):
-                    add("attr.pragma")
-                if isinstance(node.node, IterVar) and is_virtual_thread(node.node.thread_tag):
-                    add("thread.virtual")
-            elif cls is AllocBuffer:
-                add("alloc")
-                _buffer(node.buffer, add)
-            elif cls is DeclBuffer:
-                _buffer(node.buffer, add)
-            elif cls is SBlock or cls is SBlockRealize:
-                add("block")
-                if cls is SBlock:
-                    for key, _ in node.annotations:
-                        add(f"block.{key}")
-                    for b in node.alloc_buffers:
-                        add(f"block.alloc.{b.scope}")
-            elif cls is Select:
-                add("select")
-            elif cls is Break or cls is Continue:
-                add("loop.jump")
+    if func.private:
+        add("private")
+    for var in func.params:
+        _pointer(var, add)
+    for _, buf in func.buffer_map:
+        _buffer(buf, add)
+    for node in walk(func.body):
+        cls = type(node)
+        if cls is Var:
+            _pointer(node, add)
+            if node.dtype.base == "int64":
+                add("int64")
+        elif cls is IntImm or cls is Cast:
+            if node.dtype.base == "int64":
+                add("int64")
+        elif cls is BufferLoad or cls is BufferStore:
+            _buffer(node.buffer, add)
+        elif cls is Call:
+            if isinstance(node.op, str):
+                add(f"call.{node.op}")
+        elif cls is For:
+            _loop(node, add)
+        elif cls is AttrStmt:
+            add(f"attr.{node.key}")
+            if node.key.startswith("pragma_"):
+                add("attr.pragma")
+            if isinstance(node.node, IterVar) and is_virtual_thread(node.node.thread_tag):
+                add("thread.virtual")
+        elif cls is AllocBuffer:
+            add("alloc")
+            _buffer(node.buffer, add)
+        elif cls is DeclBuffer:
+            _buffer(node.buffer, add)
+        elif cls is SBlock or cls is SBlockRealize:
+            add("block")
+            if cls is SBlock:
+                for key, _ in node.annotations:
+                    add(f"block.{key}")
+                for b in node.alloc_buffers:
+                    add(f"block.alloc.{b.scope}")
+        elif cls is Select:
+            add("select")
+        elif cls is Break or cls is Continue:
+            add("loop.jump")
     return frozenset(found)
 
 
