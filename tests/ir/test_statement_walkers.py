@@ -57,3 +57,18 @@ def test_statement_walkers_make_what_full_walks_make(monkeypatch):
     general = lowered()
     assert sum(not v.startswith("error") for v in fast.values()) > 100
     assert fast == general
+
+
+def test_walk_statements_yields_the_statements_walk_yields():
+    """``walk_statements`` skips expressions only: the statements of every function of
+    the samples and the TVM and S-TIR block corpora, in ``walk``'s order."""
+    from tirc.ir.stmt import Stmt
+    from tirc.ir.visitor import walk, walk_statements
+    files = SAMPLES + TVM_CORPUS + sorted((ROOT / "tests" / "corpus" / "sblock").glob("*.tir"))
+    seen = 0
+    for _, mod in parsed_modules(files):
+        for func in mod.functions.values():
+            want = [n for n in walk(func.body) if isinstance(n, Stmt)]
+            assert list(walk_statements(func.body)) == want
+            seen += len(want)
+    assert seen > 4_000

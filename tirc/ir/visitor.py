@@ -366,6 +366,30 @@ def walk(node: Node):
 _REVERSED_FIELDS: dict[type, tuple[str, ...]] = {}  # walk's copy of child_fields, reversed
 
 
+def walk_statements(node: Stmt):
+    """Every statement under ``node`` (pre-order), ``node`` included, without entering
+    expressions (no statement is under an expression): for what looks at statements
+    only, a fraction of :func:`walk`'s nodes."""
+    stack = [node]
+    pop, push, fields = stack.pop, stack.append, _STMT_FIELDS
+    while stack:
+        n = pop()
+        yield n
+        names = fields.get(type(n))
+        if names is None:
+            names = fields[type(n)] = child_fields(type(n))[::-1]
+        for name in names:
+            value = getattr(n, name)
+            if isinstance(value, Stmt):
+                push(value)
+            elif type(value) is tuple and value and isinstance(value[0], Stmt):
+                for item in reversed(value):
+                    push(item)
+
+
+_STMT_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
 def push_reversed(value: tuple, stack: list) -> None:
     """The nodes of ``value`` (nested tuples flattened) onto ``stack``, last first."""
     for item in reversed(value):
@@ -385,4 +409,4 @@ def _collect(value: object, out: list) -> None:
 
 def contains_blocks(stmt: Stmt) -> bool:
     """Whether ``stmt`` holds a block (``T.sblock`` or its realize)."""
-    return any(isinstance(n, (SBlock, SBlockRealize)) for n in walk(stmt))
+    return any(isinstance(n, (SBlock, SBlockRealize)) for n in walk_statements(stmt))

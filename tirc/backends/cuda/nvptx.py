@@ -49,7 +49,7 @@ from tirc.ir.dtype import FLOAT32, DataType
 from tirc.ir.expr import Call, IntImm, StringImm
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AttrStmt, IterVar
-from tirc.ir.visitor import walk
+from tirc.ir.visitor import walk_statements
 from tirc.records import record
 from tirc.target.kinds import Target
 
@@ -102,7 +102,7 @@ def target_machine(target: Target, ptx_version: int | None = None) -> llvm.Targe
 def max_threads(func: PrimFunc) -> tuple[int, int, int] | None:
     """The block size (x, y, z) when every ``threadIdx`` extent is a constant."""
     dims = {"x": 1, "y": 1, "z": 1}
-    for node in walk(func.body):
+    for node in walk_statements(func.body):
         if isinstance(node, AttrStmt) and node.key == THREAD_EXTENT and isinstance(node.node, IterVar):
             axis, _, dim = node.node.thread_tag.partition(".")
             if axis != "threadIdx":

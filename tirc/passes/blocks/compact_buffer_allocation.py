@@ -19,12 +19,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 from tirc.ir.block import BufferRegion, MatchBufferRegion, Range, SBlock
-from tirc.ir.visitor import contains_blocks
+from tirc.ir.visitor import contains_blocks, walk_statements
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import BinOp, Broadcast, BufferLoad, PrimExpr
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import AllocBuffer, BufferStore
-from tirc.ir.visitor import Mutator, walk
+from tirc.ir.visitor import Mutator
 from tirc.passes.analysis.arith_ops import add, floormod, imm, is_int, mul, sub
 from tirc.passes.blocks.buffer_region_collector import collect_regions
 
@@ -56,7 +56,7 @@ def compact(body, strict: bool = True):
 def _storage_aligns(body) -> dict[int, list[tuple[int, int, int]]]:
     """``id(data) -> [(dim, factor, offset)]`` from ``buffer_dim_align`` annotations."""
     out: dict[int, list[tuple[int, int, int]]] = {}
-    for n in walk(body):
+    for n in walk_statements(body):
         if isinstance(n, SBlock):
             for key, value in n.annotations:
                 if key == "buffer_dim_align":

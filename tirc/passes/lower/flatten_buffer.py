@@ -51,7 +51,7 @@ from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.index_arith import arith, cast, const_int, constant_layout, widen
 from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Stmt
-from tirc.ir.visitor import Mutator, walk
+from tirc.ir.visitor import Mutator, walk, walk_statements
 from tirc.passes.pass_context import PassContext
 
 
@@ -218,7 +218,7 @@ class _Flatten(Mutator):
 def _flatten_function(func: PrimFunc) -> PrimFunc:
     uses = _Uses(func.body)
     params = [b for _, b in func.buffer_map if needs_flattening(b) and id(b) in uses.accessed]
-    singles = {id(n.buffer.data) for n in walk(func.body)
+    singles = {id(n.buffer.data) for n in walk_statements(func.body)
                if isinstance(n, AllocBuffer) and _one_element(n.buffer)}
     if not params and not singles and not any(needs_flattening(b) for b in _all_buffers(func.body)):
         return func

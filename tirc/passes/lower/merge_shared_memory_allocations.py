@@ -93,7 +93,7 @@ from tirc.ir.expr import BinOp, BufferLoad, Call, Cast, IntImm, Let, PointerType
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, DeclBuffer, For, IfThenElse, IterVar, LetStmt,
                           Stmt, While)
-from tirc.ir.visitor import Mutator, Visitor, walk
+from tirc.ir.visitor import Mutator, Visitor, walk, walk_statements
 from tirc.passes.lower.storage_access import AccessFinder, Entry, InplaceCheck, Unsupported
 from tirc.passes.lower.storage_rewrite import const_bits, liveness
 from tirc.passes.lower.thread_sync import Access, BarrierPlanner
@@ -501,7 +501,7 @@ class _Kernels(Mutator):
         return self.kernel(s) if s.kind == "thread_binding" else (yield from self.descend(s))
 
     def kernel(self, root: AttrStmt | For) -> Stmt:
-        allocs = [n for n in walk(root.body)
+        allocs = [n for n in walk_statements(root.body)
                   if isinstance(n, AllocBuffer) and n.buffer.scope in SHARED_SCOPES]
         if not allocs:
             return root

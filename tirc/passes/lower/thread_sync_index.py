@@ -24,7 +24,7 @@ from tirc.ir.attrs import THREAD_EXTENT
 from tirc.ir.expr import BinOp, Broadcast, BufferLoad, Call, IntImm, PrimExpr, Ramp, Var
 from tirc.ir.ops import INTRINSICS
 from tirc.ir.stmt import AttrStmt, For, IterVar, Stmt
-from tirc.ir.visitor import walk
+from tirc.ir.visitor import walk, walk_statements
 from tirc.records import record
 
 LANES = -1  # the key of a vector index's lane axis in a form's coefficients
@@ -55,7 +55,7 @@ class ThreadIndices:
         self.generation = 0
         self.read: set[int] = set()  # variables the kept forms read
         self._kept: dict[tuple, tuple] = {}  # indices -> (generation, group, const)
-        for n in walk(root):
+        for n in walk_statements(root):
             var = extent = None
             if isinstance(n, AttrStmt) and n.key == THREAD_EXTENT and isinstance(n.node, IterVar):
                 var, extent, tag = n.node.var, n.value, n.node.thread_tag

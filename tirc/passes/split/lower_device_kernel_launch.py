@@ -32,7 +32,7 @@ from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.index_arith import arith, cast
 from tirc.ir.renew import substitute
 from tirc.ir.stmt import AllocBuffer, AttrStmt, Evaluate, IterVar
-from tirc.ir.visitor import Mutator, walk
+from tirc.ir.visitor import Mutator, walk_statements
 from tirc.passes.analysis.context import HOST, body_context
 from tirc.target.kinds import Target, thread_axis_limits
 
@@ -53,7 +53,7 @@ def launch_params(name: str, kernel: PrimFunc) -> tuple[list[str], list[PrimExpr
     tags: list[str] = []
     extents: list[PrimExpr] = []
     dyn: list[PrimExpr] = []
-    for node in walk(kernel.body):
+    for node in walk_statements(kernel.body):
         if isinstance(node, AttrStmt) and node.key == THREAD_EXTENT and isinstance(node.node, IterVar):
             tag = node.node.thread_tag
             if tag in tags:

@@ -35,7 +35,7 @@ from tirc.ir.freevars import region_uses
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.renew import renew_defs
 from tirc.ir.stmt import AttrStmt, DeclBuffer, Evaluate, Return
-from tirc.ir.visitor import Mutator, walk
+from tirc.ir.visitor import Mutator, walk, walk_statements
 from tirc.ir.names import unique_name
 from tirc.passes.analysis.context import HOST, body_context
 from tirc.target.kinds import Target
@@ -58,7 +58,7 @@ class _Split(Mutator):
     def visit_AttrStmt(self, s: AttrStmt):
         if not (s.key == TARGET and isinstance(s.node, Target) and s.node.is_device):
             return (yield from self.descend(s))
-        for node in walk(s.body):
+        for node in walk_statements(s.body):
             if isinstance(node, Return):
                 raise Diagnostic("'return' inside device code of a host function", node.span)
         uses = region_uses(s.body)
@@ -122,7 +122,7 @@ def _runs_on_device(f: PrimFunc) -> bool:
         if not all(isinstance(e, IntImm) for e in (*b.shape, *b.strides)) or \
                 not (b.elem_offset is None or isinstance(b.elem_offset, IntImm)):
             return False
-    return not any(isinstance(n, AttrStmt) and n.key == TARGET for n in walk(f.body))
+    return not any(isinstance(n, AttrStmt) and n.key == TARGET for n in walk_statements(f.body))
 
 
 def _as_kernel(f: PrimFunc) -> PrimFunc:

@@ -26,7 +26,7 @@ from tirc.ir.buffer import WMMA_SCOPES
 from tirc.ir.expr import BufferLoad
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.stmt import AllocBuffer, BufferStore
-from tirc.ir.visitor import walk
+from tirc.ir.visitor import walk, walk_statements
 from tirc.passes.analysis.context import HOST, body_context
 from tirc.passes.split.verify_ptx_calls import check_ptx_calls
 from tirc.target.kinds import Target
@@ -49,7 +49,7 @@ _KERNEL_SCOPES = ("shared", "shared.dyn")
 
 
 def _check_kernel(func: PrimFunc, target: Target) -> None:
-    for node in walk(func.body):
+    for node in walk_statements(func.body):
         if isinstance(node, AllocBuffer):
             scope = node.buffer.scope
             if scope in _KERNEL_SCOPES or scope.startswith("local"):

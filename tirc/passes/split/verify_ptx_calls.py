@@ -16,7 +16,7 @@ from tirc.ir.attrs import CALLING_CONV, TARGET, CallingConv
 from tirc.ir.expr import Call
 from tirc.ir.function import PrimFunc
 from tirc.ir.stmt import AttrStmt
-from tirc.ir.visitor import walk
+from tirc.ir.visitor import walk, walk_statements
 from tirc.passes.analysis.context import DEVICE, body_context
 from tirc.target.kinds import Target, cuda_archs, ptx_feature_arch_error
 
@@ -29,7 +29,7 @@ def check_ptx_calls(name: str, func: PrimFunc) -> None:
         # the async copy queues of a software pipeline become cp.async group instructions
         # in CUDA code (elsewhere they mean nothing: the copies are synchronous)
         calls += [(c, f"the software pipeline's asynchronous copy queue (\"{n.key}\")")
-                  for n in walk(func.body) if isinstance(n, AttrStmt)
+                  for n in walk_statements(func.body) if isinstance(n, AttrStmt)
                   for c in (ptx_ops.queue_call(n),) if c is not None]
     if not calls:
         return
