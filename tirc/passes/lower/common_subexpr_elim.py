@@ -240,7 +240,7 @@ class _Planner:
             bad = self.expr(e.body)[0] or bad
             self.let_depth -= 1
             canon = self.canon
-            form = (Let, e.var, canon[id(e.value)], canon[id(e.body)])
+            form = (Let, id(e.var), id(canon[id(e.value)]), id(canon[id(e.body)]))
         else:
             kids = _children(e)
             bad = False
@@ -263,18 +263,19 @@ class _Planner:
 
     def _form(self, e: PrimExpr, cls: type) -> tuple:
         """What equality compares of ``e`` (its class and compared fields), with each
-        sub-expression its canonical node: equal forms, equal expressions."""
+        sub-expression the identity of its canonical node (ints hash and compare without
+        calling back into Python): equal forms, equal expressions."""
         canon = self.canon
         if cls is BinOp:
-            return (BinOp, e.op, canon[id(e.a)], canon[id(e.b)], e.dtype)
+            return (BinOp, e.op, id(canon[id(e.a)]), id(canon[id(e.b)]), e.dtype)
         form: list = [cls]
         for name, may_hold in _key_fields(cls):
             v = getattr(e, name)
             if may_hold:
                 if isinstance(v, PrimExpr):
-                    v = canon[id(v)]
+                    v = id(canon[id(v)])
                 elif isinstance(v, tuple):
-                    v = tuple(canon[id(x)] if isinstance(x, PrimExpr) else x for x in v)
+                    v = tuple(id(canon[id(x)]) if isinstance(x, PrimExpr) else x for x in v)
             form.append(v)
         return tuple(form)
 
