@@ -42,7 +42,9 @@ from tirc.ir.expr import (BinOp, Broadcast, BufferLoad, Call, Cast, GlobalVar, I
 from tirc.ir.function import PrimFunc
 from tirc.ir.index_arith import constant_layout
 from tirc.ir.stmt import AllocBuffer, BufferStore, IfThenElse, While
-from tirc.ir.visitor import Visitor
+from tirc.ir.visitor import NODE_TYPES, Visitor, child_fields
+
+_FIELDS: dict[type, tuple[str, ...]] = {}  # child_fields, reversed (Checker.check's stack)
 
 _DIVISIONS = {"div": "division (T.truncdiv)", "mod": "modulo (T.truncmod)",
               "floordiv": "division (//)", "floormod": "modulo (%)"}
@@ -126,6 +128,10 @@ def _index_text(ranges) -> str:
 
 
 class _Checker(Visitor):
+    """Statements are walked by the visitor (``where`` holds their locations); the
+    expressions under each one by :meth:`check`, a loop that carries the nearest location
+    down to each node."""
+
     def __init__(self, span: Span | None):
         self.roots: dict[int, tuple[Buffer, int, int]] = {}  # data var -> buffer, bit range
         self.where: list[Span | None] = [span]
@@ -150,9 +156,12 @@ class _Checker(Visitor):
             bits = _storage_bits(b.dtype)
             self.roots[id(b.data)] = (b, lo * bits, hi * bits)
 
+    def _visit_value(self, value) -> None:
+        self.check(value)
+
     # -- code that can run ----------------------------------------------------------------
     def visit_IfThenElse(self, s: IfThenElse):
-        self.visit(s.condition)
+        self.check(s.condition)
         taken = fold(s.condition)
         if taken is None or taken:
             yield s.then_case
@@ -160,7 +169,7 @@ class _Checker(Visitor):
             yield s.else_case
 
     def visit_While(self, s: While):
-        self.visit(s.condition)
+        self.check(s.condition)
         if fold(s.condition) != 0:
             yield s.body
 
@@ -168,31 +177,52 @@ class _Checker(Visitor):
         if fold(s.predicate) != 0:
             yield from self.descend(s)
 
-    def visit_Call(self, e: Call) -> None:
-        if e.op == "if_then_else" and len(e.args) == 3:
-            self.visit(e.args[0])
-            return
-        if e.op == "address_of":
-            for a in e.args:  # an address, not an access; its indices are still code
-                for i in (a.indices if isinstance(a, BufferLoad) else ()):
-                    self.visit(i)
-            return
-        if e.op in ("masked_load", "masked_store") and isinstance(e.args[0], BufferLoad):
-            # the lanes the mask has off are not accessed: a tail past the end is not a fault
-            for a in (*e.args[0].indices, *e.args[1:]):
-                self.visit(a)
-            return
-        if isinstance(e.op, GlobalVar):
-            for a in e.args:
-                if isinstance(a, Buffer):
-                    self.check_view(a, e)
-        self.generic_visit(e)
-
-    # -- division -------------------------------------------------------------------------
-    def visit_BinOp(self, e: BinOp) -> None:
-        if e.op in _DIVISIONS and e.dtype.element().is_integer and const_range(e.b) == (0, 0):
-            raise Diagnostic(f"integer {_DIVISIONS[e.op]} by zero", self.span(e))
-        self.generic_visit(e)
+    def check(self, root) -> None:
+        """The facts of the expressions (and block regions) in ``root``, in the order of
+        the text; each located at the node, or the nearest enclosing node with a location."""
+        stack = [(root, self.span())]
+        pop, push = stack.pop, stack.append
+        while stack:
+            node, outer = pop()
+            if type(node) is tuple:
+                for item in reversed(node):
+                    push((item, outer))
+                continue
+            if not isinstance(node, NODE_TYPES):
+                continue  # a buffer, or plain data
+            own = getattr(node, "span", None)
+            here = outer if own is None else own
+            cls = type(node)
+            if cls is BinOp:
+                if (node.op in _DIVISIONS and node.dtype.element().is_integer
+                        and const_range(node.b) == (0, 0)):
+                    raise Diagnostic(f"integer {_DIVISIONS[node.op]} by zero", here)
+            elif cls is BufferLoad:
+                self.check_access(node.buffer, node.indices, here, "load from")
+            elif cls is Call:
+                op, args = node.op, node.args
+                if op == "if_then_else" and len(args) == 3:
+                    push((args[0], here))  # only the branch its condition picks runs
+                    continue
+                if op == "address_of":  # an address, not an access; its indices are code
+                    push((tuple(i for a in args if isinstance(a, BufferLoad)
+                                for i in a.indices), here))
+                    continue
+                if op in ("masked_load", "masked_store") and isinstance(args[0], BufferLoad):
+                    # the lanes the mask has off are not accessed: a tail past the end is fine
+                    push(((*args[0].indices, *args[1:]), here))
+                    continue
+                if isinstance(op, GlobalVar):
+                    for a in args:
+                        if isinstance(a, Buffer):
+                            self.check_view(a, op, here)
+            elif cls is MatchBufferRegion:
+                self.check_match(node, here)
+            names = _FIELDS.get(cls)
+            if names is None:
+                names = _FIELDS[cls] = child_fields(cls)[::-1]
+            for name in names:
+                push((getattr(node, name), here))
 
     # -- memory ---------------------------------------------------------------------------
     def visit_AllocBuffer(self, s: AllocBuffer):
@@ -204,7 +234,7 @@ class _Checker(Visitor):
             self.add_root(b)
         yield from self.descend(s)
 
-    def visit_MatchBufferRegion(self, m: MatchBufferRegion) -> None:
+    def check_match(self, m: MatchBufferRegion, here: Span | None) -> None:
         src = m.source
         for k, (rng, n) in enumerate(zip(src.region, src.buffer.shape)):
             lo, ext, size = const_range(rng.min), const_range(rng.extent), fold(n)
@@ -215,18 +245,13 @@ class _Checker(Visitor):
                 raise Diagnostic(
                     f"the region [{lo[0]}:{lo[1] + ext[1]}]{dim} of buffer '{src.buffer.name}' "
                     f"{_shape_text(src.buffer)} that '{m.buffer.name}' matches is outside "
-                    f"the buffer", src.span or m.span or self.span())
-        self.generic_visit(m)
-
-    def visit_BufferLoad(self, e: BufferLoad) -> None:
-        self.check_access(e.buffer, e.indices, e, "load from")
-        self.generic_visit(e)
+                    f"the buffer", src.span or here)
 
     def visit_BufferStore(self, s: BufferStore) -> None:
-        self.check_access(s.buffer, s.indices, s, "store to")
+        self.check_access(s.buffer, s.indices, self.span(s), "store to")
         self.generic_visit(s)
 
-    def check_access(self, b: Buffer, indices, node, what: str) -> None:
+    def check_access(self, b: Buffer, indices, here: Span | None, what: str) -> None:
         ranges = [const_range(i) for i in indices]
         if None in ranges or len(ranges) != len(b.shape):
             return
@@ -241,17 +266,17 @@ class _Checker(Visitor):
             flat = lo if lo < own_lo else hi
             where = "" if len(ranges) == 1 and offset == 0 else f" (element {flat})"
             raise Diagnostic(f"{what} buffer '{b.name}' {_shape_text(b)} at index "
-                             f"{_index_text(ranges)}{where}: outside the buffer",
-                             self.span(node))
-        self.check_dimensions(b, ranges, lo, hi, node, what)
+                             f"{_index_text(ranges)}{where}: outside the buffer", here)
+        self.check_dimensions(b, ranges, lo, hi, here, what)
         root = self.roots.get(id(b.data))
         if root is not None and root[0] is not b:
             bits = _storage_bits(b.dtype)
-            self.check_memory(b, root, lo * bits, (hi + 1) * bits, node,
+            self.check_memory(b, root, lo * bits, (hi + 1) * bits, here,
                               f"{what} buffer '{b.name}', a view of '{root[0].name}' "
                               f"{_shape_text(root[0])},")
 
-    def check_dimensions(self, b: Buffer, ranges, lo: int, hi: int, node, what: str) -> None:
+    def check_dimensions(self, b: Buffer, ranges, lo: int, hi: int, here: Span | None,
+                         what: str) -> None:
         """A warning where a constant index lies outside its dimension (the access is in
         the buffer: :meth:`check_access` made sure)."""
         if len(ranges) < 2:
@@ -264,22 +289,23 @@ class _Checker(Visitor):
                 self.warnings.append(Diagnostic(
                     f"{what} buffer '{b.name}' {_shape_text(b)} at index "
                     f"{_index_text(ranges)}: index {index} is outside dimension {k} (extent "
-                    f"{size}); it reaches {reach}, inside the buffer", self.span(node),
+                    f"{size}); it reaches {reach}, inside the buffer", here,
                     severity="warning"))
                 return
 
-    def check_view(self, b: Buffer, call: Call) -> None:
+    def check_view(self, b: Buffer, callee: GlobalVar, here: Span | None) -> None:
         root, layout = self.roots.get(id(b.data)), _layout(b)
         if root is None or layout is None or root[0] is b:
             return
         lo, hi = _extent(layout)
         if lo < hi:
             bits = _storage_bits(b.dtype)
-            self.check_memory(b, root, lo * bits, hi * bits, call,
+            self.check_memory(b, root, lo * bits, hi * bits, here,
                               f"the view of '{root[0].name}' {_shape_text(root[0])} passed "
-                              f"to '{call.op.name}'")
+                              f"to '{callee.name}'")
 
-    def check_memory(self, b: Buffer, root, lo: int, hi: int, node, head: str) -> None:
+    def check_memory(self, b: Buffer, root, lo: int, hi: int, here: Span | None,
+                     head: str) -> None:
         """Bits ``[lo, hi)`` of ``b``'s data lie in ``root``'s; ``head`` names the use."""
         rb, rlo, rhi = root
         if rlo <= lo and hi <= rhi:
@@ -292,4 +318,4 @@ class _Checker(Visitor):
         else:
             reach, size = f"bytes {lo // 8}..{(hi - 1) // 8}", f"{(rhi - rlo) // 8} bytes"
         raise Diagnostic(f"{head} reaches {reach} of '{rb.name}', which has {size}: outside "
-                         "its memory", self.span(node))
+                         "its memory", here)
