@@ -43,7 +43,7 @@ from tirc.ir.function import IRModule
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, DeclBuffer, Evaluate, For, IterVar, LetStmt,
                           SeqStmt, Stmt, seq)
 from tirc.ir.renew import map_buffer
-from tirc.ir.visitor import NODE_TYPES, Mutator, child_fields, rebuild, walk
+from tirc.ir.visitor import NODE_TYPES, Mutator, child_fields, rebuild, walk, walk_statements
 from tirc.ir.index_arith import arith, cast
 from tirc.passes.pass_context import PassContext
 
@@ -271,6 +271,21 @@ def _statement_nodes(value: object, out: list) -> None:
             _statement_nodes(item, out)
 
 
+def _bounds_free_of(body: Stmt, var: Var) -> bool:
+    """Whether no loop bound or step and no loop pragma in ``body`` mentions ``var``: what
+    unrolling the loops of ``body`` decides is then the same whatever ``var`` is."""
+    for n in walk_statements(body):
+        if isinstance(n, For):
+            parts = (n.min, n.extent) if n.step is None else (n.min, n.extent, n.step)
+        elif isinstance(n, AttrStmt) and n.key.startswith("pragma_"):
+            parts = (n.value,)
+        else:
+            continue
+        if any(x is var for p in parts for x in walk(p)):
+            return False
+    return True
+
+
 def _trip_count(s: For) -> int | None:
     """The number of iterations, when it is a constant."""
     step = 1 if s.step is None else (s.step.value if isinstance(s.step, IntImm) else None)
@@ -330,17 +345,23 @@ class _Unroll(Mutator):
         return self.generic_visit(s)
 
     def visit_For(self, s: For):
-        s = (yield from self.descend(s))
         count = _trip_count(s)
-        auto = (s.kind == "serial" and count is not None and self.normal_depth == 0
-                and self.unrolled_depth <= AUTO_MAX_DEPTH and count * self.steps <= self.max_step)
-        if s.kind == "unrolled" and count is not None:
-            auto = True
-        if auto:
-            self.steps *= count
-            self.unrolled_depth += 1
-        else:
-            self.normal_depth += 1
+        if count == 1 and _bounds_free_of(s.body, s.loop_var):
+            # A loop of one iteration is most often unrolled, after the loops inside it
+            # made its body large: its variable is replaced in the body as written (small)
+            # before those are unrolled, which gives the same code as replacing it after,
+            # since no decision inside reads it. Should the loop stay a loop, its body is
+            # unrolled again as written.
+            saved = (self.steps, self.unrolled_depth, self.normal_depth)
+            body = yield _Copy(s.loop_var, _value(s, 0)).visit(s.body)
+            if self._unrolls(s, count):
+                self._count(count, True)
+                if self.explicit and _statements(body) <= MAX_STATEMENTS:
+                    return body
+            self.steps, self.unrolled_depth, self.normal_depth = saved
+        s = (yield from self.descend(s))
+        auto = self._unrolls(s, count)
+        self._count(count, auto)
         if s.kind == "unrolled" and count is None:
             return replace(s, kind="serial")
         if not auto:
@@ -350,6 +371,20 @@ class _Unroll(Mutator):
         if not self.explicit or count > MAX_COPIES or count * _statements(s.body) > MAX_STATEMENTS:
             return replace(s, kind="unrolled")  # an unroll hint for the code generator
         return seq(_copies(s, count), s.span)
+
+    def _unrolls(self, s: For, count: int | None) -> bool:
+        """Whether ``s`` (its body just visited) is unrolled: TVM's rule."""
+        if s.kind == "unrolled" and count is not None:
+            return True
+        return (s.kind == "serial" and count is not None and self.normal_depth == 0
+                and self.unrolled_depth <= AUTO_MAX_DEPTH and count * self.steps <= self.max_step)
+
+    def _count(self, count: int | None, unrolled: bool) -> None:
+        if unrolled:
+            self.steps *= count
+            self.unrolled_depth += 1
+        else:
+            self.normal_depth += 1
 
     def visit_SeqStmt(self, s: SeqStmt):
         outer = (self.steps, self.unrolled_depth, self.normal_depth)
