@@ -13,7 +13,7 @@ A ``serial`` loop with a constant ``min`` and extent whose body calls a WMMA bui
 a fragment index that takes the loop variable modulo a constant (directly or through a
 ``let`` in the body) is rewritten, for the smallest period ``N`` (2, 3 or 4, not above the extent) with
 which every such index of ``i = j * N + r`` simplifies, for each ``r``, to one without
-``j``: a loop over ``j`` (``extent // N`` iterations; none when that is 1) of the ``N``
+``j`` (any ``N`` does where the extent is below ``2 * N``: the loop is unrolled whole): a loop over ``j`` (``extent // N`` iterations; none when that is 1) of the ``N``
 copies of the body, then the ``extent % N`` remaining iterations, each with the loop
 variable a constant. The fragment indices of the copies are simplified. A loop with no
 such period stays as it is (still correct, its fragments in local memory).
@@ -30,7 +30,7 @@ from tirc.ir.expr import BinOp, Call, IntImm, PrimExpr, Var
 from tirc.ir.function import IRModule
 from tirc.ir.renew import substitute
 from tirc.ir.ssa import convert_ssa
-from tirc.ir.stmt import For, LetStmt, Stmt, seq
+from tirc.ir.stmt import For, LetStmt, SeqStmt, Stmt, seq
 from tirc.ir.visitor import Mutator, walk
 from tirc.ir import wmma_ops
 from tirc.passes.analysis.arith_analyzer import Analyzer
@@ -144,6 +144,10 @@ class _Loops(Mutator):
             return s
         n = _period(s)
         return s if n is None else _unroll(s, n)
+
+    def visit_SeqStmt(self, s: SeqStmt):
+        new = (yield from self.descend(s))
+        return s if new is s else seq(new.stmts, s.span)  # a loop may become a sequence
 
 
 def unroll_fragment_versions(mod: IRModule, ctx: PassContext) -> IRModule:
