@@ -266,6 +266,10 @@ PIPELINE: list[Pass] = [
           "virtual thread axes (vthread) become unrolled loops inside each thread",
           ("FlattenBuffer",),
           needs=("thread.virtual",)),
+    _pass("UnrollFragmentVersions", "lower.unroll_fragment_versions",
+          "a loop whose WMMA fragment indices cycle with its variable (pipeline versions) "
+          "is unrolled by the period, so the fragments stay in registers",
+          ("FlattenBuffer",), needs=("wmma",)),
     _pass("Simplify", "lower.simplify",
           "fold constants and pure private calls, drop always-true checks", ("BindTarget",)),
     _pass("InlinePrivateFunctions", "lower.inline_private_functions",

@@ -71,12 +71,14 @@ PIPELINED = {
 
 @pytest.mark.parametrize("name", sorted(PIPELINED))
 def test_pipelined_corpus_module_is_wmma_ptx(name, tmp_path):
-    # a fragment with one version per stage is indexed by the iteration, so where the loop
-    # stays a loop its fragments are a thread's local memory rather than registers
+    # a fragment with one version per stage is indexed by the iteration modulo the
+    # versions; UnrollFragmentVersions unrolls the loop by that period, so the fragments
+    # are registers, not a thread's local memory
     text = (CORPUS / f"{name}.tir").read_text()
     images = _build(text, tmp_path, filename=f"{name}.tir")
     ptx = next(iter(images.values()))
     filecheck(ptx, "".join(f"CHECK: {c}\n" for c in PIPELINED[name]), tmp_path)
+    assert ".local" not in ptx
     ptxas_check(ptx, "sm_80", tmp_path)
 
 

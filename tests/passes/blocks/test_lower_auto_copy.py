@@ -68,6 +68,8 @@ def test_copy_through_shared_memory_builds_and_computes(value, transposed, tmp_p
     text = _transpose(value)
     ptx = _ptx(text, tmp_path)
     assert "bar.sync" in ptx and "ld.global" in ptx and "st.shared" in ptx
+    # the 16-byte vectors into shared memory stay vectors (8 per thread of 4 floats)
+    assert ptx.count("st.shared.v4.b32") == 8 and "st.shared.b32" not in ptx
     ptxas_check(ptx, "sm_80", tmp_path)
     a = np.random.default_rng(0).uniform(-1, 1, (64, 64)).astype("float32")
     b = np.zeros_like(a)
@@ -118,6 +120,10 @@ def test_wmma_gemm_of_auto_copies_builds_and_computes(name, tmp_path):
                     ("wmma.mma.sync.aligned.row.col.m16n16k16.f32.f32", 8),
                     ("wmma.store.d.sync.aligned.row.m16n16k16.f32", 4)):
         assert ptx.count(insn) == n, insn
+    # the copies into and out of shared memory move 16-byte vectors: the stores of A and
+    # B (4 per thread), and the stage's loads to global
+    assert ptx.count("st.shared.v4.b32") == 8 and ptx.count("ld.shared.v4.b32") == 8
+    assert "st.shared.b16" not in ptx
     ptxas_check(ptx, "sm_80", tmp_path)
     rng = np.random.default_rng(2)
     a, b = (rng.uniform(-1, 1, (32, 32)).astype("float16") for _ in range(2))

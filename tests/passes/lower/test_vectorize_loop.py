@@ -227,3 +227,30 @@ def main(B: T.Buffer((64,), "float32")):
         B[v] = W[v]
 """
     check(before, before.replace("T.vectorized(4)", "range(4)"))
+
+
+def test_fused_indices_are_simplified_with_the_loop_range_before_falling_back():
+    # LowerAutoCopy's copies index through the fused variable: with v < 4 and the rest a
+    # multiple of 4, `(x * 4 + v) // 64` does not depend on v and `% 64` is `... + v`, so
+    # the store is a Ramp and the transposed load a stride-64 Ramp. With a multiple of 2 a
+    # lane may cross a row: a scatter, and the loop stays serial.
+    before = """
+@T.prim_func
+def main(A: T.Buffer((4096,), "float32"), S: T.Buffer((4352,), "float32")):
+    threadIdx_x = T.launch_thread("threadIdx.x", 128)
+    for i in range(8):
+        for v in T.vectorized(4):
+            S[((i * 128 + threadIdx_x) * 4 + v) // 64 * 68 + ((i * 128 + threadIdx_x) * 4 + v) % 64] = A[((i * 128 + threadIdx_x) * 4 + v) % 64 * 64 + ((i * 128 + threadIdx_x) * 4 + v) // 64]
+        for v in T.vectorized(4):
+            S[(threadIdx_x * 2 + v) // 64 * 68 + (threadIdx_x * 2 + v) % 64] = A[v]
+"""
+    expected = """
+@T.prim_func
+def main(A: T.Buffer((4096,), "float32"), S: T.Buffer((4352,), "float32")):
+    threadIdx_x = T.launch_thread("threadIdx.x", 128)
+    for i in range(8):
+        S[i * 544 + threadIdx_x // 16 * 68 + threadIdx_x % 16 * 4:i * 544 + threadIdx_x // 16 * 68 + threadIdx_x % 16 * 4 + 4] = A[T.Ramp(threadIdx_x % 16 * 256 + i * 8 + threadIdx_x // 16, 64, 4)]
+        for v in range(4):
+            S[(threadIdx_x * 2 + v) // 64 * 68 + (threadIdx_x * 2 + v) % 64] = A[v]
+"""
+    check(before, expected)

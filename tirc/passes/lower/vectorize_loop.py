@@ -34,6 +34,7 @@ from tirc.ir.renew import substitute
 from tirc.ir.stmt import BufferStore, Evaluate, For, IfThenElse, LetStmt, SeqStmt, Stmt, seq
 from tirc.ir.visitor import Mutator, walk
 from tirc.ir.index_arith import arith, broadcast, cast
+from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.pass_context import PassContext
 
 # Pure element-wise intrinsics: a vector call applies the scalar one to every lane. An
@@ -51,11 +52,13 @@ class _Cannot(Exception):
 
 
 class _Vectorizer:
-    def __init__(self, var: Var, ramp: PrimExpr, lanes: int):
+    def __init__(self, var: Var, ramp: PrimExpr, lanes: int, loop: For):
         self.var = var
         self.ramp = ramp
         self.lanes = lanes
+        self.loop = loop
         self.subst: dict[int, PrimExpr] = {id(var): ramp}
+        self._analyzer: Analyzer | None = None
 
     # -- expressions: the result is the scalar node itself when it does not vary --------
     def expr(self, e: PrimExpr) -> PrimExpr:
@@ -155,8 +158,23 @@ class _Vectorizer:
         if buffer.dtype.lanes != 1 or any(i.dtype.lanes != 1 for i in new[:-1]):
             raise _Cannot("vector buffer or vector index before the last")
         if new[-1].dtype.lanes != 1 and not isinstance(new[-1], (Ramp, Broadcast)):
-            raise _Cannot("gather or scatter")
+            new = new[:-1] + (self.contiguous(indices[-1]),)
         return new
+
+    def contiguous(self, index: PrimExpr) -> PrimExpr:
+        """The vector form of a last index that is not a Ramp as written: the index
+        simplified with the loop variable's range (``(x * 4 + v) // 64 * 64 + (x * 4 + v)
+        % 64`` with ``v < 4`` is ``x * 4 + v``), vectorized again; a gather or scatter
+        when it still is none."""
+        if self._analyzer is None:
+            self._analyzer = Analyzer()
+            self._analyzer.bind_range(self.var, self.loop.min, self.loop.extent)
+        simplified = self._analyzer.simplify(index)
+        if simplified is not index:
+            out = self.expr(simplified)
+            if out.dtype.lanes == 1 or isinstance(out, (Ramp, Broadcast)):
+                return out
+        raise _Cannot("gather or scatter")
 
     def e_Call(self, e: Call):
         name = e.op if isinstance(e.op, str) else None
@@ -245,7 +263,7 @@ def vectorize(loop: For) -> Stmt | None:
         return substitute(loop.body, {id(loop.loop_var): start})
     ramp = Ramp(start, IntImm(loop.loop_var.dtype, 1), lanes, loop.span)
     try:
-        body = _Vectorizer(loop.loop_var, ramp, lanes).stmt(loop.body)
+        body = _Vectorizer(loop.loop_var, ramp, lanes, loop).stmt(loop.body)
     except _Cannot:
         return None
     return None if _carries_values(body) else body
