@@ -328,3 +328,64 @@ def main(A: T.Buffer((16,), "int32"), n: T.int32):
         first, second = out[2 * k], out[2 * k + 1]
         assert first.value is second.loop_var is not n
     assert out[0].value is not out[2].value
+
+
+def test_one_iteration_around_unrolled_loops():
+    # the one-iteration loop's variable is replaced in its body before the inner loop is
+    # unrolled: the copies read the replaced value
+    before = f"""
+@T.prim_func
+def main(B: T.Buffer((16,), "float32")):
+    T.func_attr({{"target": {DEV}}})
+    threadIdx_x = T.launch_thread("threadIdx.x", 4)
+    for i in T.unroll(1):
+        for j in T.unroll(2):
+            B[i * 8 + j * 4 + threadIdx_x] = T.float32(1.0)
+"""
+    expected = f"""
+@T.prim_func
+def main(B: T.Buffer((16,), "float32")):
+    T.func_attr({{"target": {DEV}}})
+    threadIdx_x = T.launch_thread("threadIdx.x", 4)
+    B[T.Mul(0, 8) + T.Mul(0, 4) + threadIdx_x] = T.float32(1.0)
+    B[T.Mul(0, 8) + T.Mul(1, 4) + threadIdx_x] = T.float32(1.0)
+"""
+    check(before, expected)
+
+
+def test_one_iteration_whose_variable_bounds_an_inner_loop():
+    # j's extent is i: unrolled after its body (as TVM), j's loop stays a serial loop
+    # of extent 0 rather than vanishing
+    before = f"""
+@T.prim_func
+def main(B: T.Buffer((16,), "float32")):
+    T.func_attr({{"target": {DEV}}})
+    threadIdx_x = T.launch_thread("threadIdx.x", 4)
+    for i in T.unroll(1):
+        for j in T.unroll(i):
+            B[j * 4 + threadIdx_x] = T.float32(1.0)
+"""
+    expected = f"""
+@T.prim_func
+def main(B: T.Buffer((16,), "float32")):
+    T.func_attr({{"target": {DEV}}})
+    threadIdx_x = T.launch_thread("threadIdx.x", 4)
+    for j in range(0):
+        B[j * 4 + threadIdx_x] = T.float32(1.0)
+"""
+    check(before, expected)
+
+
+def test_one_iteration_kept_as_a_loop_is_unrolled_as_written():
+    # a serial loop of one iteration over a loop that stays a loop is not unrolled
+    # (TVM's rule): its body is the inner loop, unchanged, its variable still there
+    before = f"""
+@T.prim_func
+def main(B: T.Buffer((64,), "float32"), n: T.int32):
+    T.func_attr({{"target": {DEV}}})
+    threadIdx_x = T.launch_thread("threadIdx.x", 4)
+    for i in range(1):
+        for j in range(n):
+            B[i * 16 + j * 4 + threadIdx_x] = T.float32(1.0)
+"""
+    check(before, before)
