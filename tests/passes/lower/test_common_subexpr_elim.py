@@ -134,3 +134,31 @@ def test_pipeline_output_verifies(entry):
     run_pipeline(parse(text, name), PassContext(target), stop_after="CommonSubexprElim",
                  instruments=(VerifyEach(), ran))
     assert ran.names[-1] == "CommonSubexprElim"  # VerifyEach checked CSE's output too
+
+
+def test_binding_for_uses_inside_and_after_a_declaration_goes_before_it():
+    """A declaration followed by other statements is a scope: ``i * 4 + j``, used inside
+    its body and after it, is bound before the declaration, where both uses see it."""
+    mod = parse(HEADER + """
+@T.prim_func
+def main(A: T.Buffer((64,), "float32"), i: T.int32, j: T.int32):
+    with T.decl_buffer((64,), "float32", data=A.data) as B:
+        B[i * 4 + j] = T.float32(1.0)
+    A[i * 4 + j + 1] = T.float32(2.0)
+""", "t.tir")
+    out = verify(common_subexpr_elim(mod))
+    body = out["main"].body
+    assert isinstance(body, LetStmt) and body.var.name == "cse_v1"
+    assert isinstance(body.body, SeqStmt)
+
+
+TENSOR_CORE = sorted((TESTS / "tensor_core").glob("*.tir"))
+
+
+@pytest.mark.parametrize("path", TENSOR_CORE, ids=[p.stem for p in TENSOR_CORE])
+def test_tensor_core_pipeline_output_verifies(path):
+    """The tensor-core corpus (declarations of shared memory views followed by other
+    statements), verified after each pass up to and including CSE."""
+    target = parse_target("cuda -arch=sm_80", host="llvm")
+    run_pipeline(parse(path.read_text(), path.name), PassContext(target),
+                 stop_after="CommonSubexprElim", instruments=(VerifyEach(),))

@@ -141,6 +141,9 @@ class _Planner:
         self.defs: tuple | None = None  # the variables defined here, as a linked list
         self.defs_at: dict[int, tuple | None] = {}
         self.defined: set[int] = set()  # every variable the body defines
+        # statements followed by others in their sequence: the body of such a let, assert,
+        # allocation or declaration ends before them, so it is a scope of its own
+        self.bounded: set[int] = set()
 
     # -- scopes ------------------------------------------------------------------------------
     def _open(self, opener: Stmt) -> int:
@@ -163,6 +166,15 @@ class _Planner:
         yield body
         self.scope = saved
 
+    def _body(self, s: Stmt):
+        """The body of a let, assert, allocation or declaration: in the current scope
+        when it runs to the end of the sequence, a scope of its own when statements follow
+        (a binding for uses inside and after it goes before ``s``, not inside)."""
+        if id(s) in self.bounded:
+            yield from self._in_scope(s.body, s)
+        else:
+            yield s.body
+
     def _define(self, v: Var) -> None:
         self.defined.add(id(v))
         self.defs = (id(v), self.defs)
@@ -177,6 +189,7 @@ class _Planner:
         self.defs_at.setdefault(id(s), self.defs)
         saved_defs = self.defs
         if isinstance(s, SeqStmt):
+            self.bounded.update(id(x) for x in s.stmts[:-1])
             for x in s.stmts:
                 yield x
         elif isinstance(s, For):
@@ -201,15 +214,15 @@ class _Planner:
         elif isinstance(s, LetStmt):
             self.expr(s.value)
             self._define(s.var)
-            yield s.body
+            yield from self._body(s)
         elif isinstance(s, AssertStmt):
             self.expr(s.condition)
-            yield s.body
+            yield from self._body(s)
         elif isinstance(s, AllocBuffer):
             self._define(s.buffer.data)
-            yield s.body
+            yield from self._body(s)
         elif isinstance(s, DeclBuffer):
-            yield s.body
+            yield from self._body(s)
         elif isinstance(s, BufferStore):
             self.expr(s.value)
             for i in s.indices:
