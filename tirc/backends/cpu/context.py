@@ -154,6 +154,18 @@ class CPUContext(LLVMTargetContext):
                                    ir.FunctionType(ir.VoidType(), [ptr_t, ptr_t, lt.I32]))
         fl.b.call(setter, [kind, array, ir.Constant(lt.I32, len(parts))])
 
+    def outlines_loops(self, fl):
+        from tirc.backends.cpu.outline import splits
+        return splits(fl)
+
+    def outline_loop(self, fl, loop):
+        from tirc.backends.cpu.outline import outline_loop
+        outline_loop(fl, loop)
+
+    def loops_outlined(self, fl):
+        from tirc.backends.cpu.outline import mark_wrapper
+        mark_wrapper(fl.llfunc)
+
     def after_call(self, fl, name, callee):
         from tirc.backends.cpu.errors import check_after_call
         failing = getattr(fl.module, "may_fail", None)
