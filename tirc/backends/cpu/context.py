@@ -184,7 +184,9 @@ def optimize(parsed: llvm.ModuleRef, ctx: CPUContext, level: int) -> llvm.Target
     """Optimise ``parsed`` in place and return the machine to emit it with.
 
     A module with a loop gets LLVM's ``-O<level>`` pipeline (loop and SLP
-    vectorisation from -O2) and code generation at that level. A module without one
+    vectorisation from -O2) and code generation at that level; the argument checks
+    of functions whose loops were outlined (:mod:`tirc.backends.cpu.outline`) are
+    ``optnone`` and skip both. A module without one
     is argument checks and kernel launches, straight-line code run once per call:
     unless the target gives ``-opt-level`` explicitly, it gets a short pipeline
     (SROA, DCE) and the fast instruction selector, which makes host objects of CUDA
