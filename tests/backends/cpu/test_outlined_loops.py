@@ -60,8 +60,10 @@ def test_each_outermost_loop_becomes_a_function_and_the_checks_stay_unoptimised(
     assert all(line.startswith("define internal") and "optnone" not in line
                for line in funcs.values())
     assert ctx.loop_functions == set(funcs)
-    # the values a loop uses are its arguments: the data pointers, and n for the second
-    assert sorted(len(line.split(",")) for line in funcs.values()) == [2, 2]
+    # the values a loop uses are its arguments (the data pointers, n for the second),
+    # and the device id of the enclosing device attribute
+    assert sorted(len(line.split(",")) for line in funcs.values()) == [3, 3]
+    assert all('i32 %"device_id"' in line for line in funcs.values())
     assert '%"n"' in funcs[max(funcs)]
     # the checks do not loop; the loops keep the buffers' alias scopes
     body = text.split(wrapper, 1)[1].split("\n}\n", 1)[0]

@@ -15,9 +15,11 @@ return is lowered as two kinds of LLVM function:
   its instructions with the fast selector.
 
 The loop functions see the same alias scopes and known alignments as an inlined loop
-would. Functions with anything else outside their loops (stores, ``while`` loops,
-allocations), and loops that allocate, return, run in parallel or need the enclosing
-device attributes, are lowered whole as before.
+would, and the values of the enclosing device attributes (``device_id``, which a kernel
+launch in the loop uses) as arguments. Functions with anything else outside their loops
+(stores, ``while`` loops, allocations), and loops that allocate, return, run in
+parallel, set device attributes or call module or packed functions, are lowered whole
+as before.
 """
 from __future__ import annotations
 
@@ -99,6 +101,10 @@ def outline_loop(fl: FunctionLowering, loop: For) -> None:
     captured = [v for v in region_uses(loop).vars if id(v) in fl.vars]
     passed = [v for v in captured if not isinstance(fl.vars[id(v)], ir.Constant)]
     values = [fl.vars[id(v)] for v in passed]
+    # the enclosing device attributes (a launch's or allocation's device) are values
+    # of the caller too: passed, and seen by the body as its arguments
+    attrs = list(fl.ctx.device_attrs)
+    values += [v for _, v in attrs if not isinstance(v, ir.Constant)]
     fl.counter += 1
     outlined = ir.Function(fl.module.ir, ir.FunctionType(lt.I32, [v.type for v in values]),
                            f"{fl.llfunc.name}.loop{fl.counter}")
@@ -113,7 +119,18 @@ def outline_loop(fl: FunctionLowering, loop: For) -> None:
     for var, arg in zip(passed, outlined.args):
         arg.name = var.name
         body.vars[id(var)] = arg
-    body.stmt(loop)
+    extra = iter(outlined.args[len(passed):])
+    inner = []
+    for key, v in attrs:
+        if not isinstance(v, ir.Constant):
+            v = next(extra)
+            v.name = key
+        inner.append((key, v))
+    fl.ctx.device_attrs = inner
+    try:
+        body.stmt(loop)
+    finally:
+        fl.ctx.device_attrs = attrs
     if not body.b.block.is_terminated:
         body.b.ret(ir.Constant(lt.I32, 0))
     body.seal()
