@@ -73,13 +73,20 @@ times share one vCPU (a call at single-thread speed) or stall ~15 ms (bench/READ
 
 Target: both get the same target. By default it is plain ``llvm``, for which both
 tools pick LLVM's generic CPU of the host triple (x86-64: SSE2, no AVX, no FMA; TVM's
-IR says ``"target-cpu"="generic"``, tirc's target machine gets an empty CPU name);
+IR says ``"target-cpu"="generic"``, tirc's target machine is made for the CPU ``generic`` too);
 ``--mcpu native`` (or a CPU name) gives both ``-mcpu=<host cpu>``.
 
     python bench/cpu_kernels.py [--quick] [--repeat N] [--threads N] [--mcpu CPU]
                                 [--tile RxC] [--only ew,matmul] [--set all|plain|scheduled]
                                 [--tvm | --no-tvm] [--omp-proc-bind POLICY] [--sample-ms MS]
                                 [--max-other-load F] [--wait-quiet S] [--keep DIR]
+                                [--load N] [--load-cpus LIST|any]
+
+``--load N`` runs N busy-loop processes beside the timing, a fixed co-running load as on
+a shared CI machine: each pinned to one core (``--load-cpus``, default the last N
+cores; ``any``: not pinned), started before the libraries are loaded and stopped at the
+end; samples are then all kept (``--max-other-load`` becomes 1.0) and the table's "other
+load" column shows the load they made.
 
 ``--quick`` shrinks the plain kernels only (the scheduled texts have fixed sizes).
 
@@ -510,6 +517,24 @@ def time_tools(tools: list[tuple[str, Callable, list]], repeat: int, sample_s: f
     return calls, result, statistics.median(loads)
 
 
+BUSY_LOOP = "import os, sys\nif sys.argv[1] != 'any':\n    os.sched_setaffinity(0, {int(sys.argv[1])})\nwhile True:\n    pass\n"
+
+
+def start_load(n: int, cpus: str) -> list:
+    """``n`` busy-loop processes, each pinned to one core of ``cpus`` ("0,1"; "any": not
+    pinned; "": the last ``n`` cores)."""
+    import subprocess
+    cores = sorted(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else []
+    if cpus == "any" or not cores:
+        pins = ["any"] * n
+    elif cpus:
+        pins = [c.strip() for c in cpus.split(",")]
+    else:
+        pins = [str(c) for c in cores[-n:]]
+    return [subprocess.Popen([sys.executable, "-c", BUSY_LOOP, pins[i % len(pins)]])
+            for i in range(n)]
+
+
 def tvm_available() -> bool:
     try:
         import tvm  # noqa: F401
@@ -559,7 +584,16 @@ def main(argv=None) -> int:
                          "default: libgomp's, threads not bound). TVM pins its pool's threads "
                          "to cores by default (TVM_BIND_THREADS)")
     ap.add_argument("--keep", default=None, help="write the libraries here and keep them")
+    ap.add_argument("--load", type=int, default=0, metavar="N",
+                    help="run N busy-loop processes meanwhile (a fixed co-running load); "
+                         "every sample is kept")
+    ap.add_argument("--load-cpus", default="", metavar="LIST",
+                    help="cores for the --load processes, one each: '1' or '0,1' (default: "
+                         "the last N cores), 'any': not pinned")
     args = ap.parse_args(argv)
+    if args.load:
+        args.max_other_load = 1.0
+        args.wait_quiet = 0.0
 
     # The thread pools read these when they start, which is after this point (NumPy's
     # OpenBLAS when numpy is first imported, just below).
@@ -620,6 +654,19 @@ def main(argv=None) -> int:
           f"{repeat} quiet samples wanted per tool, ~{sample_s * 1e3:.0f} ms each")
     print()
 
+    load = start_load(args.load, args.load_cpus) if args.load else []
+    if load:
+        print(f"co-running load: {args.load} busy-loop process(es), cores "
+              f"{args.load_cpus or 'the last ' + str(args.load)}")
+    try:
+        return _run(args, ks, out, tmp, target, mcpu, use_tvm, repeat, sample_s, np, tvm_ffi)
+    finally:
+        for p in load:
+            p.kill()
+            p.wait()
+
+
+def _run(args, ks, out, tmp, target, mcpu, use_tvm, repeat, sample_s, np, tvm_ffi) -> int:
     rng = np.random.default_rng(0)
     rows = []
     for k in ks:

@@ -5,11 +5,12 @@ registered backend's (:mod:`tirc.backends.registry`), so this module names none.
 
 The host module (every function whose target is a CPU target or carries a host) goes
 to the backend of its host target and becomes ``OUT/NAME.o``; ``shared=True`` also
-links ``OUT/NAME.so`` with the system C compiler (``-lm``, and ``-lgomp`` when the code
-has ``T.parallel`` loops). ``emit`` (``--emit tir,llvm,ptx``) also writes
-intermediates: ``tir`` the module after the pipeline, ``OUT/NAME.lowered.tir``;
-``llvm`` the optimised LLVM IR of the host object, ``OUT/NAME.ll``, and of each device
-image, ``OUT/<image stem>.device.ll`` (``NAME.device.ll``, ``NAME.sm_90.device.ll``);
+links ``OUT/NAME.so`` with the system C compiler (``-lm``, and ``-ldl`` when the code
+has ``T.parallel`` loops: libgomp is loaded at the first, tirc.backends.cpu.parallel;
+``-lgomp`` as needed, for code that calls it itself).
+``emit`` (``--emit tir,llvm,ptx``) also writes intermediates: ``tir`` the module after
+the pipeline, ``OUT/NAME.lowered.tir``; ``llvm`` the optimised LLVM IR of the host
+object, ``OUT/NAME.ll``, and of each device image, ``OUT/<image stem>.device.ll`` (``NAME.device.ll``, ``NAME.sm_90.device.ll``);
 ``ptx`` the PTX of each device image even with ``device_format="cubin"``
 (``OUT/<image stem>.ptx``). They are written atomically with the other outputs and
 listed in the depfile.
@@ -617,7 +618,9 @@ def _link(cc: str, obj_path: str, so_path: str, obj) -> None:
                "-o", so_path, obj_path, "-x", "none", "-lm"]
         cmd += ["-fopenmp"] if obj.uses_openmp else []
     elif obj.uses_openmp:
-        cmd.append("-lgomp")
+        # libgomp is dlopen-ed at the first parallel loop; linked only when the code
+        # calls it itself (T.call_extern("int32", "omp_get_thread_num"))
+        cmd += ["-ldl", "-Wl,--as-needed", "-lgomp", "-Wl,--no-as-needed"]
     if getattr(obj, "uses_cuda", False):  # dlopen of libcuda.so.1, pthread mutexes
         cmd += ["-ldl", "-lpthread"]
     try:

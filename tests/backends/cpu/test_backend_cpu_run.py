@@ -363,3 +363,36 @@ def test_wrong_calls_raise_and_never_crash(tmp_path):
     assert "argument #0" in lines["none"] and lines["none"].startswith("TypeError")
     assert "A.strides" in lines["strided"] and lines["strided"].startswith("ValueError")
     assert "argument #2" in lines["scalar"] and lines["scalar"].startswith("TypeError")
+
+
+_WAIT_POLICY = r'''
+import ctypes, sys
+import numpy as np, tvm_ffi
+from tirc.build.stages import build
+build("""# from tvm.script import tirx as T
+@T.prim_func
+def f(A: T.Buffer((64,), "int32")):
+    for i in T.parallel(64):
+        A[i] = A[i] + 1
+""", "llvm", None, sys.argv[1], "m", shared=True)
+m = tvm_ffi.load_module(sys.argv[1] + "/m.so")
+a = np.zeros(64, np.int32)
+m["f"](a)
+assert (a == 1).all()
+libc = ctypes.CDLL(None)
+libc.getenv.restype = ctypes.c_char_p
+print(libc.getenv(b"OMP_WAIT_POLICY"))
+'''
+
+
+@pytest.mark.parametrize("given, seen", [(None, b"passive"), ("active", b"active")])
+def test_parallel_loop_loads_libgomp_with_passive_waiting(tmp_path, given, seen):
+    """libgomp is loaded at the first parallel loop (not linked), after setting
+    OMP_WAIT_POLICY=passive unless the environment chose a policy: spinning waiters
+    cost a shared machine's busy cores (bench/README.md)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+    if given:
+        env["OMP_WAIT_POLICY"] = given
+    out = subprocess.run([sys.executable, "-c", _WAIT_POLICY, str(tmp_path)], env=env,
+                         capture_output=True, text=True, check=True).stdout
+    assert out.strip().endswith(repr(seen))

@@ -36,6 +36,12 @@ def target_machine(target: Target, opt: int | None = None) -> llvm.TargetMachine
         raise Diagnostic(f"LLVM cannot generate code for triple '{triple}': {e}") from None
     features = ",".join(target.get("mattr") or ())
     cpu = target.get("mcpu") or ""
+    if not cpu and triple.startswith(("x86_64", "i386", "i486", "i586", "i686", "amd64")):
+        # LLVM's x86 subtarget tunes for the i586 when given no CPU name (its features
+        # are the generic x86-64's either way): unaligned 16-byte moves count as slow,
+        # so small copies become `rep movs` and the scheduling model is the Pentium's.
+        # TVM names "generic" (modern tuning, the same features); so does tirc.
+        cpu = "generic"
     if cpu == "native":  # this machine's CPU and features, as llc -mcpu=native
         cpu = llvm.get_host_cpu_name()
         features = ",".join(f for f in (llvm.get_host_cpu_features().flatten(), features) if f)

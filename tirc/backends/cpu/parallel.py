@@ -6,6 +6,18 @@ caller's stack, and the caller runs ``GOMP_parallel(body, &data, num_threads, 0)
 An assertion failing inside the loop cannot raise on a worker thread (tvm-ffi's error
 is thread-local): the first failing thread records kind and message in the struct and
 the caller raises them after the loop.
+
+libgomp is loaded at the first parallel loop (``dlopen("libgomp.so.1")``, its three
+entry points kept in a table), not linked, so that its wait policy can be chosen
+before it starts: when the environment sets neither ``OMP_WAIT_POLICY`` nor
+``GOMP_SPINCOUNT``, ``OMP_WAIT_POLICY=passive`` is set first. libgomp's default spins
+a waiting thread for about 300000 iterations (~10 ms) at the end of each loop and
+between loops; on a machine whose cores are shared (CI runners, another process on a
+core) a spinning thread takes the time slices of the thread still working, and a
+2-thread loop ran 1.3x-2x slower than TVM's pool beside one busy process; passive
+threads sleep at once and the same loops ran at 0.4x-1.0x TVM's time (bench/README.md,
+"Parallel loops under load"). A process that loaded libgomp before keeps its setting.
+Failing to load it raises a RuntimeError from the function.
 """
 from __future__ import annotations
 
@@ -13,13 +25,103 @@ from llvmlite import ir
 
 from tirc.backends.llvm import types as lt
 from tirc.backends.llvm.lower import FunctionLowering, likely
-from tirc.backends.llvm.llvmlite_compat import opaque
+from tirc.backends.llvm.llvmlite_compat import call_pointer, opaque, store_atomic
 from tirc.diagnostics import Diagnostic
 from tirc.ir.expr import BinOp, Var
 from tirc.ir.freevars import region_uses
 from tirc.ir.stmt import For, LetStmt
 
 _FLAG, _KIND, _MESSAGE, _FIRST = 0, 1, 2, 3  # fields of the struct before captured values
+
+# libgomp's entry points, in the order of the table the loader fills
+_GOMP_PARALLEL, _NUM_THREADS, _THREAD_NUM = 0, 1, 2
+_ENTRIES = ("GOMP_parallel", "omp_get_num_threads", "omp_get_thread_num")
+_TABLE, _LOADER = "__tirc_gomp", "__tirc_gomp_load"
+_RTLD_NOW_GLOBAL = 0x2 | 0x100
+
+
+def _gomp_table(m) -> ir.GlobalVariable:
+    """The module's table of libgomp's entry points, null until loaded."""
+    existing = m.ir.globals.get(_TABLE)
+    if existing is not None:
+        return existing
+    ptr_t = m.ctx.pointer()
+    ty = ir.ArrayType(ptr_t, len(_ENTRIES))
+    table = ir.GlobalVariable(m.ir, ty, _TABLE)
+    table.linkage, table.align = "internal", 8
+    table.initializer = ir.Constant(ty, None)
+    opaque(table, ptr_t)
+    return table
+
+
+def _entry(b: ir.IRBuilder, table: ir.Value, k: int, ptr_t) -> ir.Value:
+    return b.gep(table, [ir.Constant(lt.I32, 0), ir.Constant(lt.I32, k)],
+                 source_etype=ir.ArrayType(ptr_t, len(_ENTRIES)))
+
+
+def _gomp_loader(m) -> ir.Function:
+    """``__tirc_gomp_load()``: 0 once the table holds libgomp's entry points, loading
+    libgomp the first time (passive waiting unless the environment says otherwise),
+    -1 when it cannot be loaded. Threads racing here all store the same pointers;
+    GOMP_parallel's slot is stored last, with release, and read with acquire."""
+    existing = m.ir.globals.get(_LOADER)
+    if existing is not None:
+        return existing
+    ptr_t = m.ctx.pointer()
+    table = _gomp_table(m)
+    f = ir.Function(m.ir, ir.FunctionType(lt.I32, []), _LOADER)
+    f.linkage = "internal"
+    f.attributes.add("nounwind")
+    f.attributes.add("noinline")
+    b = ir.IRBuilder(f.append_basic_block("entry"))
+    first = _entry(b, table, _GOMP_PARALLEL, ptr_t)
+    loaded = b.load_atomic(first, "acquire", 8, typ=ptr_t)
+    done, load = f.append_basic_block("loaded"), f.append_basic_block("load")
+    likely(b.cbranch(b.icmp_unsigned("!=", loaded, ir.Constant(ptr_t, None)), done, load))
+    b.position_at_end(done)
+    b.ret(ir.Constant(lt.I32, 0))
+    b.position_at_end(load)
+    getenv = m.declare("getenv", ir.FunctionType(ptr_t, [ptr_t]))
+    unset = b.and_(
+        b.icmp_unsigned("==", b.call(getenv, [m.string("OMP_WAIT_POLICY")]),
+                        ir.Constant(ptr_t, None)),
+        b.icmp_unsigned("==", b.call(getenv, [m.string("GOMP_SPINCOUNT")]),
+                        ir.Constant(ptr_t, None)))
+    with b.if_then(unset):
+        setenv = m.declare("setenv", ir.FunctionType(lt.I32, [ptr_t, ptr_t, lt.I32]))
+        b.call(setenv, [m.string("OMP_WAIT_POLICY"), m.string("passive"),
+                        ir.Constant(lt.I32, 0)])
+    dlopen = m.declare("dlopen", ir.FunctionType(ptr_t, [ptr_t, lt.I32]))
+    dlsym = m.declare("dlsym", ir.FunctionType(ptr_t, [ptr_t, ptr_t]))
+    handle = b.call(dlopen, [m.string("libgomp.so.1"), ir.Constant(lt.I32, _RTLD_NOW_GLOBAL)])
+    fail = f.append_basic_block("fail")
+    ok = f.append_basic_block("opened")
+    b.cbranch(b.icmp_unsigned("==", handle, ir.Constant(ptr_t, None)), fail, ok)
+    b.position_at_end(ok)
+    found = []
+    for k in (_NUM_THREADS, _THREAD_NUM, _GOMP_PARALLEL):
+        sym = b.call(dlsym, [handle, m.string(_ENTRIES[k])])
+        nxt = f.append_basic_block(f"found_{_ENTRIES[k]}")
+        b.cbranch(b.icmp_unsigned("==", sym, ir.Constant(ptr_t, None)), fail, nxt)
+        b.position_at_end(nxt)
+        found.append((k, sym))
+    for k, sym in found:
+        if k == _GOMP_PARALLEL:
+            store_atomic(b, sym, _entry(b, table, k, ptr_t), "release", 8)
+        else:
+            b.store(sym, _entry(b, table, k, ptr_t))
+    b.ret(ir.Constant(lt.I32, 0))
+    b.position_at_end(fail)
+    b.ret(ir.Constant(lt.I32, -1))
+    return f
+
+
+def _omp_call(body: "_ParallelBody", k: int) -> ir.Value:
+    """``omp_get_num_threads()`` or ``omp_get_thread_num()`` through the table (filled
+    before the loop started)."""
+    ptr_t = body.ctx.pointer()
+    fn = body.b.load(_entry(body.b, _gomp_table(body.module), k, ptr_t), typ=ptr_t)
+    return call_pointer(body.b, fn, ir.FunctionType(lt.I32, []), [])
 
 
 class _ParallelBody(FunctionLowering):
@@ -88,9 +190,18 @@ def lower_parallel(fl: FunctionLowering, loop: For, num_threads: int) -> None:
         body.b.ret_void()
     body.seal()
 
-    gomp = m.declare("GOMP_parallel", ir.FunctionType(
-        ir.VoidType(), [ptr_t, ptr_t, lt.I32, lt.I32]))
-    fl.b.call(gomp, [outlined, data, ir.Constant(lt.I32, num_threads), ir.Constant(lt.I32, 0)])
+    status = fl.b.call(_gomp_loader(m), [])
+    no_gomp, have_gomp = fl.block("gomp_fail"), fl.block("gomp_ok")
+    likely(fl.b.cbranch(fl.b.icmp_signed("==", status, ir.Constant(lt.I32, 0)), have_gomp,
+                        no_gomp))
+    fl.b.position_at_end(no_gomp)
+    fl.fail(fl.string("RuntimeError"),
+            fl.string(f"cannot load libgomp.so.1 for the parallel loop of function "
+                      f"'{fl.name}'"))
+    fl.b.position_at_end(have_gomp)
+    gomp = fl.b.load(_entry(fl.b, _gomp_table(m), _GOMP_PARALLEL, ptr_t), typ=ptr_t)
+    call_pointer(fl.b, gomp, ir.FunctionType(ir.VoidType(), [ptr_t, ptr_t, lt.I32, lt.I32]),
+                 [outlined, data, ir.Constant(lt.I32, num_threads), ir.Constant(lt.I32, 0)])
     failed = fl.b.load(field(fl.b, data, _FLAG), typ=lt.I32)
     bad, ok = fl.block("parallel_fail"), fl.block("parallel_ok")
     likely(fl.b.cbranch(fl.b.icmp_unsigned("==", failed, ir.Constant(lt.I32, 0)), ok, bad))
@@ -111,11 +222,8 @@ def _chunk_loop(body: _ParallelBody, loop: For) -> None:
     if loop.step is not None:
         step = body.int_cast(body.expr(loop.step), t)
         trips = b.sdiv(b.sub(b.add(extent, step), ir.Constant(t, 1)), step)
-    m = body.module
-    nt_fn = m.declare("omp_get_num_threads", ir.FunctionType(lt.I32, []))
-    tid_fn = m.declare("omp_get_thread_num", ir.FunctionType(lt.I32, []))
-    nt = body.int_cast(b.call(nt_fn, []), t)
-    tid = body.int_cast(b.call(tid_fn, []), t)
+    nt = body.int_cast(_omp_call(body, _NUM_THREADS), t)
+    tid = body.int_cast(_omp_call(body, _THREAD_NUM), t)
     chunk = b.sdiv(b.sub(b.add(trips, nt), ir.Constant(t, 1)), nt)
     begin = b.mul(tid, chunk)
     end = b.add(begin, chunk)
