@@ -10,13 +10,16 @@ the caller raises them after the loop.
 libgomp is loaded at the first parallel loop (``dlopen("libgomp.so.1")``, its three
 entry points kept in a table), not linked, so that its wait policy can be chosen
 before it starts: when the environment sets neither ``OMP_WAIT_POLICY`` nor
-``GOMP_SPINCOUNT``, ``OMP_WAIT_POLICY=passive`` is set first. libgomp's default spins
-a waiting thread for about 300000 iterations (~10 ms) at the end of each loop and
-between loops; on a machine whose cores are shared (CI runners, another process on a
-core) a spinning thread takes the time slices of the thread still working, and a
-2-thread loop ran 1.3x-2x slower than TVM's pool beside one busy process; passive
-threads sleep at once and the same loops ran at 0.4x-1.0x TVM's time (bench/README.md,
-"Parallel loops under load"). A process that loaded libgomp before keeps its setting.
+``GOMP_SPINCOUNT``, ``GOMP_SPINCOUNT=10000`` is set first: a waiting thread spins
+briefly, then sleeps, as TVM's pool spins then yields. libgomp's default spins for
+about 300000 iterations at the end of each loop and between loops; on a machine whose
+cores are shared (CI runners, another process on a core) a spinning thread takes the
+time slices of the thread still working, and a 2-thread loop ran 1.3x-2x slower than
+TVM's pool beside one busy process. Sleeping at once (``OMP_WAIT_POLICY=passive``)
+fixes that but makes a short loop on an idle machine pay for waking its threads (a
+0.4 ms row sum went from 0.5x to 1.1x-1.45x TVM's time); the short spin kept both
+near TVM's (bench/README.md, "Parallel loops under load"). A process that loaded
+libgomp before keeps its setting.
 Failing to load it raises a RuntimeError from the function.
 """
 from __future__ import annotations
@@ -31,6 +34,7 @@ from tirc.ir.expr import BinOp, Var
 from tirc.ir.freevars import region_uses
 from tirc.ir.stmt import For, LetStmt
 
+SPIN_COUNT = "10000"  # libgomp's GOMP_SPINCOUNT unless the environment chose a policy
 _FLAG, _KIND, _MESSAGE, _FIRST = 0, 1, 2, 3  # fields of the struct before captured values
 
 # libgomp's entry points, in the order of the table the loader fills
@@ -61,7 +65,7 @@ def _entry(b: ir.IRBuilder, table: ir.Value, k: int, ptr_t) -> ir.Value:
 
 def _gomp_loader(m) -> ir.Function:
     """``__tirc_gomp_load()``: 0 once the table holds libgomp's entry points, loading
-    libgomp the first time (passive waiting unless the environment says otherwise),
+    libgomp the first time (a short spin unless the environment says otherwise),
     -1 when it cannot be loaded. Threads racing here all store the same pointers;
     GOMP_parallel's slot is stored last, with release, and read with acquire."""
     existing = m.ir.globals.get(_LOADER)
@@ -89,7 +93,7 @@ def _gomp_loader(m) -> ir.Function:
                         ir.Constant(ptr_t, None)))
     with b.if_then(unset):
         setenv = m.declare("setenv", ir.FunctionType(lt.I32, [ptr_t, ptr_t, lt.I32]))
-        b.call(setenv, [m.string("OMP_WAIT_POLICY"), m.string("passive"),
+        b.call(setenv, [m.string("GOMP_SPINCOUNT"), m.string(SPIN_COUNT),
                         ir.Constant(lt.I32, 0)])
     dlopen = m.declare("dlopen", ir.FunctionType(ptr_t, [ptr_t, lt.I32]))
     dlsym = m.declare("dlsym", ir.FunctionType(ptr_t, [ptr_t, ptr_t]))
