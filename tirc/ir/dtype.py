@@ -23,7 +23,7 @@ _BASES: dict[str, int] = {
 _LANES = re.compile(r"^(?P<base>[a-z0-9_]+?)x(?P<vscale>vscalex)?(?P<lanes>[0-9]+)$")
 
 
-@record(frozen=True, slots=True)
+@record(frozen=True, slots=True, cache_hash=True)
 class DataType:
     """A scalar base type with a lane count (1 for scalars). A scalable vector
     (``float32xvscalex4``, AArch64 SVE / RISC-V V) has ``vscale * lanes`` lanes, a
