@@ -1,12 +1,12 @@
-"""``-j N``: the passes of the block and lowering phases run on groups of whole
-call-graph components side by side, and give the module the serial run gives, its
-functions in the same order."""
+"""``-j N``: the passes of the block and lowering phases run on each call-graph component
+apart, the components shared out between processes, and give the module the serial run
+gives, its functions in the same order."""
 from __future__ import annotations
 
-from tirc.backends.forked import run_forked
+from tirc.backends.forked import run_pulled
 from tirc.frontend.parse import parse
 from tirc.ir.printer import print_module
-from tirc.passes.pipeline import PassContext, TimePasses, _balance, run_pipeline
+from tirc.passes.pipeline import PassContext, TimePasses, _costliest_first, run_pipeline
 from tirc.ir.call_graph import components
 from tirc.target.kinds import parse_target
 from conftest import ROOT
@@ -49,9 +49,10 @@ def test_components_keep_a_private_callee_with_its_callers():
     mod = parse(MODULE)
     comps = components(mod)
     assert comps == [["scale", "first"], ["second"], ["third"]]
-    groups = _balance(mod, comps, 2)
-    assert len(groups) == 2 and any(set(g) >= {"scale", "first"} for g in groups)
-    assert sorted(n for g in groups for n in g) == sorted(mod.functions)
+    # the largest in source lines first (second's 10 lines tie with scale's 4 and
+    # first's 6: module order), third's 5 last
+    assert _costliest_first(mod, comps) == [["scale", "first"], ["second"], ["third"]]
+    assert _costliest_first(mod, comps[::-1]) == [["second"], ["scale", "first"], ["third"]]
 
 
 def test_apart_gives_the_serial_module_and_adds_up_pass_times():
@@ -59,7 +60,7 @@ def test_apart_gives_the_serial_module_and_adds_up_pass_times():
     serial = print_module(run_pipeline(mod, CTX))
     timer = TimePasses()
     forked = run_pipeline(mod, CTX, instruments=(timer,), jobs=2,
-                          spread=lambda tasks: run_forked(tasks, "pass group"))
+                          spread=lambda tasks: run_pulled(tasks, 2, "pass group"))
     assert print_module(forked) == serial
     names = [n for n, _ in timer.times]
     assert names.count("CompactBufferAllocation") == 1 and "SplitHostDevice" in names
@@ -75,7 +76,7 @@ def test_the_model_corpus_the_same_apart():
         groups_run.append(len(tasks))
         return [t() for t in tasks]
     assert print_module(run_pipeline(mod, CTX, jobs=2, spread=spread)) == serial
-    assert groups_run == [2]
+    assert groups_run == [len(mod.functions)]  # its functions call none of the others
 
 
 def test_a_group_that_cannot_come_back_runs_serially():

@@ -1,6 +1,16 @@
 """Tasks of one build run side by side in forked processes (``tirc build -j N`` on one
 input: the host object's chunks, :mod:`tirc.backends.cpu.chunks`; the device code's,
-:mod:`tirc.backends.cuda.ptx_chunks`; groups of the passes).
+:mod:`tirc.backends.cuda.ptx_chunks`; the call-graph components through the passes).
+
+Two ways to share the work:
+
+* :func:`run_forked` and :class:`Started`: one task per process, fixed in advance;
+* :func:`run_pulled`: more tasks than processes, each process taking the next task not yet
+  taken when it is done with one, so that how long each task takes need not be known
+  (a dlight matmul costs ten times an elementwise kernel of the same length). The task
+  numbers wait in a pipe; reading one is taking it (a pipe read of a few bytes is atomic).
+  Which process ran which task does not change the results, which come back in task
+  order.
 
 The parent prepares every task before forking, so a child inherits what it works on
 and nothing is pickled to it; each child runs one task and sends its result back
@@ -21,7 +31,9 @@ from __future__ import annotations
 import os
 import pickle
 import signal
+import struct
 from collections.abc import Callable
+from functools import partial
 from typing import TypeVar
 
 from tirc.diagnostics import InternalError
@@ -94,6 +106,73 @@ class Started:
         if error is not None:
             raise error
         return results
+
+
+def run_pulled(tasks: list[Callable[[], R]], jobs: int, what: str = "task") -> list[R]:
+    """``[t() for t in tasks]`` by up to ``jobs`` processes (this one and forked children),
+    each taking the next task in list order when it is free: put the costliest first.
+
+    A task that fails stops the sharing: the process that ran it takes the remaining
+    numbers out of the pipe, so the others stop after their current task. The error
+    raised is that of the first failing task in list order (every task before it was
+    taken, so it ran, whoever took it): the same error for the same input."""
+    if jobs <= 1 or len(tasks) <= 1 or not hasattr(os, "fork"):
+        return [t() for t in tasks]
+    if len(tasks) > _MAX_PULLED:  # the numbers must fit the pipe: runs of tasks instead
+        per = -(-len(tasks) // _MAX_PULLED)
+        runs = [partial(_run_all, tasks[i:i + per]) for i in range(0, len(tasks), per)]
+        return [r for run in run_pulled(runs, jobs, what) for r in run]
+    read, write = os.pipe()
+    try:
+        os.write(write, b"".join(_NUMBER.pack(i) for i in range(len(tasks))))
+    finally:
+        os.close(write)
+    try:
+        started = Started([partial(_pull, tasks, read)] * (min(jobs, len(tasks)) - 1), what)
+        try:
+            mine = _pull(tasks, read)
+        except BaseException:
+            started.kill()
+            raise
+        done: dict[int, tuple[bool, object]] = {}
+        for part in started.results(mine):
+            done.update(part)
+    finally:
+        os.close(read)
+    failed = [i for i, (ok, _) in done.items() if not ok]
+    if failed:
+        raise done[min(failed)][1]
+    return [done[i][1] for i in range(len(tasks))]
+
+
+_NUMBER = struct.Struct("<I")
+_MAX_PULLED = 4096  # task numbers written to the pipe at once: 16 kB, within any pipe's buffer
+
+
+def _run_all(tasks: list[Callable[[], R]]) -> list[R]:
+    return [t() for t in tasks]
+
+
+def _pull(tasks: list[Callable[[], R]], queue: int) -> dict[int, tuple[bool, object]]:
+    """Run the tasks whose numbers this process takes from ``queue`` until it is empty:
+    {number: (True, result) or (False, the exception)}."""
+    done: dict[int, tuple[bool, object]] = {}
+    while True:
+        data = os.read(queue, _NUMBER.size)
+        if len(data) < _NUMBER.size:
+            return done
+        i = _NUMBER.unpack(data)[0]
+        try:
+            done[i] = (True, tasks[i]())
+        except Exception as e:  # noqa: BLE001 (raised by run_pulled, in task order)
+            try:
+                pickle.dumps(e, pickle.HIGHEST_PROTOCOL)
+            except Exception:  # noqa: BLE001 - sent back from a child: its text
+                e = RuntimeError(f"{type(e).__name__}: {e}")
+            done[i] = (False, e)
+            while os.read(queue, 1 << 16):  # the others stop after their current task
+                pass
+            return done
 
 
 def _fork(task: Callable[[], R]) -> tuple[int, int]:

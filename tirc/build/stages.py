@@ -242,8 +242,8 @@ def _passes(b: _Build) -> None:
     stop = b.opts.stop_after if b.opts.stop_after in names else None
     spread = None
     if b.opts.jobs > 1 and not b.opts.debug:
-        from tirc.backends.forked import run_forked
-        spread = lambda tasks: run_forked(tasks, "pass group")  # noqa: E731
+        from tirc.backends.forked import run_pulled
+        spread = lambda tasks: run_pulled(tasks, b.opts.jobs, "pass group")  # noqa: E731
     b.mod = run_pipeline(b.read, PassContext(b.opts.target, b.opts.abi, b.opts.symbol_prefix,
                                              instrument_bound_checkers=b.opts.instrument_bound_checkers,
                                              default_gpu_schedule=b.opts.default_gpu_schedule,

@@ -404,7 +404,8 @@ def pass_names(abi: str | None = "packed") -> list[str]:
 # the components of a module can go through them apart, side by side (``-j N``).
 APART_PHASES = ("blocks", "lower")
 
-# runs tasks side by side and returns their results in order (the build's fork helper)
+# runs tasks side by side and returns their results in order (the build's fork helper,
+# ``tirc.backends.forked.run_pulled``: its processes take the tasks one at a time)
 Spread = Callable[[list[Callable[[], object]]], list]
 
 
@@ -413,11 +414,11 @@ def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
                  spread: Spread | None = None) -> IRModule:
     """Run the pipeline of ``ctx.abi`` in order, up to and including ``stop_after``.
 
-    With ``jobs`` > 1 and ``spread``, the passes of :data:`APART_PHASES` run on up to
-    ``jobs`` groups of whole call-graph components side by side; the result is the
-    module the serial run gives, its functions in the same order. Only for a whole run
-    timed by :class:`TimePasses` at most (``--print-after`` and the like see one module);
-    a group's pass times are added up with the others'."""
+    With ``jobs`` > 1 and ``spread``, the passes of :data:`APART_PHASES` run on each
+    call-graph component apart, the components shared out by ``spread``; the result is
+    the module the serial run gives, its functions in the same order. Only for a whole
+    run timed by :class:`TimePasses` at most (``--print-after`` and the like see one
+    module); the components' pass times are added up."""
     passes = pipeline(ctx.abi)
     if stop_after is not None and stop_after not in [p.name for p in passes]:
         raise ValueError(f"unknown pass '{stop_after}'")
@@ -428,7 +429,7 @@ def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
     apart = [p for p in passes if p.phase in APART_PHASES]
     tail = passes[len(head) + len(apart):]
     mod = _run_sequence(mod, ctx, head, None, instruments)
-    mod = _run_apart(mod, ctx, apart, instruments, jobs, spread)
+    mod = _run_apart(mod, ctx, apart, instruments, spread)
     return _run_sequence(mod, ctx, tail, None, instruments)
 
 
@@ -436,10 +437,10 @@ PHASE_ORDER = {name: i for i, (name, _) in enumerate(PHASES)}
 
 
 def _run_apart(mod: IRModule, ctx: PassContext, passes: list[Pass],
-               instruments: tuple[Instrument, ...], jobs: int, spread: Spread) -> IRModule:
+               instruments: tuple[Instrument, ...], spread: Spread) -> IRModule:
     from tirc.ir.call_graph import components
-    groups = _balance(mod, components(mod), jobs)
-    if len(groups) <= 1:
+    comps = components(mod)
+    if len(comps) <= 1:
         return _run_sequence(mod, ctx, passes, None, instruments)
     timed = bool(instruments)
 
@@ -450,10 +451,10 @@ def _run_apart(mod: IRModule, ctx: PassContext, passes: list[Pass],
             return _run_sequence(sub, ctx, passes, None, (timer,) if timed else ()), timer.times
         return run
     try:
-        results = spread([task(names) for names in groups])
+        results = spread([task(names) for names in _costliest_first(mod, comps)])
     except Diagnostic:
         raise
-    except Exception:  # noqa: BLE001 - a group that could not be sent back (too deep to pickle)
+    except Exception:  # noqa: BLE001 - a component that could not be sent back (too deep to pickle)
         return _run_sequence(mod, ctx, passes, None, instruments)
     done: dict[str, object] = {}
     totals: dict[str, float] = {}
@@ -468,23 +469,17 @@ def _run_apart(mod: IRModule, ctx: PassContext, passes: list[Pass],
     return replace(mod, functions=functions)
 
 
-def _balance(mod: IRModule, comps: list[list[str]], jobs: int) -> list[list[str]]:
-    """The components in at most ``jobs`` groups of about equal size (source lines),
-    the largest first into the lightest group; each group in module order."""
+def _costliest_first(mod: IRModule, comps: list[list[str]]) -> list[list[str]]:
+    """The components, the largest (in source lines) first: the processes that share
+    them take the next one when free, so the large ones go out first and the small ones
+    fill the gaps at the end."""
     def size(names: list[str]) -> int:
         total = 0
         for n in names:
             span = mod.functions[n].span
             total += (span.end_line - span.line + 1) if span and span.end_line else 1
         return total
-    groups: list[list[str]] = [[] for _ in range(min(jobs, len(comps)))]
-    loads = [0] * len(groups)
-    for comp in sorted(comps, key=size, reverse=True):
-        g = loads.index(min(loads))
-        groups[g].extend(comp)
-        loads[g] += size(comp)
-    order = {n: i for i, n in enumerate(mod.functions)}
-    return [sorted(g, key=order.get) for g in groups if g]
+    return sorted(comps, key=size, reverse=True)  # stable: module order among equals
 
 
 def _run_sequence(mod: IRModule, ctx: PassContext, passes: list[Pass], stop_after: str | None,

@@ -55,7 +55,7 @@ def _device_module(source: str, filename: str, monkeypatch):
 
 def _joined(mod, target, jobs):
     chunks = ptx_chunks.split(mod, jobs, MATH)
-    assert chunks is not None and len(chunks) == min(jobs, len(chunks))
+    assert chunks is not None
     texts = [nvptx._chunk_ptx(c.mod, target, "m", nvptx.required_ptx_version(mod))
              for c in chunks]
     return ptx_chunks.join(texts, chunks), chunks
@@ -65,7 +65,7 @@ def test_kernels_that_may_call_libdevice_stay_together(monkeypatch):
     mod, target, whole = _device_module(KERNELS, "kernels.tir", monkeypatch)
     names = list(mod.functions)
     joined, chunks = _joined(mod, target, 3)
-    assert len(chunks) == 2
+    assert len(chunks) == len(names) - 1
     together = next(c for c in chunks if len(c.places) == 2)
     assert [names[i] for i in together.places] == [names[0], names[2]]
     assert joined == whole

@@ -343,7 +343,7 @@ def _generate_chunked(mod: IRModule, target: Target, name: str, jobs: int,
     when it is not cut, or its chunks' texts do not join (``ptx_chunks.join``)."""
     from functools import partial
 
-    from tirc.backends.forked import run_forked
+    from tirc.backends.forked import run_pulled
     from tirc.backends.cuda import ptx_chunks
     chunks = ptx_chunks.split(mod, jobs, frozenset(_MATH_OPS))
     if chunks is None:
@@ -351,7 +351,7 @@ def _generate_chunked(mod: IRModule, target: Target, name: str, jobs: int,
     version = required_ptx_version(mod)
     tasks = [partial(_chunk_ptx, chunk.mod, target, name, version) for chunk in chunks]
     with timed("chunks"):
-        ptx = ptx_chunks.join(run_forked(tasks, "device code process"), chunks)
+        ptx = ptx_chunks.join(run_pulled(tasks, jobs, "device code process"), chunks)
     if ptx is None:
         return None
     return DeviceImage(ptx, "", str(target.get("arch")), kernel_symbols(mod))

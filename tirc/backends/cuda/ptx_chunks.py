@@ -1,16 +1,17 @@
 """The PTX of one device module made in chunks side by side (``tirc build -j N``): the
 kernels of a device module are compiled independently by LLVM's NVPTX backend, so
-runs of consecutive kernels can be lowered, optimised and printed in forked processes
+kernels (or groups of them) can be lowered, optimised and printed in forked processes
 (:mod:`tirc.backends.forked`) and their PTX texts joined into the text the whole
 module gives.
 
 * **Chunks** (:func:`split`): only a module of kernels alone (no device subroutine,
-  which would be a ``.func`` shared by its callers). The kernels that may call libdevice
-  stay together: LLVM inlines and optimises libdevice's functions by what calls them
-  in the module, so a kernel compiled apart from the others that share them can get
-  other code. The units are dealt to at most N chunks by size (statements and
-  expressions of the kernels' bodies). Every chunk is compiled for the whole module's
-  PTX ISA version.
+  which would be a ``.func`` shared by its callers). Each kernel is a chunk, except that
+  the kernels that may call libdevice stay together: LLVM inlines and optimises
+  libdevice's functions by what calls them in the module, so a kernel compiled apart
+  from the others that share them can get other code. The N processes take the chunks
+  one at a time, the largest (statements and expressions of the kernels' bodies)
+  first, so that they finish together whatever each kernel costs. Every chunk is
+  compiled for the whole module's PTX ISA version.
 * **Join** (:func:`join`): the NVPTX printer writes the header, the first kernel's
   ``.globl`` line, one line per shared-memory global it demoted to a kernel-local
   ``.shared`` (in the order of the kernels that own them) and a blank line, then each
@@ -42,10 +43,11 @@ _EXTERN_CALLS = frozenset({"call_extern", "call_pure_extern"})
 
 
 def split(mod: IRModule, jobs: int, math_ops: frozenset[str]) -> list[Chunk] | None:
-    """``mod``'s kernels dealt into at most ``jobs`` chunks of about equal size (largest
-    unit first, to the smallest chunk), the kernels that may call libdevice (a call of
-    one of ``math_ops`` or an extern function) kept together in one unit; None when it
-    is not cut (one process, one unit, or a device subroutine)."""
+    """``mod``'s kernels as chunks, one per kernel except the kernels that may call
+    libdevice (a call of one of ``math_ops`` or an extern function), which stay together
+    in one; the largest (statements and expressions) first, for ``jobs`` processes that
+    take the next chunk when free (``forked.run_pulled``). None when it is not cut (one
+    process, one chunk, or a device subroutine)."""
     funcs = list(mod.functions.items())
     if jobs <= 1 or len(funcs) < 2 or not all(is_kernel(f) for _, f in funcs):
         return None
@@ -69,15 +71,9 @@ def split(mod: IRModule, jobs: int, math_ops: frozenset[str]) -> list[Chunk] | N
         sizes.append(size)
     if len(units) < 2:
         return None
-    loads = [0] * min(jobs, len(units))
-    members: list[list[int]] = [[] for _ in loads]
-    for u in sorted(range(len(units)), key=lambda u: (-sizes[u], u)):
-        k = loads.index(min(loads))
-        members[k] += units[u]
-        loads[k] += sizes[u]
     names = [n for n, _ in funcs]
-    return [Chunk(replace(mod, functions={names[i]: funcs[i][1] for i in sorted(m)}),
-                  tuple(sorted(m))) for m in members if m]
+    return [Chunk(replace(mod, functions={names[i]: funcs[i][1] for i in units[u]}),
+                  tuple(units[u])) for u in sorted(range(len(units)), key=lambda u: (-sizes[u], u))]
 
 
 @record(frozen=True)
