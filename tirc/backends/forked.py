@@ -111,38 +111,67 @@ class Started:
 def run_pulled(tasks: list[Callable[[], R]], jobs: int, what: str = "task") -> list[R]:
     """``[t() for t in tasks]`` by up to ``jobs`` processes (this one and forked children),
     each taking the next task in list order when it is free: put the costliest first.
-
-    A task that fails stops the sharing: the process that ran it takes the remaining
-    numbers out of the pipe, so the others stop after their current task. The error
-    raised is that of the first failing task in list order (every task before it was
-    taken, so it ran, whoever took it): the same error for the same input."""
+    Errors as :meth:`Pulled.results` raises them."""
     if jobs <= 1 or len(tasks) <= 1 or not hasattr(os, "fork"):
         return [t() for t in tasks]
-    if len(tasks) > _MAX_PULLED:  # the numbers must fit the pipe: runs of tasks instead
-        per = -(-len(tasks) // _MAX_PULLED)
-        runs = [partial(_run_all, tasks[i:i + per]) for i in range(0, len(tasks), per)]
-        return [r for run in run_pulled(runs, jobs, what) for r in run]
-    read, write = os.pipe()
-    try:
-        os.write(write, b"".join(_NUMBER.pack(i) for i in range(len(tasks))))
-    finally:
-        os.close(write)
-    try:
-        started = Started([partial(_pull, tasks, read)] * (min(jobs, len(tasks)) - 1), what)
+    return Pulled(tasks, min(jobs, len(tasks)) - 1, what).results()
+
+
+class Pulled:
+    """Tasks taken one at a time, in list order, by ``children`` forked processes from
+    now on, and by this process too once it asks for the :meth:`results` (after other
+    work of its own: the device code of a build)."""
+
+    def __init__(self, tasks: list[Callable[[], R]], children: int, what: str = "task"):
+        self.batched = False
+        if len(tasks) > _MAX_PULLED:  # the numbers must fit the pipe: runs of tasks instead
+            per = -(-len(tasks) // _MAX_PULLED)
+            self.batched = True
+            tasks = [partial(_run_all, tasks[i:i + per]) for i in range(0, len(tasks), per)]
+        self.tasks = tasks
+        self.queue, write = os.pipe()
         try:
-            mine = _pull(tasks, read)
+            os.write(write, b"".join(_NUMBER.pack(i) for i in range(len(tasks))))
+        finally:
+            os.close(write)
+        try:
+            self.started = Started([partial(_pull, tasks, self.queue)] * children, what)
         except BaseException:
-            started.kill()
+            os.close(self.queue)
             raise
-        done: dict[int, tuple[bool, object]] = {}
-        for part in started.results(mine):
-            done.update(part)
-    finally:
-        os.close(read)
-    failed = [i for i, (ok, _) in done.items() if not ok]
-    if failed:
-        raise done[min(failed)][1]
-    return [done[i][1] for i in range(len(tasks))]
+
+    def kill(self) -> None:
+        self.started.kill()
+        self._close()
+
+    def results(self) -> list[R]:
+        """Every task's result, in task order, once this process has taken the tasks left.
+
+        A task that fails stops the sharing: the process that ran it takes the remaining
+        numbers out of the pipe, so the others stop after their current task. The error
+        raised is that of the first failing task in list order (every task before it
+        was taken, so it ran, whoever took it): the same error for the same input."""
+        try:
+            try:
+                mine = _pull(self.tasks, self.queue)
+            except BaseException:
+                self.started.kill()
+                raise
+            done: dict[int, tuple[bool, object]] = {}
+            for part in self.started.results(mine):
+                done.update(part)
+        finally:
+            self._close()
+        failed = [i for i, (ok, _) in done.items() if not ok]
+        if failed:
+            raise done[min(failed)][1]
+        results = [done[i][1] for i in range(len(self.tasks))]
+        return [r for run in results for r in run] if self.batched else results
+
+    def _close(self) -> None:
+        if self.queue is not None:
+            os.close(self.queue)
+            self.queue = None
 
 
 _NUMBER = struct.Struct("<I")

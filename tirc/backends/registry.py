@@ -35,8 +35,7 @@ class Backend:
         ``jobs``: processes it may use."""
         raise NotImplementedError(f"'{self.kind}' is not a host target")
 
-    def start_host_object(self, mod, target, name: str, *, device_code, jobs: int,
-                          device_functions: int) -> Any:
+    def start_host_object(self, mod, target, name: str, *, device_code, jobs: int) -> Any:
         """The host object of ``mod`` started before the device code is compiled
         (``device_code``: its kernels planned, its images not yet made), to run beside
         it: something whose ``finish()`` gives what :meth:`host_object` gives and whose
@@ -68,9 +67,9 @@ class CPUBackend(Backend):
         from tirc.backends.cpu.backend import generate
         return generate(mod, target, name, device_code, keep_ir=keep_ir, debug=debug, jobs=jobs)
 
-    def start_host_object(self, mod, target, name, *, device_code, jobs, device_functions):
+    def start_host_object(self, mod, target, name, *, device_code, jobs):
         from tirc.backends.cpu.backend import start_chunks
-        return start_chunks(mod, target, name, device_code, jobs, device_functions)
+        return start_chunks(mod, target, name, device_code, jobs)
 
 
 class CSourceBackend(Backend):

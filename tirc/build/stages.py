@@ -48,7 +48,7 @@ from tirc.ir.expr import Call, GlobalVar, StringImm
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.visitor import walk
 from tirc.records import record
-from tirc.target.kinds import Target, arch_target, host_triple, image_archs, parse_target
+from tirc.target.kinds import Target, arch_target, host_triple, parse_target
 
 @record
 class BuildResult:
@@ -283,7 +283,7 @@ def _device_codegen(b: _Build) -> None:
     if not b.opts.device_only and by_kind:
         tables = {kind: backends[kind].launch_table(modules) for kind, modules in by_kind.items()}
         b.launch_table = next(iter(tables.values())) if len(tables) == 1 else LaunchTables(tables)
-        b.host_started = _start_host(b, b.devices)
+        b.host_started = _start_host(b)
     for kind, modules in by_kind.items():
         try:
             dev = backends[kind].device_images(modules, b.out, b.name,
@@ -317,7 +317,7 @@ def _format_for(b: _Build, backend, modules: dict[Target, IRModule], several: bo
                      f"writes {' or '.join(formats)}", next(iter(modules.values())).span)
 
 
-def _start_host(b: _Build, devices: dict[Target, IRModule]):
+def _start_host(b: _Build):
     """With ``-j N``, the host object's chunks other than the first, started before the
     device code is compiled so that they run beside it (``cpu.start_chunks``); None
     when the host object is not made in chunks."""
@@ -326,9 +326,8 @@ def _start_host(b: _Build, devices: dict[Target, IRModule]):
     from tirc.backends.registry import get_backend
     target, mod = b.host_parts[0]
     backend = get_backend(target.kind, mod.span, role="host")
-    return backend.start_host_object(
-        mod, target, b.name, device_code=b.launch_table, jobs=b.opts.jobs,
-        device_functions=sum(len(m.functions) * len(image_archs(t)) for t, m in devices.items()))
+    return backend.start_host_object(mod, target, b.name, device_code=b.launch_table,
+                                     jobs=b.opts.jobs)
 
 
 def _abandon_host(b: _Build) -> None:

@@ -309,14 +309,14 @@ def test_cli_j_on_one_input_builds_it_in_chunks(tmp_path):
 
 def test_plan_cuts_large_modules_even_for_one_process(monkeypatch):
     from tirc.backends.cpu import chunks as cpu_chunks
-    host = host_module(CPU)  # 5 functions, 4 components
-    assert [len(s) for s in cpu_chunks.plan(host, 1)] == [1]
+    host = host_module(CPU)  # 5 functions, 3 components
+    assert len(cpu_chunks.plan(host, 1)) == 1
+    # a few chunks per process, as far as the components go: one each
+    assert len(cpu_chunks.plan(host, 2)) == 3
+    assert sorted(f for p in cpu_chunks.plan(host, 2) for f in p.functions) == \
+        sorted(host.functions)
     monkeypatch.setattr(cpu_chunks, "CHUNK_FUNCTIONS", 2)
-    shares = cpu_chunks.plan(host, 1)
-    assert len(shares) == 1 and len(shares[0]) == 3
-    assert [len(s) for s in cpu_chunks.plan(host, 2)] == [2, 1]
-    assert sorted(f for s in cpu_chunks.plan(host, 2) for p in s for f in p.functions) \
-        == sorted(host.functions)
+    assert len(cpu_chunks.plan(host, 1)) == 3  # 5 functions, 2 a chunk
 
 
 @needs_cc
@@ -365,8 +365,8 @@ def _reaped(pid: int) -> bool:
 def test_a_device_code_error_ends_the_host_chunks_started_beside_it(tmp_path, forked_pids):
     with pytest.raises(Diagnostic, match="unknown extern function 'no_such_function'"):
         build(BAD_DEVICE, "cuda -arch=sm_90", None, tmp_path, "m", jobs=3)
-    # two groups of the passes (done before the device code), two host chunks, then
-    # two chunks of the device code's kernels
+    # two processes that take the components through the passes (done before the device
+    # code), two that take host chunks, then two that take the device code's kernels
     assert len(forked_pids) == 6 and all(_reaped(p) for p in forked_pids)
     assert not any(tmp_path.iterdir())  # nothing written
 
@@ -374,19 +374,34 @@ def test_a_device_code_error_ends_the_host_chunks_started_beside_it(tmp_path, fo
 def test_a_build_stopped_after_the_device_code_ends_the_started_host_chunks(tmp_path,
                                                                             forked_pids):
     build(CUDA, "cuda -arch=sm_90", None, tmp_path, "m", jobs=3, stop_after="device-codegen")
-    # two groups of the passes, two host chunks, two chunks of the device code
+    # two processes for the passes, two for the host chunks, two for the device code
     assert len(forked_pids) == 6 and all(_reaped(p) for p in forked_pids)
     assert not any(tmp_path.iterdir())
 
 
-def test_the_process_that_compiles_the_device_code_gets_a_smaller_share():
+def test_the_costliest_chunks_go_out_first_and_join_in_module_order(monkeypatch):
+    from tirc.backends.cpu import backend as cpu_backend
     from tirc.backends.cpu import chunks as cpu_chunks
-    host = exported_functions(40)
-    shares = cpu_chunks.plan(host, 2, head_start=10)  # 10 functions' worth of device code
-    assert [sum(len(p.functions) for p in s) for s in shares] == [15, 25]  # (40 + 10) / 2 - 10
-    assert [f for s in shares for p in s for f in p.functions] == list(host.functions)
-    assert [len(s) for s in cpu_chunks.plan(host, 3, head_start=100)] == [1, 1, 1]
-    assert sum(len(p.functions) for p in cpu_chunks.plan(host, 3, head_start=100)[0]) == 1
+    from tirc.target.kinds import parse_target
+    target = parse_target("llvm")
+    host = host_module(CPU)
+    parts = cpu_chunks.plan(host, 2)
+    costs = [cpu_chunks.cost(p) for p in parts]
+    assert len(set(costs[1:])) > 1  # an order to keep
+    taken = []
+    lower = cpu_backend.lower_collected
+
+    def recording(part, *args):
+        taken.append(list(part.functions))
+        return lower(part, *args)
+    monkeypatch.setattr(cpu_backend, "lower_collected", recording)
+    here = cpu_backend.Chunked(parts, host, target, "m", None, 1).finish()  # all in this process
+    # the first chunk (the module-wide state) first, then the others, the costliest first
+    rest = sorted(parts[1:], key=lambda p: -cpu_chunks.cost(p))
+    assert taken == [list(p.functions) for p in [parts[0]] + rest]
+    # two processes take them as they come: the same object
+    shared = cpu_backend.Chunked(parts, host, target, "m", None, 2).finish()
+    assert bytes(shared.object) == bytes(here.object)
 
 
 def test_cuda_module_started_beside_its_device_code_builds_as_in_one_piece(tmp_path):

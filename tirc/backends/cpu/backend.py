@@ -13,7 +13,7 @@ from tirc.backends.llvm.text import module_text
 from tirc.ir.function import IRModule
 from tirc.records import record
 from tirc.target.kinds import Target
-from tirc.backends.cpu.chunks import join_chunks, lower_chunks
+from tirc.backends.cpu.chunks import join_chunks, lower_collected
 
 
 @record(frozen=True)
@@ -48,9 +48,9 @@ def generate(mod: IRModule, target: Target, name: str = "module", device_code=No
     describe one LLVM module, nor for a triple whose objects :mod:`tirc.backends.cpu.elf_join` does not
     read)."""
     if cpu_chunks.wanted(mod, target, jobs, keep_ir or debug):
-        shares = cpu_chunks.plan(mod, jobs)
-        if sum(len(s) for s in shares) > 1:
-            return Chunked(shares, mod, target, name, device_code).finish()
+        parts = cpu_chunks.plan(mod, jobs)
+        if len(parts) > 1:
+            return Chunked(parts, mod, target, name, device_code, jobs).finish()
     text, ctx = lower_to_llvm(mod, target, name, device_code, debug)
     parsed = llvm.parse_assembly(text)
     parsed.verify()
@@ -59,47 +59,52 @@ def generate(mod: IRModule, target: Target, name: str = "module", device_code=No
                       ctx.uses_openmp, ctx.launcher is not None)
 
 
-def start_chunks(mod: IRModule, target: Target, name: str, device_code, jobs: int,
-                 device_functions: int) -> Chunked | None:
+def start_chunks(mod: IRModule, target: Target, name: str, device_code,
+                 jobs: int) -> Chunked | None:
     """The host object of ``mod`` started in chunks before the device code is compiled
-    (``device_code``: its kernels known, its images not yet), so that the chunks other
-    than the first are made side by side with it: this process compiles the device
-    code, then the first chunk (which embeds the images), with a share smaller by the
-    device code's ``device_functions`` (``cpu_chunks.plan``). None when ``mod`` is not
-    made in chunks."""
+    (``device_code``: its kernels known, its images not yet), so that the other
+    processes make chunks side by side with it: this process compiles the device code,
+    then the first chunk (which embeds the images), then takes what is left. None when
+    ``mod`` is not made in chunks."""
     if jobs <= 1 or not cpu_chunks.wanted(mod, target, jobs, False):
         return None
-    shares = cpu_chunks.plan(mod, jobs, cpu_chunks.DEVICE_FUNCTION_COST * device_functions)
-    if len(shares) <= 1:
+    parts = cpu_chunks.plan(mod, jobs)
+    if len(parts) <= 1:
         return None
-    return Chunked(shares, mod, target, name, device_code)
+    return Chunked(parts, mod, target, name, device_code, jobs)
 
 
 class Chunked:
-    """A host object made in chunks (:mod:`tirc.backends.cpu.chunks`): the shares after the first run in
-    forked processes from the start; :meth:`finish` makes the first share here and joins
-    all the chunks' objects; :meth:`kill` ends the other processes."""
+    """A host object made in chunks (:mod:`tirc.backends.cpu.chunks`): the chunks after
+    the first are taken one at a time, the costliest first, by forked processes from the
+    start and by this one from :meth:`finish` on, which makes the first chunk here
+    (the module-wide state, the device images) and joins all the chunks' objects in
+    order; :meth:`kill` ends the other processes."""
 
-    def __init__(self, shares: list[list[IRModule]], mod: IRModule, target: Target,
-                 name: str, device_code):
+    def __init__(self, parts: list[IRModule], mod: IRModule, target: Target,
+                 name: str, device_code, jobs: int):
         from functools import partial
 
-        from tirc.backends.forked import Started
+        from tirc.backends.forked import Pulled
         self.triple = target_machine(target).triple  # before forking: LLVM set up once
-        starts = [sum(len(s) for s in shares[:i]) for i in range(len(shares))]
-        self.tasks = [partial(lower_chunks, share, mod, target, name, device_code, start)
-                      for share, start in zip(shares, starts)]
-        self.others = Started(self.tasks[1:], "host codegen process")
+        self.first = partial(lower_collected, parts[0], mod, target, name, device_code, True)
+        # the others, costliest first (stable: module order among equals)
+        self.order = sorted(range(1, len(parts)), key=lambda i: -cpu_chunks.cost(parts[i]))
+        self.others = Pulled([partial(lower_collected, parts[i], mod, target, name,
+                                      device_code, False) for i in self.order],
+                             min(jobs, len(parts)) - 1, "host codegen process")
 
     def kill(self) -> None:
         self.others.kill()
 
     def finish(self) -> HostObject:
         try:
-            first = self.tasks[0]()
+            first = self.first()
         except BaseException:
             self.kill()
             raise
-        objects = [obj for share in self.others.results(first) for obj in share]
+        objects = [first] + [None] * len(self.order)
+        for i, obj in zip(self.order, self.others.results()):
+            objects[i] = obj
         return HostObject(join_chunks(objects), "", self.triple,
                           any(o.uses_openmp for o in objects), any(o.uses_cuda for o in objects))

@@ -5,10 +5,12 @@ optimised and emitted in several processes.
 * **Chunks.** The host module's functions are cut into chunks of whole call-graph
   components (a private function goes with every function that calls it;
   exported functions call each other through their symbols), contiguous in module
-  order and of about equal numbers of functions: N chunks, or more of at most
+  order and of about equal numbers of functions: a few per process, or more of at most
   CHUNK_FUNCTIONS functions each for a large module (``plan``), so that the work grows
-  linearly with the module; each process lowers a run of consecutive chunks. Same
-  module, same N: same chunks.
+  linearly with the module. The processes take the chunks one at a time, the costliest
+  first (``forked.Pulled``), so that they finish together whatever each function costs;
+  which process made a chunk does not change the object. Same module, same N: same
+  chunks.
 * **Module-wide state** — the CUDA launch tables, the embedded device images and the
   helpers that load them, the C API's error buffer and ``NAME_last_error`` accessor —
   is defined in chunk 0 (its names global, for the others to use) and declared in the
@@ -16,8 +18,9 @@ optimised and emitted in several processes.
   packed function caches, outlined parallel bodies) stay its own.
 * **Work.** Each chunk is lowered to LLVM IR, parsed, verified, optimised as a module
   of its own (``cpu.optimize``: the full pipeline and code generation level for a chunk
-  with loops) and emitted as a relocatable object, chunk 0 in this process and the
-  others in forked ones (``tirc.backends.forked``). The objects are joined in order into the
+  with loops) and emitted as a relocatable object, chunk 0 in this process (after the
+  device code, whose images it embeds) and the others by whichever process takes them
+  (``tirc.backends.forked``). The objects are joined in order into the
   one host object (:mod:`tirc.backends.cpu.elf_join`, as ``ld -r`` would), the module-wide state made local
   again. No process ever holds the LLVM module of the whole: a 5,000-function module
   is never more than one chunk's IR and machine code at a time in each process.
@@ -68,44 +71,41 @@ def wanted(mod: IRModule, target: Target, jobs: int, whole: bool) -> bool:
     return joinable_triple(target.get("mtriple") or host_triple())
 
 
-# What compiling one device function costs next to lowering one host function to an
-# object (500 CUDA kernels: 0.44 s of device code, 1.8 s of host code): the share of
-# the process that does the device code first is that much smaller (``plan``).
-DEVICE_FUNCTION_COST = 0.25
+CHUNKS_PER_PROCESS = 4  # chunks a process takes one at a time, about, for a module of few functions
 
 
-def plan(mod: IRModule, jobs: int, head_start: float = 0.0) -> list[list[IRModule]]:
-    """The chunks of ``mod`` for ``jobs`` processes: one list of consecutive chunks per
-    process. A module with more than CHUNK_FUNCTIONS functions is cut even for one
+def plan(mod: IRModule, jobs: int) -> list[IRModule]:
+    """The chunks of ``mod`` for ``jobs`` processes that take them one at a time
+    (``forked.Pulled``): CHUNKS_PER_PROCESS per process, so that one that drew costly
+    functions takes fewer, and more of at most CHUNK_FUNCTIONS functions each for a large
+    module. A module with more than CHUNK_FUNCTIONS functions is cut even for one
     process: the lowering's time and memory grow faster than the module beyond that.
-    ``head_start``: work the first process does before its chunks (the device code, in
-    host functions' worth): its share is smaller by that much."""
-    count = max(jobs, -(-len(mod.functions) // CHUNK_FUNCTIONS))
-    if head_start <= 0 or jobs <= 1:
-        parts = chunks(mod, count)
-        per = -(-len(parts) // max(1, min(jobs, len(parts))))
-        return [parts[i:i + per] for i in range(0, len(parts), per)]
-    n = len(mod.functions)
-    first = min(n, max(1.0, (n + head_start) / jobs - head_start))
-    sizes: list[float] = []
-    owner: list[int] = []  # the process of each chunk
-    for p, size in enumerate([first] + [(n - first) / (jobs - 1)] * (jobs - 1)):
-        k = max(1, -(-int(size) // CHUNK_FUNCTIONS))
-        sizes += [size / k] * k
-        owner += [p] * k
-    shares: list[list[IRModule]] = [[] for _ in range(jobs)]
-    for p, names in zip(owner, _cut(mod, sizes)):
-        if names:
-            shares[p].append(replace(mod, functions={f: mod.functions[f] for f in names}))
-    return [s for s in shares if s]
+    Same module, same ``jobs``: same chunks."""
+    count = -(-len(mod.functions) // CHUNK_FUNCTIONS)
+    if jobs > 1:
+        count = max(count, CHUNKS_PER_PROCESS * jobs)
+    return chunks(mod, count)
+
+
+def cost(chunk: IRModule) -> int:
+    """What making ``chunk``'s object costs, about: its functions' source lines."""
+    total = 0
+    for f in chunk.functions.values():
+        span = f.span
+        total += (span.end_line - span.line + 1) if span and span.end_line else 1
+    return total
 
 
 def chunks(mod: IRModule, count: int) -> list[IRModule]:
-    """``mod`` cut into at most ``count`` modules of whole call-graph components;
-    ``[mod]`` when it cannot be cut."""
-    if count <= 1 or len(_components(mod)) <= 1:
+    """``mod`` cut into at most ``count`` modules of whole call-graph components (one
+    each when there are no more than ``count``); ``[mod]`` when it cannot be cut."""
+    comps = _components(mod)
+    if count <= 1 or len(comps) <= 1:
         return [mod]
-    groups = [g for g in _cut(mod, [1.0] * count) if g]
+    if len(comps) <= count:
+        groups = comps
+    else:
+        groups = [g for g in _cut(mod, [1.0] * count) if g]
     return [replace(mod, functions={n: mod.functions[n] for n in names}) for names in groups]
 
 
@@ -137,23 +137,19 @@ def _components(mod: IRModule) -> list[list[str]]:
     return components(mod)
 
 
-def lower_chunks(parts: list[IRModule], whole: IRModule, target: Target, name: str,
-                 device_code, first: int) -> list[ChunkObject]:
-    """Chunks one after the other (one process's share); ``first``: the index of
-    ``parts[0]`` among all chunks (chunk 0 is the owner). Each chunk's llvmlite objects,
-    which hold reference cycles, are collected before the next: the build runs with the
-    cycle collector off."""
+def lower_collected(part: IRModule, whole: IRModule, target: Target, name: str, device_code,
+                    owner: bool) -> ChunkObject:
+    """:func:`lower_chunk`, then its llvmlite objects, which hold reference cycles,
+    collected (the build runs with the cycle collector off, and a process may lower
+    several chunks one after the other)."""
     import gc
-    objects = []
-    gc.freeze()  # what exists now is not garbage: collections below skip it
+    gc.freeze()  # what exists now is not garbage: the collection below skips it
     try:
-        for i, part in enumerate(parts, first):
-            objects.append(lower_chunk(part, whole, target, name, device_code, i == 0))
-            if len(parts) > 1:
-                gc.collect()
+        obj = lower_chunk(part, whole, target, name, device_code, owner)
+        gc.collect()
     finally:
         gc.unfreeze()
-    return objects
+    return obj
 
 
 def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, device_code,
@@ -176,7 +172,7 @@ def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, devic
     ctx.loop_functions = lowering.loop_functions
     signatures = tuple((f.name, str(f.function_type), lowering.declared_at.get(f.name))
                        for f in lowering.ir.functions if f.linkage not in ("internal", "private"))
-    dismantle(lowering.ir)  # freed now, not by a collection (lower_chunks)
+    dismantle(lowering.ir)  # freed now, not by a collection (lower_collected)
     parsed = llvm.parse_assembly(text)
     del text
     parsed.verify()
