@@ -33,7 +33,7 @@ from tirc.ir.dtype import HANDLE, VOID
 from tirc.ir.expr import Call, GlobalVar, IntImm, PointerType, Var
 from tirc.ir.freevars import region_uses
 from tirc.ir.function import IRModule, PrimFunc
-from tirc.ir.renew import renew_defs
+from tirc.ir.renew import renew_defs, substitute
 from tirc.ir.stmt import AttrStmt, DeclBuffer, Evaluate, Return
 from tirc.ir.visitor import Mutator, walk, walk_statements
 from tirc.ir.names import unique_name
@@ -73,17 +73,19 @@ class _Split(Mutator):
         # TVM's order: pointers, then scalars, each by name (a stable sort: first use
         # orders equal names), so a kernel takes its arguments as TVM's does.
         args = sorted(pointers + scalars, key=lambda v: (v.dtype != HANDLE, v.name))
-        ptr_params = {id(p): Var(f"{p.name}_ptr", HANDLE, p.ptr or PointerType(None, "global"),
-                                 p.span) for p in pointers}
-        params = tuple(ptr_params.get(id(v), v) for v in args)
+        # what the region takes from outside becomes the kernel's own: a pointer parameter
+        # for each data pointer, a fresh variable for each scalar (what the region defines
+        # itself leaves the host function with it)
+        outside = {id(p): Var(f"{p.name}_ptr", HANDLE, p.ptr or PointerType(None, "global"),
+                              p.span) for p in pointers}
+        outside.update((id(v), Var(v.name, v.dtype, v.ptr, v.span)) for v in scalars)
         body = s.body
         for b in reversed(uses.buffers):
             body = DeclBuffer(b, body, s.span)
-        kernel = PrimFunc(params, body, None, (),
-                          {TARGET: s.node, **KERNEL_ATTRS, **_noalias(self.func),
-                           **_requested_launch(self.func)},
+        kernel = PrimFunc(tuple(outside[id(v)] for v in args), substitute(body, outside), None,
+                          (), {TARGET: s.node, **KERNEL_ATTRS, **_noalias(self.func),
+                               **_requested_launch(self.func)},
                           False, s.span)
-        kernel = renew_defs(kernel, ptr_params)  # the body's data pointers become params
         name = self.fresh()
         self.kernels[name] = kernel
         call = Call(VOID, GlobalVar(name), tuple(args), s.span)
@@ -153,10 +155,12 @@ def split_host_device(mod: IRModule, ctx) -> IRModule:
     funcs: dict[str, PrimFunc] = {}
     kernels: dict[str, PrimFunc] = {}
     taken = set(mod.functions)
-    called = _called(mod)
+    # which functions are called matters only for those that may run on the device whole
+    whole = {name for name, f in mod.functions.items() if _runs_on_device(f)}
+    called = _called(mod) if whole else set()
     for name, f in mod.functions.items():
         target = f.attrs.get(TARGET)
-        if name in called and _runs_on_device(f):
+        if name in called and name in whole:
             funcs[name] = _as_kernel(f)  # TVM launches it, as one thread
             continue
         if not isinstance(target, Target) or body_context(f) != HOST:
