@@ -7,6 +7,7 @@ the code; tests/corpus/sve_tests holds what TVM's own SVE tests build."""
 from __future__ import annotations
 
 import json
+import re
 import struct
 import textwrap
 from pathlib import Path
@@ -87,9 +88,13 @@ def test_vscale_is_llvm_vscale(target, tmp_path):
 
 
 def function_ir(ir_text: str, name: str) -> str:
-    """The definition of LLVM function ``name`` in ``ir_text``."""
-    start = ir_text.index(f'@"{name}"(')
-    return ir_text[ir_text.rindex("define", 0, start):ir_text.index("\n}", start)]
+    """The definition of LLVM function ``name`` in ``ir_text``, followed by those of the
+    loops outlined from it (``name.loopN``, tirc.backends.cpu.outline)."""
+    parts = []
+    for m in re.finditer(r'^define [^@]*@"?%s(\.loop\d+)?"?\(' % re.escape(name), ir_text, re.M):
+        parts.append(ir_text[m.start():ir_text.index("\n}", m.start())])
+    assert parts, name
+    return "\n".join(parts)
 
 
 _FUNCTION_CHECKS = {

@@ -62,7 +62,8 @@ def code_gen_levels(monkeypatch):
 def test_function_with_a_loop_gets_the_full_pipeline(code_gen_levels):
     host, target, _ = host_module(LOOP, "llvm")
     text, ctx = cpu.lower_to_llvm(host, target)
-    assert ctx.loop_functions == {"__tvm_ffi_f"}
+    # the loop is outlined from the argument checks (tirc.backends.cpu.outline)
+    assert [name.split(".loop")[0] for name in ctx.loop_functions] == ["__tvm_ffi_f"]
     obj = cpu.generate(host, target)
     assert code_gen_levels and set(code_gen_levels) == {3}
     assert "<4 x float>" in obj.llvm_ir or "<8 x float>" in obj.llvm_ir  # the loop vectoriser ran

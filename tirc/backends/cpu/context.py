@@ -160,6 +160,18 @@ class CPUContext(LLVMTargetContext):
                                    ir.FunctionType(ir.VoidType(), [ptr_t, ptr_t, lt.I32]))
         fl.b.call(setter, [kind, array, ir.Constant(lt.I32, len(parts))])
 
+    def outlines_loops(self, fl):
+        from tirc.backends.cpu.outline import splits
+        return splits(fl)
+
+    def outline_loop(self, fl, loop):
+        from tirc.backends.cpu.outline import outline_loop
+        outline_loop(fl, loop)
+
+    def loops_outlined(self, fl):
+        from tirc.backends.cpu.outline import mark_wrapper
+        mark_wrapper(fl.llfunc)
+
     def after_call(self, fl, name, callee):
         from tirc.backends.cpu.errors import check_after_call
         failing = getattr(fl.module, "may_fail", None)
@@ -178,7 +190,9 @@ def optimize(parsed: llvm.ModuleRef, ctx: CPUContext, level: int) -> llvm.Target
     """Optimise ``parsed`` in place and return the machine to emit it with.
 
     A module with a loop gets LLVM's ``-O<level>`` pipeline (loop and SLP
-    vectorisation from -O2) and code generation at that level. A module without one
+    vectorisation from -O2) and code generation at that level; the argument checks
+    of functions whose loops were outlined (:mod:`tirc.backends.cpu.outline`) are
+    ``optnone`` and skip both. A module without one
     is argument checks and kernel launches, straight-line code run once per call:
     unless the target gives ``-opt-level`` explicitly, it gets a short pipeline
     (SROA, DCE) and the fast instruction selector, which makes host objects of CUDA

@@ -157,6 +157,18 @@ class LLVMTargetContext:
         """Target-specific intrinsics; None: not one of them."""
         return None
 
+    def outlines_loops(self, fl: FunctionLowering) -> bool:
+        """Whether ``fl``'s outermost loops are lowered by :meth:`outline_loop` (as
+        functions of their own) instead of in its body."""
+        return False
+
+    def outline_loop(self, fl: FunctionLowering, loop: For) -> None:
+        """Lower an outermost loop of a function that :meth:`outlines_loops`."""
+        raise NotImplementedError
+
+    def loops_outlined(self, fl: FunctionLowering) -> None:
+        """After a function whose loops were outlined is lowered."""
+
     def after_call(self, fl: FunctionLowering, name: str, callee: PrimFunc) -> None:
         """After a call of module function ``name``: how its failure reaches the caller."""
 

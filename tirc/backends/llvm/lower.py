@@ -157,6 +157,7 @@ class FunctionLowering(ExprLowering):
         self.counter = 0
         self.alias = AliasScopes() if self.ctx.alias_scopes else None
         self.noalias = is_noalias(func)
+        self.outlines = False  # its outermost loops become functions (ctx.outline_loop)
         self.scope = None  # the function's DISubprogram, with line info
         self.outer_lines: list = []  # debug locations of the statements being lowered
         if module.debug is not None:
@@ -173,6 +174,7 @@ class FunctionLowering(ExprLowering):
                 self.offset_applied.add(id(buf))
                 if self.alias is not None and self.noalias:
                     self.alias.add(buf.data)
+        self.outlines = self.ctx.outlines_loops(self)
         self.stmt(self.func.body)
         if not self.b.block.is_terminated:
             ret = self.llfunc.function_type.return_type
@@ -182,6 +184,8 @@ class FunctionLowering(ExprLowering):
             else:
                 self.b.ret(ir.Constant(ret, None))
         self.seal()
+        if self.outlines:
+            self.ctx.loops_outlined(self)
         if self.alias is not None:
             self.alias.finish(self.module.ir, self.llfunc.name)
 
@@ -463,6 +467,9 @@ class FunctionLowering(ExprLowering):
         self.dead_block()
 
     def stmt_For(self, s: For):
+        if self.outlines and not self.loops:
+            self.ctx.outline_loop(self, s)
+            return
         self.module.loop_functions.add(self.llfunc.name)
         if s.kind == "parallel":
             self.ctx.lower_parallel(self, s)
