@@ -119,6 +119,11 @@ def outline_loop(fl: FunctionLowering, loop: For) -> None:
     for var, arg in zip(passed, outlined.args):
         arg.name = var.name
         body.vars[id(var)] = arg
+        if fl.alias is not None and fl.noalias and id(var) in fl.alias.known:
+            # a buffer's data that no other argument's data overlaps (its alias scope),
+            # as TVM's compute function takes it: LLVM's loop idioms (memcpy, memset)
+            # and dependence checks read parameters, not scopes
+            arg.add_attribute("noalias")
     extra = iter(outlined.args[len(passed):])
     inner = []
     for key, v in attrs:
