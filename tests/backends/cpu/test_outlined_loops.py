@@ -137,3 +137,42 @@ def test_a_failure_inside_an_outlined_loop_is_raised_by_the_function(tmp_path):
         f(a, b, 0)
     with pytest.raises(ValueError, match="Invalid A.shape"):  # the checks, as before
         f(np.zeros(4, "int32"), b, 3)
+
+
+ALLOCATING = """
+@T.prim_func
+def f(A: T.Buffer((n,), "int32"), B: T.Buffer((n,), "int32"), d: T.int32, n: T.int32):
+    T.func_attr({"tirx.noalias": True})
+    tmp = T.alloc_buffer((n,), "int32")
+    for i in range(n):
+        tmp[i] = A[i] // d
+    for i in range(n):
+        B[i] = tmp[i] + tmp[n - 1 - i]
+"""
+
+
+def test_an_allocation_goes_out_with_the_loops_that_use_it():
+    _, _, text, _ = lowered(ALLOCATING)
+    funcs = defines(text)
+    wrapper = funcs.pop("__tvm_ffi_f")
+    (loop,) = funcs.values()
+    body = text.split(wrapper, 1)[1].split("\n}\n", 1)[0]
+    assert "malloc" not in body and "optnone" in wrapper
+    inner = text.split(loop, 1)[1].split("\n}\n", 1)[0]
+    assert "malloc" in inner and "free" in inner
+    assert len(re.findall(r"^for_head\d+:", inner, re.M)) == 2
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler")
+def test_an_outlined_allocation_runs_and_fails_as_before(tmp_path):
+    tvm_ffi = pytest.importorskip("tvm_ffi")
+    build(HEAD + textwrap.dedent(ALLOCATING), "llvm", None, tmp_path, "m", shared=True)
+    f = tvm_ffi.load_module(str(tmp_path / "m.so"))["f"]
+    a = np.arange(100, dtype="int32") * 3
+    b = np.zeros(100, "int32")
+    f(a, b, 3, 100)
+    np.testing.assert_array_equal(b, a // 3 + (a // 3)[::-1])
+    with pytest.raises(RuntimeError, match="integer division by zero in function 'f'"):
+        f(a, b, 0, 100)
+    f(a, b, 1, 100)  # the failed call freed its buffer and left nothing behind
+    np.testing.assert_array_equal(b, a + a[::-1])

@@ -7,19 +7,21 @@ nine tenths of a small elementwise function's optimisation and emission), which 
 once per call. So a function whose statements outside its loops only check, bind and
 return is lowered as two kinds of LLVM function:
 
-* each outermost loop nest becomes an internal function ``<symbol>.loop<N>`` taking
-  the values it uses as arguments and returning 0, or -1 after raising an error (as
-  the function itself would), which gets the whole -O3 pipeline as before;
+* each outermost loop nest, or allocation with the loops that use it, becomes an
+  internal function ``<symbol>.loop<N>`` taking the values it uses as arguments and
+  returning 0, or -1 after raising an error (as the function itself would, its heap
+  allocations freed), which gets the whole -O3 pipeline as before;
 * the function itself, its checks, unpacking and the calls of those loop functions,
   is marked ``optnone noinline``: LLVM runs no optimisation passes on it and selects
   its instructions with the fast selector.
 
 The loop functions see the same alias scopes and known alignments as an inlined loop
 would, and the values of the enclosing device attributes (``device_id``, which a kernel
-launch in the loop uses) as arguments. Functions with anything else outside their loops
-(stores, ``while`` loops, allocations), and loops that allocate, return, run in
-parallel, set device attributes or call module or packed functions, are lowered whole
-as before.
+launch in the loop uses) as arguments; the data of a ``tirx.noalias`` function's buffers
+are ``noalias`` parameters, as in TVM's compute function. Functions with anything else
+outside their loops and allocations (stores, ``while`` loops), and loops that return,
+run in parallel, set device attributes or call module or packed functions, are lowered
+whole as before.
 """
 from __future__ import annotations
 
@@ -53,7 +55,7 @@ def splits(fl: FunctionLowering) -> bool:
     stack = [func.body]
     while stack:
         s = stack.pop()
-        if isinstance(s, For):
+        if isinstance(s, (For, AllocBuffer)):  # an allocation goes out with its uses
             loops.append(s)
         elif not isinstance(s, _WRAPPER_STMTS):
             return False
@@ -73,7 +75,7 @@ def _outlinable(loop: For) -> bool:
         if isinstance(n, For):
             if n.kind not in _LOOP_KINDS:
                 return False
-        elif isinstance(n, (Return, AllocBuffer)):
+        elif isinstance(n, Return):
             return False
         elif isinstance(n, AttrStmt):
             if n.key in (DEVICE_ID, DEVICE_TYPE):

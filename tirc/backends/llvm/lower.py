@@ -517,6 +517,9 @@ class FunctionLowering(ExprLowering):
         yield s.body
 
     def stmt_AllocBuffer(self, s: AllocBuffer):
+        if self.outlines and not self.loops:  # the allocation and its uses, outlined together
+            self.ctx.outline_loop(self, s)
+            return
         buf = s.buffer
         elem = lt.memory_type(buf.dtype, self.ctx.pointer(), s.span)
         count_expr = _product(buf.shape)
