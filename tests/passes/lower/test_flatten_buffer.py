@@ -219,8 +219,8 @@ def main(A: T.Buffer((256,), "float32")):
     S = T.alloc_shared((128,), "float16", layout=None)
     L = T.alloc_local((16,), layout=None)
     G = T.alloc_buffer((64,))
-    S[tx // 16 * 16 + tx % 16] = T.Cast("float16", A[tx])
-    L[1] = T.Cast("float32", S[tx // 16 * 16 + tx % 16])
+    S[tx] = T.Cast("float16", A[tx])
+    L[1] = T.Cast("float32", S[tx])
     G[tx % 64] = L[1]
     A[tx] = G[tx % 64]
 """
@@ -417,5 +417,49 @@ def main(A: T.Buffer((64,), "float32"), P: T.Buffer((1,), "float32")):
         acc[0] = A[i]
         one[0] = acc[0]
         P[i // 64] = one[0]
+"""
+    check(before, expected)
+
+
+def test_indices_that_split_one_position_fold_back_into_it():
+    """A reshape's ``[x // 4096, x % 4096]`` flattens to ``x`` (TVM's iterator-map
+    simplification of the flat index does the same): before, every element divided and
+    the sequential scan of a cumulative sum could not carry its value in a register
+    (sampling's cumsum1 ran 3x TVM's time)."""
+    before = """
+@T.prim_func
+def main(A: T.Buffer((4, 4096), "float32"), B: T.Buffer((4, 4096), "float32")):
+    for v in range(4):
+        for j in range(4095):
+            B[(v * 4096 + (j + 1)) // 4096, (v * 4096 + (j + 1)) % 4096] = B[(v * 4096 + j) // 4096, (v * 4096 + j) % 4096] + A[(v * 4096 + (j + 1)) // 4096, (v * 4096 + (j + 1)) % 4096]
+"""
+    expected = """
+@T.prim_func
+def main(A: T.Buffer((4, 4096), "float32"), B: T.Buffer((4, 4096), "float32")):
+    A_1 = T.decl_buffer((16384,), data=A.data, layout=None)
+    B_1 = T.decl_buffer((16384,), data=B.data, layout=None)
+    for v in range(4):
+        for j in range(4095):
+            B_1[v * 4096 + j + 1] = B_1[v * 4096 + j] + A_1[v * 4096 + j + 1]
+"""
+    check(before, expected)
+
+
+def test_a_split_that_does_not_fold_away_keeps_its_index():
+    """Folding is taken only where no division is left: a partial rewrite spreads the
+    terms that later passes cancel by their ranges (``a - max(0, a)`` with ``a`` a block
+    index is 0), and a local tile's index would stop being a constant."""
+    before = """
+@T.prim_func
+def main(A: T.Buffer((8, 16), "float32"), n: T.int32):
+    for i in range(128):
+        A[i // n, i % 16] = T.float32(1)
+"""
+    expected = """
+@T.prim_func
+def main(A: T.Buffer((8, 16), "float32"), n: T.int32):
+    A_1 = T.decl_buffer((128,), data=A.data, layout=None)
+    for i in range(128):
+        A_1[i // n * 16 + i % 16] = T.float32(1)
 """
     check(before, expected)

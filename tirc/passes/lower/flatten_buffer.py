@@ -11,7 +11,10 @@ offset is accessed through a flat buffer over the same data pointer:
   (same data variable, same name; the printer makes names unique);
 * every load and store ``X[i0, ..., ik]`` becomes ``X_flat[sum(i_j * stride_j) + offset]``
   with row-major strides when none are declared; a vector (Ramp) index stays a Ramp of
-  the flattened base (``C[1, 0:4]`` of a 16x4 buffer is ``C_flat[4:8]``).
+  the flattened base (``C[1, 0:4]`` of a 16x4 buffer is ``C_flat[4:8]``); indices that
+  split one position into rows and columns (``X[x // 64, x % 64]`` of a buffer 64 wide)
+  fold back into it (``X_flat[x]``) where the canonical simplifier removes every division,
+  as TVM's iterator-map simplification of the flat index does.
 
 N is the product of the shape for compact buffers and ``1 + sum((shape_j - 1) *
 stride_j)`` (the extent reachable through the strides) for strided ones, plus the element
@@ -47,7 +50,7 @@ from dataclasses import replace
 from tirc.diagnostics import Diagnostic
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import INT64, DataType
-from tirc.ir.expr import BufferLoad, Call, IntImm, PrimExpr
+from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, PrimExpr
 from tirc.ir.function import IRModule, PrimFunc
 from tirc.ir.index_arith import arith, cast, const_int, constant_layout, widen
 from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, DeclBuffer, Stmt
@@ -135,9 +138,24 @@ def flat_index(b: Buffer, indices: tuple[PrimExpr, ...], span) -> PrimExpr:
     total: PrimExpr = IntImm(elem, 0)
     for index, stride in zip(indices, _row_major(b, wide)):
         total = arith("add", total, arith("mul", index, stride))
+    if total.dtype.lanes == 1 and len(indices) > 1 and any(_divides(i) for i in indices):
+        # indices that split one flat position into rows and columns (a reshape's
+        # ``x // 4096, x % 4096``) fold back into it, as TVM's iterator-map simplification
+        # of the flattened index does: ``x // c * c + x % c`` is ``x``, so the code neither
+        # divides per element nor hides the access pattern from LLVM. Only where no
+        # division is left: a partial rewrite would spread terms that later passes
+        # cancel by their ranges (a local tile's index would no longer be constant)
+        from tirc.passes.analysis.arith_analyzer import Analyzer
+        folded = Analyzer().simplify(total)
+        if not _divides(folded):
+            total = folded
     if b.elem_offset is not None:
         total = arith("add", total, widen(b.elem_offset) if wide else b.elem_offset)
     return total
+
+
+def _divides(e: PrimExpr) -> bool:
+    return any(isinstance(n, BinOp) and n.op in ("floordiv", "floormod") for n in walk(e))
 
 
 class _Uses:
