@@ -10,7 +10,6 @@ import json
 import re
 import struct
 import textwrap
-from pathlib import Path
 
 import pytest
 

@@ -93,7 +93,7 @@ def test_kernel_launch_module_takes_the_fast_path_with_cold_helpers(code_gen_lev
     assert helpers and all("optnone" in line for line in helpers)
     # run once per device or on failure, all but the one every plain launch calls
     assert [line.split('"')[1] for line in helpers if "cold" not in line] == ["__tirc_cuda_launch"]
-    obj = cpu.generate(host, target, device_code=code)
+    cpu.generate(host, target, device_code=code)
     assert code_gen_levels[-1] == 0
 
 

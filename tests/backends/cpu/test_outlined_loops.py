@@ -15,6 +15,7 @@ from tirc.build.stages import build, host_target_of, split_module
 from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
 from tirc.target.kinds import parse_target
+from test_cpu_codegen_quality import COPY_ROWS as ROW_COPY  # a noalias function's row copy
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 
@@ -70,15 +71,6 @@ def test_each_outermost_loop_becomes_a_function_and_the_checks_stay_unoptimised(
     assert "for_head" not in body and body.count("call i32 @\"__tvm_ffi_f.loop") == 2
     opt = cpu.generate(host, target).llvm_ir
     assert "<4 x float>" in opt and "!alias.scope" in opt
-
-
-ROW_COPY = """
-@T.prim_func
-def f(A: T.Buffer((64, 32), "float32"), B: T.Buffer((64, 2, 32), "float32")):
-    T.func_attr({"tirx.noalias": True})
-    for i, r, j in T.grid(64, 2, 32):
-        B[i, r, j] = A[i, j]
-"""
 
 
 def test_a_noalias_functions_loop_takes_noalias_pointers():
