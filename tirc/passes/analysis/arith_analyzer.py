@@ -18,20 +18,28 @@ _NEGATE = {"lt": "ge", "le": "gt", "gt": "le", "ge": "lt", "eq": "ne", "ne": "eq
 
 
 class Analyzer:
-    def __init__(self) -> None:
+    def __init__(self, lasting_memo: bool = False) -> None:
         self.bounds: dict[int, Bound] = {}
         self.values: dict[int, PrimExpr] = {}
         self.canonical = Canonical(self)
         # results of simplify and rewrite within one outermost simplify call, keyed by
         # the node's id (the node is kept alive beside its result): the facts cannot
         # change during a call, and without it nested min/max simplify their operands
-        # again at every level (exponential in the nesting depth)
-        self._memo: dict[tuple[str, int], tuple[PrimExpr, PrimExpr]] | None = None
+        # again at every level (exponential in the nesting depth). ``lasting_memo``: kept
+        # across calls, for an analyzer that is given no facts (its results never change)
+        self._memo: dict[tuple[str, int], tuple[PrimExpr, PrimExpr]] | None = \
+            {} if lasting_memo else None
+        self._lasting = lasting_memo
 
     # ---- facts ------------------------------------------------------------------------
 
+    def _no_lasting_memo(self) -> None:
+        if self._lasting:  # its remembered results would not know the new fact
+            raise ValueError("an analyzer with a lasting memo is given no facts")
+
     def bind_range(self, var: Var, min_: PrimExpr, extent: PrimExpr) -> None:
         """``var`` ranges over ``[min, min + extent)`` (a unit range binds its value)."""
+        self._no_lasting_memo()
         if is_int(extent, 1):
             self.bind_value(var, min_)
             return
@@ -40,6 +48,7 @@ class Analyzer:
         self.bounds[id(var)] = (lo, hi)
 
     def bind_value(self, var: Var, value: PrimExpr) -> None:
+        self._no_lasting_memo()
         value = self.simplify(value)
         self.values[id(var)] = value
         self.bounds[id(var)] = self.const_bound(value)

@@ -126,7 +126,9 @@ def flat_buffer(b: Buffer) -> Buffer:
                   layout_none=True)
 
 
-def flat_index(b: Buffer, indices: tuple[PrimExpr, ...], span) -> PrimExpr:
+def flat_index(b: Buffer, indices: tuple[PrimExpr, ...], span, analyzer=None) -> PrimExpr:
+    """The flat index of ``b[indices]``; ``analyzer``: the function's, whose memo the
+    folding of split indices shares (a fresh one otherwise)."""
     for i in indices[:-1]:
         if i.dtype.lanes != 1:
             raise Diagnostic(f"only the last index of an access to buffer '{b.name}' may be a "
@@ -145,8 +147,10 @@ def flat_index(b: Buffer, indices: tuple[PrimExpr, ...], span) -> PrimExpr:
         # divides per element nor hides the access pattern from LLVM. Only where no
         # division is left: a partial rewrite would spread terms that later passes
         # cancel by their ranges (a local tile's index would no longer be constant)
-        from tirc.passes.analysis.arith_analyzer import Analyzer
-        folded = Analyzer().simplify(total)
+        if analyzer is None:
+            from tirc.passes.analysis.arith_analyzer import Analyzer
+            analyzer = Analyzer()
+        folded = analyzer.simplify(total)
         if not _divides(folded):
             total = folded
     if b.elem_offset is not None:
@@ -184,6 +188,9 @@ class _Flatten(Mutator):
         self.uses = uses
         self.singles = singles  # ids of the data of allocations of one element
         self.flat: dict[int, tuple[Buffer, Buffer]] = {}
+        from tirc.passes.analysis.arith_analyzer import Analyzer
+        # one for the whole function: its indices share sub-expressions
+        self.analyzer = Analyzer(lasting_memo=True)
 
     def _single(self, b: Buffer, indices: tuple[PrimExpr, ...]) -> tuple[PrimExpr, ...] | None:
         """The index of an access to an allocation of one element: 0."""
@@ -205,7 +212,7 @@ class _Flatten(Mutator):
         zero = self._single(e.buffer, e.indices)
         if not needs_flattening(e.buffer):
             return e if zero is None or zero == e.indices else replace(e, indices=zero)
-        index = zero[0] if zero else flat_index(e.buffer, e.indices, e.span)
+        index = zero[0] if zero else flat_index(e.buffer, e.indices, e.span, self.analyzer)
         return BufferLoad(self.flat_of(e.buffer), (index,), e.dtype, e.span)
 
     def visit_BufferStore(self, s: BufferStore):
@@ -213,7 +220,7 @@ class _Flatten(Mutator):
         zero = self._single(s.buffer, s.indices)
         if not needs_flattening(s.buffer):
             return s if zero is None or zero == s.indices else replace(s, indices=zero)
-        index = zero[0] if zero else flat_index(s.buffer, s.indices, s.span)
+        index = zero[0] if zero else flat_index(s.buffer, s.indices, s.span, self.analyzer)
         return BufferStore(self.flat_of(s.buffer), s.value, (index,), s.span)
 
     def visit_AllocBuffer(self, s: AllocBuffer):
