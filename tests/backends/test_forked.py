@@ -70,7 +70,7 @@ def test_a_child_that_dies_is_an_internal_error():
         time.sleep(0.3)
         return 0
     parent = os.getpid()
-    with pytest.raises(InternalError):
+    with pytest.raises(InternalError, match="task 1.*died without a result"):
         run_pulled([run, run, run], 2)
 
 
@@ -78,3 +78,37 @@ def test_more_tasks_than_the_pipe_holds_go_in_runs(monkeypatch):
     monkeypatch.setattr(forked, "_MAX_PULLED", 4)
     results = run_pulled([_task(i) for i in range(30)], 2)
     assert [i for i, _ in results] == list(range(30))
+
+
+def test_an_error_in_this_process_is_raised_with_the_children_reaped(monkeypatch):
+    pids, fork = [], forked._fork
+
+    def recording(task):
+        pid, fd = fork(task)
+        pids.append(pid)
+        return pid, fd
+    monkeypatch.setattr(forked, "_fork", recording)
+    parent = os.getpid()
+
+    def run():
+        if os.getpid() == parent:
+            return 1 // 0
+        time.sleep(0.3)  # a child still busy when the error comes
+        return 0
+    with pytest.raises(ZeroDivisionError):
+        run_pulled([run, run], 2)
+    assert len(pids) == 1
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pids[0], os.WNOHANG)
+
+
+def test_a_childs_error_is_raised_here_as_raised_there():
+    parent = os.getpid()
+
+    def run():
+        if os.getpid() != parent:
+            raise KeyError("from a child")
+        time.sleep(0.3)
+        return 1
+    with pytest.raises(KeyError, match="from a child"):
+        run_pulled([run, run, run], 2)

@@ -4,7 +4,8 @@ input: the host object's chunks, :mod:`tirc.backends.cpu.chunks`; the device cod
 
 Two ways to share the work:
 
-* :func:`run_forked` and :class:`Started`: one task per process, fixed in advance;
+* :class:`Started`: one task per process, fixed in advance (the processes :class:`Pulled`
+  forks);
 * :func:`run_pulled`: more tasks than processes, each process taking the next task not yet
   taken when it is done with one, so that how long each task takes need not be known
   (a dlight matmul costs ten times an elementwise kernel of the same length). The task
@@ -13,10 +14,10 @@ Two ways to share the work:
   order.
 
 The parent prepares every task before forking, so a child inherits what it works on
-and nothing is pickled to it; each child runs one task and sends its result back
-pickled through a pipe, and the parent runs the first task itself meanwhile (or,
-with :class:`Started`, other work of the build first: the device code). Results
-come back in task order, whatever order the children finish in. A task's exception is
+and nothing is pickled to it; each child sends its results back pickled through a
+pipe, and the parent takes tasks itself meanwhile (after other work of the build
+first, for the host chunks: the device code). Results come back in task order,
+whatever order the children finish in. A task's exception is
 raised in the parent as the task raised it (a Diagnostic keeps its location); a child
 that dies without sending a result is an InternalError naming its task. If the
 parent's own task fails, the children are killed and reaped before the error goes on.
@@ -43,19 +44,6 @@ R = TypeVar("R")
 
 class ChildDied(RuntimeError):
     """A forked task's process ended without sending its result."""
-
-
-def run_forked(tasks: list[Callable[[], R]], what: str = "task") -> list[R]:
-    """``[t() for t in tasks]``, the tasks after the first in forked children."""
-    if len(tasks) <= 1:
-        return [t() for t in tasks]
-    started = Started(tasks[1:], what)  # without fork, it runs them here afterwards
-    try:
-        first = tasks[0]()
-    except BaseException:
-        started.kill()
-        raise
-    return started.results(first)
 
 
 class Started:

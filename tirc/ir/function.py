@@ -42,6 +42,12 @@ class PrimFunc:
     def with_body(self, body: Stmt) -> "PrimFunc":
         return replace(self, body=body)
 
+    def source_lines(self) -> int:
+        """The lines of source it was read from (1 without a location): the estimate of
+        its cost by which ``-j N`` hands out the largest pieces of work first."""
+        span = self.span
+        return (span.end_line - span.line + 1) if span and span.end_line else 1
+
 
 @record(frozen=True, slots=True, eq=False)
 class IRModule:

@@ -473,13 +473,8 @@ def _costliest_first(mod: IRModule, comps: list[list[str]]) -> list[list[str]]:
     """The components, the largest (in source lines) first: the processes that share
     them take the next one when free, so the large ones go out first and the small ones
     fill the gaps at the end."""
-    def size(names: list[str]) -> int:
-        total = 0
-        for n in names:
-            span = mod.functions[n].span
-            total += (span.end_line - span.line + 1) if span and span.end_line else 1
-        return total
-    return sorted(comps, key=size, reverse=True)  # stable: module order among equals
+    return sorted(comps, key=lambda names: sum(mod.functions[n].source_lines() for n in names),
+                  reverse=True)  # stable: module order among equals
 
 
 def _run_sequence(mod: IRModule, ctx: PassContext, passes: list[Pass], stop_after: str | None,

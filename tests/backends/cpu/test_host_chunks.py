@@ -19,9 +19,8 @@ from test_cuda_launch import CALLER, fake_driver  # noqa: F401 (a fixture)
 from tirc.backends.cpu.chunks import chunks
 from tirc.build.stages import build, split_module
 from tirc.build.options import bind_target_from
-from tirc.diagnostics import Diagnostic, InternalError
+from tirc.diagnostics import Diagnostic
 from tirc.driver import cli
-from tirc.backends.forked import run_forked
 from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
 
@@ -278,24 +277,6 @@ def test_a_diagnostic_in_a_child_comes_back_located(tmp_path):
     bad = bad.replace("return x * T.float32(2)", 'return T.call_extern("float32", "foo", x, x)')
     with pytest.raises(Diagnostic, match="two different signatures"):
         build(bad, "llvm", None, tmp_path, "m", jobs=4)
-
-
-def _dies():
-    os._exit(7)
-
-
-def _raises():
-    raise KeyError("from a child")
-
-
-def test_forked_tasks_report_in_order_and_fail_cleanly():
-    assert run_forked([lambda: 1, lambda: [2], lambda: "three"]) == [1, [2], "three"]
-    with pytest.raises(KeyError, match="from a child"):
-        run_forked([lambda: 1, _raises])
-    with pytest.raises(InternalError, match="task 1.*died without a result"):
-        run_forked([lambda: 1, _dies])
-    with pytest.raises(ZeroDivisionError):  # the parent's own task: children reaped
-        run_forked([lambda: 1 // 0, lambda: 2])
 
 
 def test_cli_j_on_one_input_builds_it_in_chunks(tmp_path):

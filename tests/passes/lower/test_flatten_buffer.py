@@ -463,3 +463,20 @@ def main(A: T.Buffer((8, 16), "float32"), n: T.int32):
         A_1[i // n * 16 + i % 16] = T.float32(1)
 """
     check(before, expected)
+
+
+def test_the_model_corpus_scan_divides_no_more():
+    """sampling's cumsum1 as TVM 0.27 prints it (bench/models, through relax's zero
+    pipeline): after the pipeline up to FlattenBuffer its accesses hold no division."""
+    from dataclasses import replace
+
+    from conftest import ROOT
+    from tirc.ir.expr import BinOp
+    from tirc.passes.pipeline import run_pipeline
+    mod = parse((ROOT / "bench/models/sampling.llvm.tir").read_text(), "sampling.llvm.tir")
+    mod = replace(mod, functions={"cumsum1": mod.functions["cumsum1"]})
+    flat = run_pipeline(mod, PassContext(parse_target("llvm")), "FlattenBuffer")
+    accesses = [n for n in walk(flat["cumsum1"].body) if isinstance(n, (BufferLoad, BufferStore))]
+    assert len(accesses) == 5
+    assert not any(isinstance(x, BinOp) and x.op in ("floordiv", "floormod")
+                   for a in accesses for i in a.indices for x in walk(i))

@@ -89,11 +89,7 @@ def plan(mod: IRModule, jobs: int) -> list[IRModule]:
 
 def cost(chunk: IRModule) -> int:
     """What making ``chunk``'s object costs, about: its functions' source lines."""
-    total = 0
-    for f in chunk.functions.values():
-        span = f.span
-        total += (span.end_line - span.line + 1) if span and span.end_line else 1
-    return total
+    return sum(f.source_lines() for f in chunk.functions.values())
 
 
 def chunks(mod: IRModule, count: int) -> list[IRModule]:
