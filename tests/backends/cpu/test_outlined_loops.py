@@ -168,3 +168,38 @@ def test_an_outlined_allocation_runs_and_fails_as_before(tmp_path):
         f(a, b, 0, 100)
     f(a, b, 1, 100)  # the failed call freed its buffer and left nothing behind
     np.testing.assert_array_equal(b, a + a[::-1])
+
+
+WORKSPACE_AND_LAUNCHES = """
+@T.prim_func
+def f(A: T.Buffer((n,), "float32"), B: T.Buffer((n,), "float32"), n: T.int32):
+    T.func_attr({"tirx.noalias": True})
+    tmp = T.alloc_buffer((n,), "float32")
+    for i0 in T.thread_binding((n + 63) // 64, thread="blockIdx.x"):
+        for i1 in T.thread_binding(64, thread="threadIdx.x"):
+            if i0 * 64 + i1 < n:
+                tmp[i0 * 64 + i1] = A[i0 * 64 + i1] * T.float32(2.0)
+    for i0 in T.thread_binding((n + 63) // 64, thread="blockIdx.x"):
+        for i1 in T.thread_binding(64, thread="threadIdx.x"):
+            if i0 * 64 + i1 < n:
+                B[i0 * 64 + i1] = tmp[i0 * 64 + i1] + tmp[n - 1 - i0 * 64 - i1]
+"""
+
+
+def test_a_workspace_used_by_kernel_launches_alone_is_not_outlined(tmp_path, monkeypatch):
+    # no loop runs on the host: the function is lowered whole, and the module, with no
+    # loop at all, gets the short pipeline of argument checks and launches
+    seen = []
+
+    def optimize(parsed, ctx, level):
+        seen.append(set(ctx.loop_functions))
+        return real(parsed, ctx, level)
+    real = cpu.optimize
+    monkeypatch.setattr(cpu, "optimize", optimize)
+    build(HEAD + textwrap.dedent(WORKSPACE_AND_LAUNCHES), "cuda", None, tmp_path, "m",
+          emit=("llvm",))
+    text = (tmp_path / "m.ll").read_text()
+    assert seen == [set()]
+    wrapper = re.search(r"^define .*@__tvm_ffi_f\(.*$", text, re.M).group(0)
+    assert ".loop" not in text and "optnone" not in wrapper
+    assert "malloc" in text or "AllocDataSpace" in text

@@ -35,7 +35,7 @@ from tirc.ir.expr import Call, GlobalVar
 from tirc.ir.freevars import region_uses
 from tirc.ir.stmt import (AllocBuffer, AssertStmt, AttrStmt, DeclBuffer, Evaluate, For,
                           IfThenElse, LetStmt, Return, SeqStmt)
-from tirc.ir.visitor import walk
+from tirc.ir.visitor import walk, walk_statements
 
 # Outside the loops: statements that check, bind and return (what MakePackedAPI makes)
 _WRAPPER_STMTS = (SeqStmt, LetStmt, AttrStmt, AssertStmt, DeclBuffer, IfThenElse, Evaluate,
@@ -67,7 +67,15 @@ def splits(fl: FunctionLowering) -> bool:
                 stack.append(s.else_case)
         elif not isinstance(s, (Evaluate, Return)):
             stack.append(s.body)
-    return bool(loops) and all(_outlinable(loop) for loop in loops)
+    # an allocation whose uses are kernel launches alone is straight-line code: with no
+    # loop to optimise, the function is lowered whole (and its module, with no loop at
+    # all, gets the short pipeline of argument checks and launches)
+    return (any(_has_loop(s) for s in loops)
+            and all(_outlinable(loop) for loop in loops))
+
+
+def _has_loop(s) -> bool:
+    return isinstance(s, For) or any(isinstance(n, For) for n in walk_statements(s))
 
 
 def _outlinable(loop: For) -> bool:
