@@ -202,4 +202,4 @@ def test_a_workspace_used_by_kernel_launches_alone_is_not_outlined(tmp_path, mon
     assert seen == [set()]
     wrapper = re.search(r"^define .*@__tvm_ffi_f\(.*$", text, re.M).group(0)
     assert ".loop" not in text and "optnone" not in wrapper
-    assert "malloc" in text or "AllocDataSpace" in text
+    assert "@__tirc_cuda_alloc(" in text and "malloc" not in text  # device memory

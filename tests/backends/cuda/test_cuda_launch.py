@@ -262,6 +262,17 @@ int cuLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, 
   launched = 1;
   return env("FAKE_LAUNCH");
 }
+#ifndef NO_MEM_ASYNC
+static unsigned long long next_mem = 0x5000;  /* FAKE_ALLOC: cuMemAllocAsync's status */
+int cuMemAllocAsync(unsigned long long* p, size_t n, void* stream) {
+  if (env("FAKE_ALLOC")) return env("FAKE_ALLOC");
+  *p = next_mem; next_mem += 0x1000;
+  printf("alloc %zu at %#llx\n", n, *p); fflush(stdout); return 0;
+}
+int cuMemFreeAsync(unsigned long long p, void* stream) {
+  printf("free %#llx\n", p); fflush(stdout); return 0;
+}
+#endif
 #ifndef NO_LAUNCH_EX
 typedef struct { int id; char pad[4]; long long value[8]; } Attr;
 typedef struct { unsigned g[3], b[3], smem; void* stream; Attr* attrs; unsigned n; } Config;
@@ -506,3 +517,74 @@ def test_vector_add_runs_on_the_gpu(vector_add_so):
     f(tvm_ffi.from_dlpack(A), tvm_ffi.from_dlpack(B), tvm_ffi.from_dlpack(C))
     rt.synchronize(dev)
     np.testing.assert_allclose(C.to_numpy(), a + b, rtol=1e-6)
+
+
+WORKSPACE = HEAD + textwrap.dedent("""
+    @T.prim_func
+    def f(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32")):
+        tmp = T.alloc_buffer((1024,), "float32")
+        for i0 in T.thread_binding(8, thread="blockIdx.x"):
+            for i1 in T.thread_binding(128, thread="threadIdx.x"):
+                tmp[i0 * 128 + i1] = A[i0 * 128 + i1] * T.float32(2.0)
+        for i0 in T.thread_binding(8, thread="blockIdx.x"):
+            for i1 in T.thread_binding(128, thread="threadIdx.x"):
+                B[i0 * 128 + i1] = tmp[i0 * 128 + i1] + tmp[1023 - i0 * 128 - i1]
+""")
+
+
+@pytest.fixture(scope="module")
+def workspace_so(tmp_path_factory):
+    pytest.importorskip("tvm_ffi")
+    out = tmp_path_factory.mktemp("workspace")
+    build(WORKSPACE, "cuda -arch=sm_90", out_dir=out, name="ws", shared=True)
+    return out / "ws.so"
+
+
+def test_a_buffer_host_code_allocates_for_its_kernels_is_device_memory(workspace_so, fake_driver):
+    # allocated on the launches' stream before them, given to both kernels, freed after
+    # them on the stream; never host memory (a kernel cannot read a malloc'd pointer)
+    lines = _call(workspace_so, "f", 1024, 0, calls=2, nargs=2,
+                  env={**fake_driver, "FAKE_N_INDEX": "1"})  # tmp
+    assert lines == ["cuInit", "retain 0", "alloc 4096 at 0x5000", "load sm_90",
+                     f"launch f_kernel 8 1 1 128 1 1 0 n={0x5000}",
+                     f"launch f_kernel_1 8 1 1 128 1 1 0 n={0x5000}", "free 0x5000", "OK",
+                     "alloc 4096 at 0x6000",
+                     f"launch f_kernel 8 1 1 128 1 1 0 n={0x6000}",
+                     f"launch f_kernel_1 8 1 1 128 1 1 0 n={0x6000}", "free 0x6000", "OK"]
+
+
+def test_a_failed_device_allocation_is_a_runtime_error(workspace_so, fake_driver, tmp_path_factory):
+    lines = _call(workspace_so, "f", 1024, 0, calls=1, nargs=2,
+                  env={**fake_driver, "FAKE_ALLOC": "2"})
+    assert lines == ["cuInit", "retain 0", "RuntimeError: cuMemAllocAsync (buffer 'tmp', 4096 "
+                     "bytes) failed: CUDA_ERROR_UNKNOWN (CUresult 2)"]
+    d = tmp_path_factory.mktemp("oldcuda")
+    (d / "fake.c").write_text(FAKE_LIBCUDA)
+    subprocess.run(["cc", "-shared", "-fPIC", "-DNO_MEM_ASYNC", "-o", str(d / "libcuda.so.1"),
+                    str(d / "fake.c")], check=True)
+    lines = _call(workspace_so, "f", 1024, 0, nargs=2, env={"LD_LIBRARY_PATH": str(d)})
+    assert lines[-1] == ("RuntimeError: allocating buffer 'tmp' on the device: the CUDA driver "
+                         "has no cuMemAllocAsync (CUDA 11.2)")
+
+
+def test_device_allocations_of_a_module_built_in_chunks(tmp_path, fake_driver):
+    # with -j 2 the host object is made in chunks; the allocating function is not in the
+    # first one, which defines the memory helpers for all of them
+    pytest.importorskip("tvm_ffi")
+    scale = """
+    @T.prim_func
+    def g{i}(A: T.Buffer((1024,), "float32")):
+        for i0 in T.thread_binding(8, thread="blockIdx.x"):
+            for i1 in T.thread_binding(128, thread="threadIdx.x"):
+                A[i0 * 128 + i1] = A[i0 * 128 + i1] * T.float32({i})
+"""
+    text = (HEAD + "@I.ir_module\nclass Module:"
+            + "".join(scale.format(i=i) for i in range(7))
+            + textwrap.indent(WORKSPACE[len(HEAD):], "    "))
+    build(text, "cuda -arch=sm_90", out_dir=tmp_path, name="ws", shared=True, jobs=2)
+    defined = subprocess.run(["nm", "--defined-only", str(tmp_path / "ws.so")], capture_output=True,
+                             text=True, check=True).stdout
+    assert defined.count("__tirc_cuda_alloc") == 1 and defined.count("__tirc_cuda_free") == 1
+    lines = _call(tmp_path / "ws.so", "f", 1024, 0, nargs=2,
+                  env={**fake_driver, "FAKE_N_INDEX": "1"})
+    assert lines[2] == "alloc 4096 at 0x5000" and lines[-2:] == ["free 0x5000", "OK"]

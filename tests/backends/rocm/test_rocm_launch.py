@@ -105,7 +105,8 @@ CALLER = textwrap.dedent("""
 
     f = tvm_ffi.load_module(sys.argv[1])[sys.argv[2]]
     n, dev, calls = int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5])
-    args = [tvm_ffi.from_dlpack(FakeROCm(np.ones(n, np.float32), dev)) for _ in range(3)]
+    args = [tvm_ffi.from_dlpack(FakeROCm(np.ones(n, np.float32), dev))
+            for _ in range(int(sys.argv[6]))]
     for _ in range(calls):
         try:
             f(*args)
@@ -136,11 +137,22 @@ int hipModuleGetFunction(void** f, void* m, const char* name) { *f = strdup(name
 int hipModuleLaunchKernel(void* f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                           unsigned by, unsigned bz, unsigned smem, void* stream, void** params,
                           void** extra) {
+  int n_index = getenv("FAKE_N_INDEX") ? env("FAKE_N_INDEX") : 3;  /* vector_add's n */
   char l[256];
   snprintf(l, sizeof l, "launch %s %u %u %u %u %u %u %u n=%d on %d", (const char*)f, gx, gy, gz,
-           bx, by, bz, smem, *(int*)params[3], current);
+           bx, by, bz, smem, *(int*)params[n_index], current);
   say(l);
   return env("FAKE_LAUNCH");
+}
+static unsigned long next_mem = 0x5000;  /* FAKE_ALLOC: hipMallocAsync's status */
+int hipMallocAsync(void** p, size_t n, void* stream) {
+  char l[64];
+  if (env("FAKE_ALLOC")) return env("FAKE_ALLOC");
+  *p = (void*)next_mem; next_mem += 0x1000;
+  snprintf(l, sizeof l, "alloc %zu at %p on %d", n, *p, current); say(l); return 0;
+}
+int hipFreeAsync(void* p, void* stream) {
+  char l[64]; snprintf(l, sizeof l, "free %p on %d", p, current); say(l); return 0;
 }
 """
 
@@ -167,9 +179,10 @@ def fake_hip(tmp_path_factory):
     return {"LD_LIBRARY_PATH": str(d)}
 
 
-def _call(so: Path, n: int, dev: int, calls: int = 1, env: dict | None = None) -> list[str]:
-    proc = subprocess.run([sys.executable, "-c", CALLER, str(so), "vector_add", str(n), str(dev),
-                           str(calls)], capture_output=True, text=True, check=False,
+def _call(so: Path, n: int, dev: int, calls: int = 1, env: dict | None = None,
+          func: str = "vector_add", nargs: int = 3) -> list[str]:
+    proc = subprocess.run([sys.executable, "-c", CALLER, str(so), func, str(n), str(dev),
+                           str(calls), str(nargs)], capture_output=True, text=True, check=False,
                           env={**os.environ, **(env or {})}, cwd=ROOT)
     assert proc.returncode == 0, proc.stdout + proc.stderr  # no crash, no exit()
     return proc.stdout.splitlines()
@@ -220,4 +233,33 @@ def test_a_failed_load_is_retried_at_the_next_launch(vector_add_so, fake_hip):
                      "hipErrorInvalidValue (hipError_t 1)",
                      "load ELF machine=224 on 0",
                      "RuntimeError: hipModuleLoadData (the gfx90a code object) failed: "
+                     "hipErrorInvalidValue (hipError_t 1)"]
+
+
+WORKSPACE = textwrap.dedent("""
+    # from tvm.script import tirx as T
+    @T.prim_func
+    def f(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32")):
+        tmp = T.alloc_buffer((1024,), "float32")
+        for i0 in T.thread_binding(8, thread="blockIdx.x"):
+            for i1 in T.thread_binding(128, thread="threadIdx.x"):
+                tmp[i0 * 128 + i1] = A[i0 * 128 + i1] * T.float32(2.0)
+        for i0 in T.thread_binding(8, thread="blockIdx.x"):
+            for i1 in T.thread_binding(128, thread="threadIdx.x"):
+                B[i0 * 128 + i1] = tmp[i0 * 128 + i1] + tmp[1023 - i0 * 128 - i1]
+""")
+
+
+def test_a_buffer_host_code_allocates_for_its_kernels_is_device_memory(tmp_path, fake_hip):
+    pytest.importorskip("tvm_ffi")
+    build(WORKSPACE, "rocm -mcpu=gfx90a", out_dir=tmp_path, name="ws", shared=True)
+    so = tmp_path / "ws.so"
+    lines = _call(so, 1024, 2, env={**fake_hip, "FAKE_N_INDEX": "1"}, func="f", nargs=2)
+    assert lines == ["hipInit", "set 2", "alloc 4096 at 0x5000 on 2", "set 0",
+                     "set 2", "load ELF machine=224 on 2", "set 0",
+                     "set 2", f"launch f_kernel 8 1 1 128 1 1 0 n={0x5000} on 2", "set 0",
+                     "set 2", f"launch f_kernel_1 8 1 1 128 1 1 0 n={0x5000} on 2", "set 0",
+                     "set 2", "free 0x5000 on 2", "set 0", "OK"]
+    lines = _call(so, 1024, 0, env={**fake_hip, "FAKE_ALLOC": "1"}, func="f", nargs=2)
+    assert lines == ["hipInit", "RuntimeError: hipMallocAsync (buffer 'tmp', 4096 bytes) failed: "
                      "hipErrorInvalidValue (hipError_t 1)"]

@@ -153,6 +153,7 @@ def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, devic
     """One chunk lowered, optimised and emitted as an object; ``owner``: it defines the
     module-wide state ``whole`` needs."""
     from tirc.backends.cpu.context import CPUContext, optimize
+    from tirc.backends.llvm.launch_support import allocates_device_memory
     from tirc.backends.llvm.lower import ModuleLowering
     from tirc.backends.llvm.text import module_text
     ctx = CPUContext(target, device_code, "define" if owner else "declare")
@@ -160,6 +161,8 @@ def lower_chunk(sub: IRModule, whole: IRModule, target: Target, name: str, devic
     if owner:
         if device_code is not None and device_code.kernels:
             ctx.launcher = device_code.launcher(lowering)
+            if allocates_device_memory(whole):  # defined here for every chunk
+                ctx.launcher.memory_helpers()
         c_api = [f for f in whole.functions.values() if f.attrs.get(C_API)]
         if c_api:
             from tirc.backends.cpu.c_api_errors import error_buffer

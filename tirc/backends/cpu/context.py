@@ -24,6 +24,8 @@ from tirc.ir.stmt import For
 from tirc.target.kinds import Target, fast_math_flags, host_triple, vscale_range
 from tirc.backends.host_faults import may_fail
 
+KDL_CPU = 1  # DLPack's device type of host memory
+
 
 def target_machine(target: Target, opt: int | None = None) -> llvm.TargetMachine:
     """The LLVM target machine a CPU target describes (a Diagnostic if LLVM lacks it);
@@ -108,6 +110,28 @@ class CPUContext(LLVMTargetContext):
             self.launcher = self.device_code.launcher(fl.module)
         attrs = dict(self.device_attrs)  # innermost wins
         return self.launcher.launch(fl, call, attrs.get(DEVICE_TYPE), attrs.get(DEVICE_ID))
+
+    def allocate_buffer(self, fl, buf, nbytes, const_bytes, elem, count):
+        # host code of a device function (MakePackedAPI's device_type attribute, a
+        # constant other than the CPU's) allocates what its kernels use: device memory,
+        # as TVM's LowerTVMBuiltin makes it TVMBackendAllocWorkspace(device_type, ...)
+        attrs = dict(self.device_attrs)
+        device_type = attrs.get(DEVICE_TYPE)
+        if (isinstance(device_type, ir.Constant) and device_type.constant != KDL_CPU
+                and buf.scope in ("", "global")):
+            span = buf.span or fl.func.span
+            if self.device_code is None:
+                raise Diagnostic(f"buffer '{buf.name}' lives on the device: its allocation "
+                                 "needs the build's device code (tirc build)", span)
+            if self.launcher is None:
+                self.launcher = self.device_code.launcher(fl.module)
+            allocate = getattr(self.launcher, "allocate", None)
+            if allocate is None:
+                raise Diagnostic(f"buffer '{buf.name}' lives on the device: allocating device "
+                                 "memory in host code is not supported for this device "
+                                 "kind", span)
+            return allocate(fl, buf, nbytes, device_type, attrs.get(DEVICE_ID))
+        return self.allocate(fl, nbytes, const_bytes, elem, count)
 
     def allocate(self, fl, nbytes, const_bytes, elem, count):
         if const_bytes is not None and const_bytes <= self.max_stack_alloca:

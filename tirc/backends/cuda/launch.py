@@ -33,6 +33,10 @@ What the host object gets, per LLVM module:
   of that but getting the stream (and ``cuLaunchKernelEx`` for launches with launch
   attributes).
 
+A buffer the host code allocates for its kernels (``allocate``) is device memory from
+``cuMemAllocAsync`` on the launches' stream, given back with ``cuMemFreeAsync`` on it when
+the function leaves (docs/codegen-runtime.md).
+
 Every driver call is checked; a failure raises RuntimeError the way the calling function
 raises errors (the context's ``raise_error``: ``TVMFFIErrorSetRaisedFromCStr`` for packed
 functions) with the call, the CUDA error name (``cuGetErrorName``) and the status, and the
@@ -50,7 +54,7 @@ from tirc.backends.llvm.builder import formatted_constant
 from tirc.backends.llvm.text import bytes_constant
 from tirc.backends.llvm.launch_support import LauncherSupport
 from tirc.backends.llvm.llvmlite_compat import call_pointer, opaque, store_atomic
-from tirc.ir.attrs import C_API, LAUNCH_FLAGS, USE_COOPERATIVE_LAUNCH, USE_PDL
+from tirc.ir.attrs import LAUNCH_FLAGS, USE_COOPERATIVE_LAUNCH, USE_PDL
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call
 from tirc.ir.function import IRModule
@@ -88,10 +92,13 @@ _API: dict[str, list[ir.Type]] = {
     "cuFuncSetAttribute": [PTR, I32, I32],
     "cuLaunchKernel": [PTR] + [I32] * 7 + [PTR, PTR, PTR],
     "cuLaunchKernelEx": [PTR, PTR, PTR, PTR],  # CUDA 12: launches with attributes
+    # CUDA 11.2: stream-ordered device memory, for the buffers host code allocates
+    "cuMemAllocAsync": [PTR, I64, PTR],
+    "cuMemFreeAsync": [PTR, PTR],
 }
 # Entry points an older driver may lack: their slot stays null, and a launch that needs
 # one says so. They come last in _API: the driver helper requires the ones before.
-_OPTIONAL_API = {"cuLaunchKernelEx"}
+_OPTIONAL_API = {"cuLaunchKernelEx", "cuMemAllocAsync", "cuMemFreeAsync"}
 _REQUIRED_API = len(_API) - len(_OPTIONAL_API)
 assert not _OPTIONAL_API & set(list(_API)[:_REQUIRED_API])
 # CUlaunchConfig (grid, block, shared memory, stream, attributes) and CUlaunchAttribute
@@ -192,6 +199,7 @@ class CudaLauncher(LauncherSupport):
     and every other chunk only declares what its launches use."""
 
     msg_bytes = MSG_BYTES
+    label = "cuda"
 
     def __init__(self, module, code: DeviceCode):
         self.module, self.code = module, code  # a ModuleLowering
@@ -357,19 +365,7 @@ class CudaLauncher(LauncherSupport):
             b.branch(on_fail)
             b.position_at_end(ok)
 
-        ctx_slot = self._elem(b, self.ctxs, PTR, dev)
-        no_ctx = b.icmp_unsigned("==", b.load(ctx_slot, typ=PTR), ir.Constant(PTR, None))
-        retain, have = f.append_basic_block("retain"), f.append_basic_block("have_ctx")
-        b.cbranch(no_ctx, retain, have)
-        b.position_at_end(retain)
-        cudev = b.alloca(I32)
-        check(self.api_call(b, "cuDeviceGet", [cudev, dev]), "cuDeviceGet", fail)
-        ctx = b.alloca(PTR)
-        check(self.api_call(b, "cuDevicePrimaryCtxRetain", [ctx, b.load(cudev, typ=I32)]),
-              "cuDevicePrimaryCtxRetain", fail)
-        b.store(b.load(ctx, typ=PTR), ctx_slot)
-        b.branch(have)
-        b.position_at_end(have)
+        ctx_slot = self._retain_context(f, b, dev, check, fail)
         group = self.code.groups[i]
         if len(group) == 1:
             image, what = self.images[group[0]], self._string(
@@ -399,6 +395,104 @@ class CudaLauncher(LauncherSupport):
         b.position_at_end(fail)
         self._lock(b, "unlock")
         b.ret(ir.Constant(I32, -1))
+        return f
+
+    def _retain_context(self, f, b: ir.IRBuilder, dev, check, fail) -> ir.Value:
+        """(Mutex held) device ``dev``'s primary context retained into its slot unless
+        it is there already; the slot."""
+        ctx_slot = self._elem(b, self.ctxs, PTR, dev)
+        no_ctx = b.icmp_unsigned("==", b.load(ctx_slot, typ=PTR), ir.Constant(PTR, None))
+        retain, have = f.append_basic_block("retain"), f.append_basic_block("have_ctx")
+        b.cbranch(no_ctx, retain, have)
+        b.position_at_end(retain)
+        cudev = b.alloca(I32)
+        check(self.api_call(b, "cuDeviceGet", [cudev, dev]), "cuDeviceGet", fail)
+        ctx = b.alloca(PTR)
+        check(self.api_call(b, "cuDevicePrimaryCtxRetain", [ctx, b.load(cudev, typ=I32)]),
+              "cuDevicePrimaryCtxRetain", fail)
+        b.store(b.load(ctx, typ=PTR), ctx_slot)
+        b.branch(have)
+        b.position_at_end(have)
+        return ctx_slot
+
+    def _alloc_helper(self) -> ir.Function:
+        """``__tirc_cuda_alloc(dev, stream, nbytes, out, name, msg)``: ``nbytes`` of
+        device ``dev``'s memory into ``*out``, ordered on ``stream``
+        (``cuMemAllocAsync``: the kernels launched after it on the stream see it), in the
+        device's primary context (retained here when no launch has yet); null for 0
+        bytes. 0, or -1 with the message in ``msg`` (``name``: the buffer's)."""
+        f, b = self._helper("__tirc_cuda_alloc", I32, [I32, PTR, I64, PTR, PTR, PTR])
+        if b is None:
+            return f
+        dev, stream, nbytes, out, name, msg = f.args
+        for arg, n in zip(f.args, ("dev", "stream", "nbytes", "out", "name", "msg")):
+            arg.name = n
+        b.store(ir.Constant(PTR, None), out)
+        with b.if_then(b.icmp_unsigned("==", nbytes, ir.Constant(I64, 0)), likely=False):
+            b.ret(ir.Constant(I32, 0))
+        with b.if_then(b.icmp_unsigned(">=", dev, ir.Constant(I32, MAX_DEVICES)), likely=False):
+            self._message(b, msg, "allocating buffer '%s': the device id is outside "
+                          f"0..{MAX_DEVICES - 1}", [name])
+            b.ret(ir.Constant(I32, -1))
+        fail = f.append_basic_block("fail")
+        what = b.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="what")
+
+        def check(status: ir.Value, call: str, on_fail: ir.Block) -> None:
+            bad, ok = f.append_basic_block("bad"), f.append_basic_block("ok")
+            b.cbranch(b.icmp_signed("!=", status, ir.Constant(I32, 0)), bad, ok)
+            b.position_at_end(bad)
+            self._message(b, what, f"{call} (buffer '%s', %lld bytes)", [name, nbytes])
+            b.call(self.error_fn, [status, what, msg])
+            b.branch(on_fail)
+            b.position_at_end(ok)
+
+        self._lock(b, "lock")
+        r = b.call(self.driver_fn, [msg])
+        b.cbranch(b.icmp_signed("!=", r, ir.Constant(I32, 0)), fail, f.append_basic_block("driver_ok"))
+        b.position_at_end(f.blocks[-1])
+        ctx_slot = self._retain_context(f, b, dev, check, fail)
+        self._lock(b, "unlock")
+        slot = b.gep(self.api, [ir.Constant(I64, 0), ir.Constant(I64, _API_INDEX["cuMemAllocAsync"])],
+                     source_etype=self.api_type)
+        with b.if_then(b.icmp_unsigned("==", b.load(slot, typ=PTR), ir.Constant(PTR, None)),
+                       likely=False):
+            self._message(b, msg, "allocating buffer '%s' on the device: the CUDA driver has "
+                          "no cuMemAllocAsync (CUDA 11.2)", [name])
+            b.ret(ir.Constant(I32, -1))
+        popped, unlocked = b.alloca(PTR), f.append_basic_block("fail_unlocked")
+        check(self.api_call(b, "cuCtxPushCurrent_v2", [b.load(ctx_slot, typ=PTR)]),
+              "cuCtxPushCurrent", unlocked)
+        status = self.api_call(b, "cuMemAllocAsync", [out, nbytes, stream])
+        self.api_call(b, "cuCtxPopCurrent_v2", [popped])
+        check(status, "cuMemAllocAsync", unlocked)
+        b.ret(ir.Constant(I32, 0))
+        b.position_at_end(fail)
+        self._lock(b, "unlock")
+        b.branch(unlocked)
+        b.position_at_end(unlocked)
+        b.store(ir.Constant(PTR, None), out)
+        b.ret(ir.Constant(I32, -1))
+        return f
+
+    def _free_helper(self) -> ir.Function:
+        """``__tirc_cuda_free(dev, stream, p)``: device memory from ``__tirc_cuda_alloc``
+        given back, ordered on ``stream`` after the kernels launched on it
+        (``cuMemFreeAsync``); nothing for null. On the way out of a function, after
+        its work is queued or on its failure path: a failure here is not reported."""
+        f, b = self._helper("__tirc_cuda_free", ir.VoidType(), [I32, PTR, PTR])
+        if b is None:
+            return f
+        dev, stream, p = f.args
+        for arg, n in zip(f.args, ("dev", "stream", "p")):
+            arg.name = n
+        with b.if_then(b.icmp_unsigned("==", p, ir.Constant(PTR, None)), likely=False):
+            b.ret_void()
+        ctx = b.load(self._elem(b, self.ctxs, PTR, dev), typ=PTR, name="ctx")
+        pushed = self.api_call(b, "cuCtxPushCurrent_v2", [ctx])
+        with b.if_then(b.icmp_signed("==", pushed, ir.Constant(I32, 0))):
+            self.api_call(b, "cuMemFreeAsync", [p, stream])
+            self.api_call(b, "cuCtxPopCurrent_v2", [b.alloca(PTR)])
+        b.ret_void()
         return f
 
     def _select_image(self, f, b: ir.IRBuilder, group: tuple[int, ...], dev, msg, fail, check):
@@ -542,7 +636,7 @@ class CudaLauncher(LauncherSupport):
         dev = (fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0))
         dtype_v = (fl.int_cast(device_type, I32) if device_type is not None else ir.Constant(I32, KDL_CUDA))
         msg = fl.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="cuda_msg")
-        stream = self._stream(fl, dtype_v, dev)
+        stream = self._env_stream(fl, dtype_v, dev)
         params = self._params(fl, name, values)
         attrs, no_ex = ir.Constant(PTR, None), ir.Constant(PTR, None)
         if flags:
@@ -560,13 +654,24 @@ class CudaLauncher(LauncherSupport):
         self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
         return ir.Constant(I32, 0)
 
-    def _stream(self, fl, device_type: ir.Value, dev: ir.Value) -> ir.Value:
-        """tvm-ffi's environment stream for the device; the default stream (null) in a
-        ``--abi c`` function, which has no tvm-ffi environment."""
-        if fl.func.attrs.get(C_API):
-            return ir.Constant(PTR, None)
-        get_stream = fl.module.declare("TVMFFIEnvGetStream", ir.FunctionType(PTR, [I32, I32]))
-        return fl.b.call(get_stream, [device_type, dev], name="stream")
+    def allocate(self, fl, buf, nbytes: ir.Value, device_type: ir.Value,
+                 device_id: ir.Value | None) -> tuple[ir.Value, int, object]:
+        """Device memory for ``buf``, allocated in host code for the kernels it launches
+        (TVM's ``TVMBackendAllocWorkspace`` on the device): ordered on the stream the
+        launches use, given back on it when the function leaves, after what it queued."""
+        b = fl.b
+        dev = fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0)
+        stream = self._env_stream(fl, fl.int_cast(device_type, I32), dev)
+        msg = fl.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="cuda_msg")
+        out = fl.alloca(PTR, name=f"{buf.name}.device")
+        alloc_fn, free_fn = self.memory_helpers()
+        r = b.call(alloc_fn, [dev, stream, nbytes, out, fl.string(buf.name), msg])
+        self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
+        ptr = b.load(out, typ=PTR, name=buf.name)
+
+        def release(fl2, p: ir.Value) -> None:
+            fl2.b.call(free_fn, [dev, stream, p])
+        return ptr, 256, release  # cuMemAllocAsync's alignment
 
     def _params(self, fl, name: str, values: list[ir.Value]) -> ir.Value:
         """The kernel arguments, each in a stack slot, and the array of their addresses
@@ -597,13 +702,4 @@ class CudaLauncher(LauncherSupport):
                     b.gep(attrs, item + [ir.Constant(I32, 2), ir.Constant(I64, 0)],
                           source_etype=array_t))
         return attrs
-
-    def _check_or_fail(self, fl, ok: ir.Value, message: ir.Value) -> None:
-        """Unless ``ok``: RuntimeError ``message`` the way the function raises errors
-        (the context's ``raise_error``: tvm-ffi, or the C ABI's last error), and -1."""
-        good, bad = fl.block("cuda_ok"), fl.block("cuda_fail")
-        fl.b.cbranch(ok, good, bad)
-        fl.b.position_at_end(bad)
-        fl.fail(fl.string("RuntimeError"), message)
-        fl.b.position_at_end(good)
 

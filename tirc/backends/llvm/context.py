@@ -114,8 +114,10 @@ class LLVMTargetContext:
 
     def allocate_buffer(self, fl: FunctionLowering, buf: Buffer, nbytes: ir.Value,
                         const_bytes: int | None, elem: ir.Type,
-                        count: int | None) -> tuple[ir.Value, int, bool]:
-        """Memory for ``buf``, whose scope may matter (devices); default: :meth:`allocate`."""
+                        count: int | None) -> tuple[ir.Value, int, object]:
+        """Memory for ``buf``, whose scope may matter (devices); default: :meth:`allocate`.
+        The third item may also be a callable ``(fl, pointer)`` that emits the release of
+        memory ``free`` does not take (a device's)."""
         return self.allocate(fl, nbytes, const_bytes, elem, count)
 
     def shared_buffer(self, fl: FunctionLowering, buf: Buffer, const_bytes: int | None,

@@ -11,7 +11,7 @@ from tirc.backends.llvm import types as lt
 from tirc.backends.llvm.builder import Builder, fast_names
 from tirc.backends.llvm.llvmlite_compat import opaque
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import USE_DYN_SHARED_MEMORY, sized_launch_params
+from tirc.ir.attrs import C_API, USE_DYN_SHARED_MEMORY, sized_launch_params
 from tirc.ir.buffer import Buffer
 from tirc.ir.expr import StringImm
 
@@ -22,6 +22,23 @@ LAUNCH_AXES = ("blockIdx.x", "blockIdx.y", "blockIdx.z", "threadIdx.x", "threadI
                "threadIdx.z")
 
 
+def allocates_device_memory(mod) -> bool:
+    """Whether a host function of ``mod`` allocates a buffer for its kernels (an
+    allocation under a ``device_type`` attribute that is not the CPU's): the launcher's
+    memory helpers are then defined by the chunk that owns the module-wide pieces."""
+    from tirc.ir.attrs import DEVICE_TYPE
+    from tirc.ir.expr import IntImm
+    from tirc.ir.stmt import AllocBuffer, AttrStmt
+    from tirc.ir.visitor import walk_statements
+    for func in mod.functions.values():
+        for s in walk_statements(func.body):
+            if (isinstance(s, AttrStmt) and s.key == DEVICE_TYPE and isinstance(s.value, IntImm)
+                    and s.value.value != 1
+                    and any(isinstance(n, AllocBuffer) for n in walk_statements(s.body))):
+                return True
+    return False
+
+
 class LauncherSupport:
     """Base of a device kind's launcher. The subclass sets ``module`` (the LLVM module
     being lowered), ``declare_only`` (a chunk that only declares the shared pieces) and
@@ -29,6 +46,15 @@ class LauncherSupport:
     helpers fill."""
 
     msg_bytes: int
+    label: str  # names the blocks of a launch's checks in host code
+    _memory: tuple | None = None  # the memory helpers, made at the first use
+
+    def memory_helpers(self) -> tuple:
+        """The helpers that allocate and give back device memory for host code (the
+        subclass's ``_alloc_helper`` and ``_free_helper``), defined or declared once."""
+        if self._memory is None:
+            self._memory = (self._alloc_helper(), self._free_helper())
+        return self._memory
 
     def _global(self, name: str, ty: ir.Type, align: int) -> ir.GlobalVariable:
         g = ir.GlobalVariable(self.module.ir, ty, name)
@@ -60,6 +86,24 @@ class LauncherSupport:
         if cold:
             f.attributes.add("cold")
         return f, Builder(f.append_basic_block("entry"))
+
+    def _check_or_fail(self, fl, ok: ir.Value, message: ir.Value) -> None:
+        """Unless ``ok``: RuntimeError ``message`` the way the calling function raises
+        errors (the context's ``raise_error``: tvm-ffi, or the C ABI's last error), and
+        -1. Its blocks are named ``<label>_ok`` and ``<label>_fail``."""
+        good, bad = fl.block(f"{self.label}_ok"), fl.block(f"{self.label}_fail")
+        fl.b.cbranch(ok, good, bad)
+        fl.b.position_at_end(bad)
+        fl.fail(fl.string("RuntimeError"), message)
+        fl.b.position_at_end(good)
+
+    def _env_stream(self, fl, device_type: ir.Value, dev: ir.Value) -> ir.Value:
+        """tvm-ffi's environment stream for the device; null (the default stream or
+        queue) in a ``--abi c`` function, which has no tvm-ffi environment."""
+        if fl.func.attrs.get(C_API):
+            return ir.Constant(PTR, None)
+        get_stream = fl.module.declare("TVMFFIEnvGetStream", ir.FunctionType(PTR, [I32, I32]))
+        return fl.b.call(get_stream, [device_type, dev], name="stream")
 
     def _lock(self, b: ir.IRBuilder, what: str) -> None:
         b.call(self._declare(f"pthread_mutex_{what}", I32, [PTR]), [self.mutex])

@@ -9,6 +9,7 @@ or fails, or when a loop is left by ``break``/``continue``, are freed on the way
 """
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import field
 
 from llvmlite import ir
@@ -153,6 +154,11 @@ class FunctionLowering(ExprLowering):
         self.offset_applied: set[int] = set()  # buffers whose pointer includes elem_offset
         self.loops: list[_Loop] = []
         self.heap: list[ir.Value] = []  # live heap allocations, innermost last
+        # how a heap allocation that is not libc's is given back (device memory), by id
+        self.releases: dict[int, Callable[[FunctionLowering, ir.Value], None]] = {}
+        # the data of the first buffer declared (in a packed function, of its first
+        # buffer argument: where an OpenCL allocation finds its context)
+        self.first_declared: ir.Value | None = None
         self.fail_blocks: dict[tuple[int, ...], _FailBlock] = {}
         self.counter = 0
         self.alias = AliasScopes() if self.ctx.alias_scopes else None
@@ -254,6 +260,15 @@ class FunctionLowering(ExprLowering):
 
     def free_heap(self, depth: int) -> None:
         for p in reversed(self.heap[depth:]):
+            self.release(p)
+
+    def release(self, p: ir.Value) -> None:
+        """Give heap allocation ``p`` back: ``free``, or what the context that made it
+        asked for (``allocate_buffer``)."""
+        how = self.releases.get(id(p))
+        if how is not None:
+            how(self, p)
+        else:
             free = self.module.declare("free", ir.FunctionType(ir.VoidType(), [self.ctx.pointer()]))
             self.b.call(free, [p])
 
@@ -513,7 +528,9 @@ class FunctionLowering(ExprLowering):
         self.b.position_at_end(end)
 
     def stmt_DeclBuffer(self, s: DeclBuffer):
-        self.expr(s.buffer.data)  # defined before the view (a clear error otherwise)
+        data = self.expr(s.buffer.data)  # defined before the view (a clear error otherwise)
+        if self.first_declared is None:
+            self.first_declared = data
         yield s.body
 
     def stmt_AllocBuffer(self, s: AllocBuffer):
@@ -545,11 +562,13 @@ class FunctionLowering(ExprLowering):
             self.alias.add(buf.data)
         if heap:
             self.heap.append(ptr)
+            if callable(heap):
+                self.releases[id(ptr)] = heap
         yield s.body
         if heap:
             self.heap.pop()
             if not self.b.block.is_terminated:
-                self.b.call(self.module.declare("free", ir.FunctionType(ir.VoidType(), [self.ctx.pointer()])), [ptr])
+                self.release(ptr)
 
 
 _SAME = object()  # a statement that left the line as it was (outer_lines)

@@ -39,7 +39,7 @@ from tirc.backends.llvm import types as lt
 from tirc.backends.llvm.launch_support import LauncherSupport
 from tirc.backends.llvm.llvmlite_compat import call_pointer, opaque
 from tirc.backends.llvm.text import bytes_constant
-from tirc.ir.attrs import C_API, is_kernel
+from tirc.ir.attrs import is_kernel
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call
@@ -54,6 +54,7 @@ NO_LOADER = f"the OpenCL loader ({LOADER}) could not be loaded"
 MSG_BYTES = 1024
 CL_QUEUE_CONTEXT, CL_QUEUE_DEVICE = 0x1090, 0x1091
 CL_MEM_CONTEXT = 0x1106
+CL_MEM_READ_WRITE = 1
 CL_CONTEXT_DEVICES = 0x1081
 CL_PROGRAM_BUILD_LOG = 0x1183
 MAX_CONTEXT_DEVICES = 64
@@ -74,6 +75,8 @@ _API: dict[str, tuple[ir.Type, list[ir.Type]]] = {
     "clSetKernelArg": (I32, [PTR, I32, I64, PTR]),
     "clEnqueueNDRangeKernel": (I32, [PTR, PTR, I32, PTR, PTR, PTR, I32, PTR, PTR]),
     "clFinish": (I32, [PTR]),
+    "clCreateBuffer": (PTR, [PTR, I64, I64, PTR, PTR]),
+    "clReleaseMemObject": (I32, [PTR]),
 }
 _API_INDEX = {name: i for i, name in enumerate(_API)}
 # cl_int status names (CL/cl.h), by -status
@@ -149,6 +152,7 @@ class OpenCLLauncher(LauncherSupport):
     that is not the owner (:mod:`tirc.backends.cpu.chunks`) only declares it."""
 
     msg_bytes = MSG_BYTES
+    label = "ocl"
 
     def __init__(self, module, code: OpenCLCode):
         self.module, self.code = module, code
@@ -404,6 +408,94 @@ class OpenCLLauncher(LauncherSupport):
         b.ret(ir.Constant(I32, -1))
         return f
 
+    def _alloc_helper(self) -> ir.Function:
+        """``__tirc_ocl_alloc(queue, mem, nbytes, out, name, msg)``: a ``cl_mem`` of
+        ``nbytes`` into ``*out`` (``clCreateBuffer``), in the context of ``queue`` (the
+        launches' queue, when set) else of ``mem`` (the function's first buffer
+        argument), which the launches then use; null for 0 bytes. 0, or -1 with the
+        message in ``msg`` (``name``: the buffer's)."""
+        f, b = self._helper("__tirc_ocl_alloc", I32, [PTR, PTR, I64, PTR, PTR, PTR])
+        if b is None:
+            return f
+        queue, mem, nbytes, out, name, msg = f.args
+        for arg, n in zip(f.args, ("queue", "mem", "nbytes", "out", "name", "msg")):
+            arg.name = n
+        null, zero = ir.Constant(PTR, None), ir.Constant(I32, 0)
+        b.store(null, out)
+        with b.if_then(b.icmp_unsigned("==", nbytes, ir.Constant(I64, 0)), likely=False):
+            b.ret(zero)
+        fail = f.append_basic_block("fail")
+        self._lock(b, "lock")
+        ok = f.append_basic_block("driver_ok")
+        b.cbranch(b.icmp_signed("!=", b.call(self.driver_fn, [msg]), zero), fail, ok)
+        b.position_at_end(ok)
+        what = opaque(b.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="what"), PTR)
+
+        def check(status: ir.Value, call: str) -> None:
+            bad, good = f.append_basic_block("bad"), f.append_basic_block("ok")
+            b.cbranch(b.icmp_signed("!=", status, zero), bad, good)
+            b.position_at_end(bad)
+            self._message(b, what, f"{call} (buffer '%s', %lld bytes)", [name, nbytes])
+            b.call(self.error_fn, [status, what, msg])
+            b.branch(fail)
+            b.position_at_end(good)
+
+        ctx_slot, err = b.alloca(PTR), b.alloca(I32)
+        with b.if_else(b.icmp_unsigned("!=", queue, null)) as (with_queue, without):
+            with with_queue:
+                check(self.api_call(b, "clGetCommandQueueInfo", [
+                    queue, ir.Constant(I32, CL_QUEUE_CONTEXT), ir.Constant(I64, 8), ctx_slot, null]),
+                    "clGetCommandQueueInfo(CL_QUEUE_CONTEXT)")
+            with without:
+                no_mem, has_mem = f.append_basic_block("no_mem"), f.append_basic_block("has_mem")
+                b.cbranch(b.icmp_unsigned("==", mem, null), no_mem, has_mem)
+                b.position_at_end(no_mem)
+                self._message(b, msg, "allocating buffer '%s' on the OpenCL device: no command "
+                              "queue is set for the device (tvm-ffi's stream) and no buffer "
+                              "argument gives the context", [name])
+                b.branch(fail)
+                b.position_at_end(has_mem)
+                check(self.api_call(b, "clGetMemObjectInfo", [
+                    mem, ir.Constant(I32, CL_MEM_CONTEXT), ir.Constant(I64, 8), ctx_slot, null]),
+                    "clGetMemObjectInfo(CL_MEM_CONTEXT) of the first buffer argument")
+        p = self.api_call(b, "clCreateBuffer", [b.load(ctx_slot, typ=PTR),
+                                                ir.Constant(I64, CL_MEM_READ_WRITE), nbytes, null,
+                                                err])
+        check(b.load(err, typ=I32), "clCreateBuffer")
+        b.store(p, out)
+        self._lock(b, "unlock")
+        b.ret(zero)
+        b.position_at_end(fail)
+        self._lock(b, "unlock")
+        b.ret(ir.Constant(I32, -1))
+        return f
+
+    def _free_helper(self) -> None:
+        return None  # a cl_mem is released by one API call, in place
+
+    def allocate(self, fl, buf, nbytes: ir.Value, device_type: ir.Value,
+                 device_id: ir.Value | None) -> tuple[ir.Value, int, object]:
+        """A ``cl_mem`` for ``buf``, allocated in host code for the kernels it launches
+        (TVM's ``TVMBackendAllocWorkspace`` on the device), released when the function
+        leaves (``clReleaseMemObject``: OpenCL frees it once the kernels queued with it
+        are done)."""
+        b = fl.b
+        dev = fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0)
+        queue = self._stream(fl, dev)
+        mem = fl.first_declared if fl.first_declared is not None else ir.Constant(PTR, None)
+        if mem.type != PTR:
+            mem = b.inttoptr(mem, PTR)
+        msg = fl.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="ocl_msg")
+        out = fl.alloca(PTR, name=f"{buf.name}.device")
+        r = b.call(self.memory_helpers()[0], [queue, mem, nbytes, out, fl.string(buf.name), msg])
+        self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
+        ptr = b.load(out, typ=PTR, name=buf.name)
+
+        def release(fl2, p: ir.Value) -> None:
+            with fl2.b.if_then(fl2.b.icmp_unsigned("!=", p, ir.Constant(PTR, None))):
+                self.api_call(fl2.b, "clReleaseMemObject", [p])
+        return ptr, 64, release
+
     def _find_slot(self, f, b, table: ir.Value, key: ir.Value, msg, fail, full: str) -> ir.Value:
         """The index of ``key`` in the 16 slots of ``table``, or of the first empty slot
         (which the caller fills); ``full``: the message when there is none."""
@@ -490,17 +582,10 @@ class OpenCLLauncher(LauncherSupport):
                                     self._kernel_slots(name), fl.string(kernel.symbol), queue,
                                     first_mem if first_mem is not None else null,
                                     ir.Constant(I32, nargs), sizes, values, *dims, dyn, msg])
-        good, bad = fl.block("ocl_ok"), fl.block("ocl_fail")
-        b.cbranch(b.icmp_signed("==", r, ir.Constant(I32, 0)), good, bad)
-        b.position_at_end(bad)
-        fl.fail(fl.string("RuntimeError"), msg)
-        b.position_at_end(good)
+        self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
         return ir.Constant(I32, 0)
 
     def _stream(self, fl, dev: ir.Value) -> ir.Value:
         """tvm-ffi's environment stream for the OpenCL device: a ``cl_command_queue``, or
         null (none set; always null in a ``--abi c`` function)."""
-        if fl.func.attrs.get(C_API):
-            return ir.Constant(PTR, None)
-        get_stream = fl.module.declare("TVMFFIEnvGetStream", ir.FunctionType(PTR, [I32, I32]))
-        return fl.b.call(get_stream, [ir.Constant(I32, KDL_OPENCL), dev], name="stream")
+        return self._env_stream(fl, ir.Constant(I32, KDL_OPENCL), dev)

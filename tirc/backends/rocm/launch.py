@@ -44,7 +44,7 @@ from tirc.backends.llvm.launch_support import LauncherSupport
 from tirc.backends.llvm.llvmlite_compat import call_pointer, opaque, store_atomic
 from tirc.backends.llvm.text import bytes_constant
 from tirc.diagnostics import Diagnostic
-from tirc.ir.attrs import C_API, LAUNCH_FLAGS, is_kernel
+from tirc.ir.attrs import LAUNCH_FLAGS, is_kernel
 from tirc.ir.dtype import DataType
 from tirc.ir.expr import Call
 from tirc.ir.function import IRModule
@@ -69,6 +69,9 @@ _API: dict[str, list[ir.Type]] = {
     "hipModuleLoadData": [PTR, PTR],
     "hipModuleGetFunction": [PTR, PTR, PTR],
     "hipModuleLaunchKernel": [PTR] + [I32] * 7 + [PTR, PTR, PTR],
+    # stream-ordered device memory, for the buffers host code allocates
+    "hipMallocAsync": [PTR, I64, PTR],
+    "hipFreeAsync": [PTR, PTR],
 }
 _API_INDEX = {name: i for i, name in enumerate(_API)}
 
@@ -128,6 +131,7 @@ class HIPLauncher(LauncherSupport):
     host object made in chunks, the owner chunk defines it and the others declare it)."""
 
     msg_bytes = MSG_BYTES
+    label = "hip"
 
     def __init__(self, module, code: HIPCode):
         self.module, self.code = module, code
@@ -364,6 +368,91 @@ class HIPLauncher(LauncherSupport):
         b.ret(ir.Constant(I32, 0))
         return f
 
+    def _alloc_helper(self) -> ir.Function:
+        """``__tirc_hip_alloc(dev, stream, nbytes, out, name, msg)``: ``nbytes`` of device
+        ``dev``'s memory into ``*out``, ordered on ``stream`` (``hipMallocAsync``: the
+        kernels launched after it on the stream see it), the device made current for the
+        call; null for 0 bytes. 0, or -1 with the message in ``msg`` (``name``: the
+        buffer's)."""
+        f, b = self._helper("__tirc_hip_alloc", I32, [I32, PTR, I64, PTR, PTR, PTR])
+        if b is None:
+            return f
+        dev, stream, nbytes, out, name, msg = f.args
+        for arg, n in zip(f.args, ("dev", "stream", "nbytes", "out", "name", "msg")):
+            arg.name = n
+        b.store(ir.Constant(PTR, None), out)
+        with b.if_then(b.icmp_unsigned("==", nbytes, ir.Constant(I64, 0)), likely=False):
+            b.ret(ir.Constant(I32, 0))
+        self._lock(b, "lock")
+        r = b.call(self.runtime_fn, [msg])
+        self._lock(b, "unlock")
+        with b.if_then(b.icmp_signed("!=", r, ir.Constant(I32, 0)), likely=False):
+            b.ret(ir.Constant(I32, -1))
+        what = b.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="what")
+        old = b.alloca(I32)
+        b.store(dev, old)
+        restore = [False]
+
+        def check(status: ir.Value, call: str) -> None:
+            with b.if_then(b.icmp_signed("!=", status, ir.Constant(I32, 0)), likely=False):
+                self._message(b, what, f"{call} (buffer '%s', %lld bytes)", [name, nbytes])
+                b.call(self.error_fn, [status, what, msg])
+                if restore[0]:
+                    self._restore_device(b, dev, old)
+                b.store(ir.Constant(PTR, None), out)
+                b.ret(ir.Constant(I32, -1))
+
+        self._switch_device(b, dev, old, "hipSetDevice", check)
+        restore[0] = True
+        check(self.api_call(b, "hipMallocAsync", [out, nbytes, stream]), "hipMallocAsync")
+        restore[0] = False
+        self._restore_device(b, dev, old)
+        b.ret(ir.Constant(I32, 0))
+        return f
+
+    def _free_helper(self) -> ir.Function:
+        """``__tirc_hip_free(dev, stream, p)``: device memory from ``__tirc_hip_alloc``
+        given back, ordered on ``stream`` after the kernels launched on it
+        (``hipFreeAsync``); nothing for null. On the way out of a function, after its
+        work is queued or on its failure path: a failure here is not reported."""
+        f, b = self._helper("__tirc_hip_free", ir.VoidType(), [I32, PTR, PTR])
+        if b is None:
+            return f
+        dev, stream, p = f.args
+        for arg, n in zip(f.args, ("dev", "stream", "p")):
+            arg.name = n
+        with b.if_then(b.icmp_unsigned("==", p, ir.Constant(PTR, None)), likely=False):
+            b.ret_void()
+        old = b.alloca(I32)
+        b.store(dev, old)
+        r = self.api_call(b, "hipGetDevice", [old])
+        switched = b.icmp_signed("!=", b.load(old, typ=I32), dev)
+        with b.if_then(b.and_(b.icmp_signed("==", r, ir.Constant(I32, 0)), switched)):
+            self.api_call(b, "hipSetDevice", [dev])
+        self.api_call(b, "hipFreeAsync", [p, stream])
+        self._restore_device(b, dev, old)
+        b.ret_void()
+        return f
+
+    def allocate(self, fl, buf, nbytes: ir.Value, device_type: ir.Value,
+                 device_id: ir.Value | None) -> tuple[ir.Value, int, object]:
+        """Device memory for ``buf``, allocated in host code for the kernels it launches
+        (TVM's ``TVMBackendAllocWorkspace`` on the device): ordered on the stream the
+        launches use, given back on it when the function leaves, after what it queued."""
+        b = fl.b
+        dev = fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0)
+        stream = self._env_stream(fl, fl.int_cast(device_type, I32), dev)
+        msg = fl.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="hip_msg")
+        out = fl.alloca(PTR, name=f"{buf.name}.device")
+        alloc_fn, free_fn = self.memory_helpers()
+        r = b.call(alloc_fn, [dev, stream, nbytes, out, fl.string(buf.name), msg])
+        self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
+        ptr = b.load(out, typ=PTR, name=buf.name)
+
+        def release(fl2, p: ir.Value) -> None:
+            fl2.b.call(free_fn, [dev, stream, p])
+        return ptr, 256, release
+
     # -- one launch --------------------------------------------------------------------------
     def launch(self, fl, call: Call, device_type: ir.Value | None, device_id: ir.Value | None) -> ir.Value:
         span = call.span or fl.func.span
@@ -379,11 +468,7 @@ class HIPLauncher(LauncherSupport):
         dtype_v = (fl.int_cast(device_type, I32) if device_type is not None
                    else ir.Constant(I32, KDL_ROCM))
         msg = fl.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="hip_msg")
-        if fl.func.attrs.get(C_API):
-            stream = ir.Constant(PTR, None)
-        else:
-            get_stream = fl.module.declare("TVMFFIEnvGetStream", ir.FunctionType(PTR, [I32, I32]))
-            stream = b.call(get_stream, [dtype_v, dev], name="stream")
+        stream = self._env_stream(fl, dtype_v, dev)
         array_t = ir.ArrayType(PTR, max(len(values), 1))
         params = fl.alloca(array_t, name=f"{name}.args")
         for i, v in enumerate(values):
@@ -395,9 +480,5 @@ class HIPLauncher(LauncherSupport):
         r = b.call(self.launch_fn, [self._func_slots(name), self.ready[kernel.image], loader,
                                     dev, stream, *dims, dyn, params, fl.string(name),
                                     fl.string(kernel.symbol), msg])
-        good, bad = fl.block("hip_ok"), fl.block("hip_fail")
-        b.cbranch(b.icmp_signed("==", r, ir.Constant(I32, 0)), good, bad)
-        b.position_at_end(bad)
-        fl.fail(fl.string("RuntimeError"), msg)
-        b.position_at_end(good)
+        self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
         return ir.Constant(I32, 0)
