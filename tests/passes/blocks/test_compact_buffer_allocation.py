@@ -135,3 +135,18 @@ def main(A: T.Buffer((64,), "float32"), C: T.Buffer((64,), "float32")):
 
 def test_vector_accesses_cover_their_lanes_and_shift_every_lane():
     assert_structural_equal(compact_buffer_allocation(parse(VECTOR)), parse(VECTOR_TVM))
+
+
+def test_fused_thread_indices_split_by_a_symbolic_extent_keep_the_buffer_whole():
+    """attention_block's attention (bench/models, as TVM prints it): a fused thread index
+    split by ``seq_len`` (``(b * 1024 + t) // (seq_len * seq_len)``) gives interval bounds
+    that depend on the sign of ``seq_len``; the dimension stays whole, as TVM's iterator
+    map finds it (before: shapes of a hundred nodes of Selects, min and max)."""
+    from dataclasses import replace
+    from conftest import ROOT
+    mod = parse((ROOT / "bench/models/attention_block.cuda.tir").read_text(), "attention_block")
+    mod = replace(mod, functions={"attention": mod.functions["attention"]})
+    mine = run_pipeline(mod, PassContext(parse_target("cuda -arch=sm_80")),
+                        stop_after="CompactBufferAllocation")
+    tvm = parse((CORPUS / "model_compact" / "attention_block_attention.tir").read_text(), "tvm")
+    assert_structural_equal(mine.functions["attention"].body, tvm.functions["attention"].body)

@@ -14,7 +14,8 @@ buffer, else the whole buffer.
 The union of the accesses of a buffer, once its allocation scope is left, becomes its
 region: with ``strict``, clamped to the buffer (``[max(0, min), min(shape, extent))``);
 an extent that still depends on a loop becomes its constant upper bound, or the whole
-dimension when it has none or depends on memory (``A[n[0]]``).
+dimension when it has none or depends on memory (``A[n[0]]``). An access whose bounds
+depend on the sign of a symbolic divisor covers its whole dimension (:func:`_signless`).
 """
 from __future__ import annotations
 
@@ -25,16 +26,16 @@ from tirc.ir.attrs import THREAD_EXTENT, VIRTUAL_THREAD
 from tirc.ir.block import BufferRegion, Range, SBlock, SBlockRealize
 from tirc.ir.buffer import Buffer
 from tirc.ir.dtype import BOOL
-from tirc.ir.expr import (BinOp, BufferLoad, Call, IntImm, Let, Not, PrimExpr, Ramp, Var,
-                          scalable_count)
+from tirc.ir.expr import (BinOp, BufferLoad, Call, IntImm, Let, Not, PrimExpr, Ramp, Select,
+                          Var, scalable_count)
 from tirc.ir.ops import INTRINSICS
 from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, For, IfThenElse, IterVar, LetStmt
 from tirc.ir.visitor import Visitor, walk
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_ops import binop, imm, index_typed, max_, min_, mul
 from tirc.passes.analysis.region_bounds import predicate_refiner, solve_condition
-from tirc.passes.analysis.region_relax import (IntervalSet, cover_range, eval_range, from_range,
-                                      need_relax_thread, union)
+from tirc.passes.analysis.region_relax import (EVERYTHING, IntervalSet, cover_range, eval_range,
+                                      from_range, need_relax_thread, union)
 
 Region = tuple[Range, ...]
 
@@ -244,7 +245,7 @@ class _Collector(Visitor):
                 continue
             fixed[id(var)] = self.dom.pop(id(var))
         refine = self._refiner(frozenset(fixed)) if self.pending else None
-        sets = [eval_range(r.min, r.extent, self.dom, refine) for r in region]
+        sets = [_signless(eval_range(r.min, r.extent, self.dom, refine)) for r in region]
         self.dom.update(fixed)
         old = self.relaxed.get(id(buf))
         if old is None:
@@ -318,6 +319,18 @@ class _Collector(Visitor):
             if isinstance(f, IntImm):
                 scale *= f.value
         return self.ana.can_prove(binop("le", extent, imm(shape.dtype, abs(scale))))
+
+
+def _signless(s: IntervalSet) -> IntervalSet:
+    """``s``, or the whole line when a bound of it depends on the sign of a symbolic
+    divisor (a ``T.Select`` interval arithmetic made for ``x // n`` with ``n`` of unknown
+    sign): the dimension is then kept whole. A fused thread index split by symbolic
+    extents (``(b * 1024 + t) // (n * n)``) covers all of it anyway, as TVM's iterator
+    map finds, and the Select forms cost more to simplify than the rest of the pass."""
+    for bound in (s.min, s.max):
+        if isinstance(bound, PrimExpr) and any(isinstance(n, Select) for n in walk(bound)):
+            return EVERYTHING
+    return s
 
 
 def _factors(e: PrimExpr) -> list[PrimExpr]:
