@@ -11,7 +11,7 @@
 """
 from __future__ import annotations
 
-from tirc.ir.expr import BinOp, Call, IntImm, PrimExpr, Var
+from tirc.ir.expr import BinOp, Call, IntImm, Not, PrimExpr, Var
 from tirc.ir.visitor import walk
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_canonical_form import Sum, to_sum
@@ -60,6 +60,8 @@ def _one_side(op: str, c: int, k: int) -> tuple[int | None, int | None] | None:
 def solve_condition(cond: PrimExpr, dom: Dom) -> dict[int, IntervalSet] | None:
     """The narrowed domains of the relaxed variables of ``cond`` (possibly none), or None
     when ``cond`` is not a conjunction of one-variable linear comparisons."""
+    if not _may_solve(cond):
+        return None
     ana = Analyzer()
     cond = ana.simplify(cond)
     if isinstance(cond, IntImm):
@@ -99,6 +101,50 @@ def solve_condition(cond: PrimExpr, dom: Dom) -> dict[int, IntervalSet] | None:
                           POS_INF if hi is None else imm(var.dtype, hi))
         out[key] = intersect(dom[key], new)
     return out
+
+
+def _solvable(c: PrimExpr) -> bool | None:
+    """For a conjunct ``c``: None when :func:`solve_condition` passes over it (not a
+    comparison of simple index arithmetic with a variable), else whether it has one
+    variable (two or more: the condition is not solved)."""
+    if not (isinstance(c, BinOp) and c.op in _COMPARE and index_typed(c.a)):
+        return None
+    found: set[int] = set()
+    for n in walk(c):
+        if n is c or isinstance(n, IntImm) or (isinstance(n, BinOp) and n.op in _SIMPLE):
+            continue
+        if not (isinstance(n, Var) and n.dtype.is_integer):
+            return None
+        found.add(id(n))
+    return len(found) == 1 if found else None
+
+
+def _disjuncts(cond: PrimExpr) -> list[PrimExpr]:
+    if isinstance(cond, BinOp) and cond.op == "or":
+        return _disjuncts(cond.a) + _disjuncts(cond.b)
+    return [cond]
+
+
+def _may_solve(cond: PrimExpr) -> bool:
+    """Whether :func:`solve_condition` can bound anything in ``cond``, judged from its
+    shape before the simplification, which costs most of the region analysis of a
+    convolution's padding conditions and finds nothing there: the negation of a
+    conjunction (a disjunction once simplified), and a comparison of two variables
+    (``h * 2 + r - 1 >= 0``), are not solved."""
+    if isinstance(cond, Not):
+        inner = conjuncts(cond.a)
+        if len(inner) > 1:
+            return False
+        parts = _disjuncts(inner[0])  # not (a or b): not a and not b
+    else:
+        parts = conjuncts(cond)
+    seen = False
+    for c in parts:
+        one = _solvable(c)
+        if one is False:
+            return False
+        seen = seen or bool(one)
+    return seen
 
 
 # ---- predicates --------------------------------------------------------------------------
