@@ -276,6 +276,23 @@ def test_math_through_libdevice(tmp_path, monkeypatch):
     _ptxas(img.ptx, "sm_90", tmp_path)
 
 
+def test_the_optimiser_sees_only_the_libdevice_functions_the_module_calls(monkeypatch):
+    path = _libdevice_path()
+    if path is None:
+        pytest.skip("no libdevice.10.bc on this machine")
+    monkeypatch.setattr(nvptx, "locate_libdevice", lambda: path)
+    seen = []
+    real = nvptx._link_libdevice
+
+    def link(parsed, ctx):
+        real(parsed, ctx)
+        seen.append(sorted(f.name for f in parsed.functions if f.name.startswith("__nv")))
+    monkeypatch.setattr(nvptx, "_link_libdevice", link)
+    images(MATH)
+    # what MATH calls (and the reflect query), not libdevice's 350 functions for -O3 to drop
+    assert seen == [["__nv_erf", "__nv_expf", "__nv_powf", "__nv_tanhf", "__nvvm_reflect"]]
+
+
 # -- properties -----------------------------------------------------------------------------
 @pytest.mark.parametrize("name", CUDA_SAMPLES)
 def test_same_bytes_twice(name):
