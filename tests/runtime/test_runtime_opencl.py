@@ -193,26 +193,13 @@ def test_dlpack_round_trip_through_tvm_ffi(dev):
     assert np.array_equal(b.to_numpy(), np.arange(5, dtype="float32"))
 
 
-WORKSPACE = HEAD + '''@T.prim_func
-def f(A: T.Buffer((n,), "float32"), B: T.Buffer((n,), "float32"), n: T.int32):
-    tmp = T.alloc_buffer((n,), "float32")
-    for i0 in T.thread_binding((n + 63) // 64, thread="blockIdx.x"):
-        for i1 in T.thread_binding(64, thread="threadIdx.x"):
-            if i0 * 64 + i1 < n:
-                tmp[i0 * 64 + i1] = A[i0 * 64 + i1] * T.float32(2.0)
-    for i0 in T.thread_binding((n + 63) // 64, thread="blockIdx.x"):
-        for i1 in T.thread_binding(64, thread="threadIdx.x"):
-            if i0 * 64 + i1 < n:
-                B[i0 * 64 + i1] = tmp[i0 * 64 + i1] + tmp[n - 1 - i0 * 64 - i1]
-'''
-
-
 def test_a_buffer_host_code_allocates_for_its_kernels_lives_on_the_device(dev):
     # the kernels read and write it: a cl_mem in the arguments' context (with or without
     # a queue set), not host memory
     import tirc
     from tirc import runtime as rt
-    m = tirc.compile(WORKSPACE, target="opencl")
+    from workspace_kernels import SYMBOLIC
+    m = tirc.compile(SYMBOLIC, target="opencl")
     for n in (1, 1000, 4097):
         a = np.random.rand(n).astype("float32")
         arrays = [rt.from_numpy(a, dev), rt.from_numpy(np.zeros(n, "float32"), dev)]

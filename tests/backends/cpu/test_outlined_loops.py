@@ -16,6 +16,7 @@ from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
 from tirc.target.kinds import parse_target
 from test_cpu_codegen_quality import COPY_ROWS as ROW_COPY  # a noalias function's row copy
+import workspace_kernels
 
 HEAD = "# from tvm.script import ir as I\n# from tvm.script import tirx as T\n"
 
@@ -170,22 +171,6 @@ def test_an_outlined_allocation_runs_and_fails_as_before(tmp_path):
     np.testing.assert_array_equal(b, a + a[::-1])
 
 
-WORKSPACE_AND_LAUNCHES = """
-@T.prim_func
-def f(A: T.Buffer((n,), "float32"), B: T.Buffer((n,), "float32"), n: T.int32):
-    T.func_attr({"tirx.noalias": True})
-    tmp = T.alloc_buffer((n,), "float32")
-    for i0 in T.thread_binding((n + 63) // 64, thread="blockIdx.x"):
-        for i1 in T.thread_binding(64, thread="threadIdx.x"):
-            if i0 * 64 + i1 < n:
-                tmp[i0 * 64 + i1] = A[i0 * 64 + i1] * T.float32(2.0)
-    for i0 in T.thread_binding((n + 63) // 64, thread="blockIdx.x"):
-        for i1 in T.thread_binding(64, thread="threadIdx.x"):
-            if i0 * 64 + i1 < n:
-                B[i0 * 64 + i1] = tmp[i0 * 64 + i1] + tmp[n - 1 - i0 * 64 - i1]
-"""
-
-
 def test_a_workspace_used_by_kernel_launches_alone_is_not_outlined(tmp_path, monkeypatch):
     # no loop runs on the host: the function is lowered whole, and the module, with no
     # loop at all, gets the short pipeline of argument checks and launches
@@ -196,7 +181,7 @@ def test_a_workspace_used_by_kernel_launches_alone_is_not_outlined(tmp_path, mon
         return real(parsed, ctx, level)
     real = cpu.optimize
     monkeypatch.setattr(cpu, "optimize", optimize)
-    build(HEAD + textwrap.dedent(WORKSPACE_AND_LAUNCHES), "cuda", None, tmp_path, "m",
+    build(workspace_kernels.SYMBOLIC, "cuda", None, tmp_path, "m",
           emit=("llvm",))
     text = (tmp_path / "m.ll").read_text()
     assert seen == [set()]

@@ -519,17 +519,7 @@ def test_vector_add_runs_on_the_gpu(vector_add_so):
     np.testing.assert_allclose(C.to_numpy(), a + b, rtol=1e-6)
 
 
-WORKSPACE = HEAD + textwrap.dedent("""
-    @T.prim_func
-    def f(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32")):
-        tmp = T.alloc_buffer((1024,), "float32")
-        for i0 in T.thread_binding(8, thread="blockIdx.x"):
-            for i1 in T.thread_binding(128, thread="threadIdx.x"):
-                tmp[i0 * 128 + i1] = A[i0 * 128 + i1] * T.float32(2.0)
-        for i0 in T.thread_binding(8, thread="blockIdx.x"):
-            for i1 in T.thread_binding(128, thread="threadIdx.x"):
-                B[i0 * 128 + i1] = tmp[i0 * 128 + i1] + tmp[1023 - i0 * 128 - i1]
-""")
+from workspace_kernels import FIXED as WORKSPACE  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -236,18 +236,7 @@ def test_a_failed_load_is_retried_at_the_next_launch(vector_add_so, fake_hip):
                      "hipErrorInvalidValue (hipError_t 1)"]
 
 
-WORKSPACE = textwrap.dedent("""
-    # from tvm.script import tirx as T
-    @T.prim_func
-    def f(A: T.Buffer((1024,), "float32"), B: T.Buffer((1024,), "float32")):
-        tmp = T.alloc_buffer((1024,), "float32")
-        for i0 in T.thread_binding(8, thread="blockIdx.x"):
-            for i1 in T.thread_binding(128, thread="threadIdx.x"):
-                tmp[i0 * 128 + i1] = A[i0 * 128 + i1] * T.float32(2.0)
-        for i0 in T.thread_binding(8, thread="blockIdx.x"):
-            for i1 in T.thread_binding(128, thread="threadIdx.x"):
-                B[i0 * 128 + i1] = tmp[i0 * 128 + i1] + tmp[1023 - i0 * 128 - i1]
-""")
+from workspace_kernels import FIXED as WORKSPACE  # noqa: E402
 
 
 def test_a_buffer_host_code_allocates_for_its_kernels_is_device_memory(tmp_path, fake_hip):

@@ -421,15 +421,10 @@ class CudaLauncher(LauncherSupport):
         (``cuMemAllocAsync``: the kernels launched after it on the stream see it), in the
         device's primary context (retained here when no launch has yet); null for 0
         bytes. 0, or -1 with the message in ``msg`` (``name``: the buffer's)."""
-        f, b = self._helper("__tirc_cuda_alloc", I32, [I32, PTR, I64, PTR, PTR, PTR])
+        f, b = self._alloc_helper_start("__tirc_cuda_alloc")
         if b is None:
             return f
         dev, stream, nbytes, out, name, msg = f.args
-        for arg, n in zip(f.args, ("dev", "stream", "nbytes", "out", "name", "msg")):
-            arg.name = n
-        b.store(ir.Constant(PTR, None), out)
-        with b.if_then(b.icmp_unsigned("==", nbytes, ir.Constant(I64, 0)), likely=False):
-            b.ret(ir.Constant(I32, 0))
         with b.if_then(b.icmp_unsigned(">=", dev, ir.Constant(I32, MAX_DEVICES)), likely=False):
             self._message(b, msg, "allocating buffer '%s': the device id is outside "
                           f"0..{MAX_DEVICES - 1}", [name])
@@ -479,14 +474,10 @@ class CudaLauncher(LauncherSupport):
         given back, ordered on ``stream`` after the kernels launched on it
         (``cuMemFreeAsync``); nothing for null. On the way out of a function, after
         its work is queued or on its failure path: a failure here is not reported."""
-        f, b = self._helper("__tirc_cuda_free", ir.VoidType(), [I32, PTR, PTR])
+        f, b = self._free_helper_start("__tirc_cuda_free")
         if b is None:
             return f
         dev, stream, p = f.args
-        for arg, n in zip(f.args, ("dev", "stream", "p")):
-            arg.name = n
-        with b.if_then(b.icmp_unsigned("==", p, ir.Constant(PTR, None)), likely=False):
-            b.ret_void()
         ctx = b.load(self._elem(b, self.ctxs, PTR, dev), typ=PTR, name="ctx")
         pushed = self.api_call(b, "cuCtxPushCurrent_v2", [ctx])
         with b.if_then(b.icmp_signed("==", pushed, ir.Constant(I32, 0))):
@@ -654,24 +645,7 @@ class CudaLauncher(LauncherSupport):
         self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
         return ir.Constant(I32, 0)
 
-    def allocate(self, fl, buf, nbytes: ir.Value, device_type: ir.Value,
-                 device_id: ir.Value | None) -> tuple[ir.Value, int, object]:
-        """Device memory for ``buf``, allocated in host code for the kernels it launches
-        (TVM's ``TVMBackendAllocWorkspace`` on the device): ordered on the stream the
-        launches use, given back on it when the function leaves, after what it queued."""
-        b = fl.b
-        dev = fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0)
-        stream = self._env_stream(fl, fl.int_cast(device_type, I32), dev)
-        msg = fl.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="cuda_msg")
-        out = fl.alloca(PTR, name=f"{buf.name}.device")
-        alloc_fn, free_fn = self.memory_helpers()
-        r = b.call(alloc_fn, [dev, stream, nbytes, out, fl.string(buf.name), msg])
-        self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
-        ptr = b.load(out, typ=PTR, name=buf.name)
-
-        def release(fl2, p: ir.Value) -> None:
-            fl2.b.call(free_fn, [dev, stream, p])
-        return ptr, 256, release  # cuMemAllocAsync's alignment
+    allocate = LauncherSupport.allocate_on_stream
 
     def _params(self, fl, name: str, values: list[ir.Value]) -> ir.Value:
         """The kernel arguments, each in a stack slot, and the array of their addresses

@@ -105,6 +105,53 @@ class LauncherSupport:
         get_stream = fl.module.declare("TVMFFIEnvGetStream", ir.FunctionType(PTR, [I32, I32]))
         return fl.b.call(get_stream, [device_type, dev], name="stream")
 
+    def _alloc_helper_start(self, symbol: str) -> tuple[ir.Function, ir.IRBuilder | None]:
+        """The start of a stream-ordered allocation helper ``symbol(dev, stream, nbytes,
+        out, name, msg)`` (:meth:`allocate_on_stream` calls it): ``*out`` null, and 0
+        for 0 bytes; None for the builder where the chunk only declares it."""
+        f, b = self._helper(symbol, I32, [I32, PTR, I64, PTR, PTR, PTR])
+        if b is None:
+            return f, None
+        for arg, n in zip(f.args, ("dev", "stream", "nbytes", "out", "name", "msg")):
+            arg.name = n
+        b.store(ir.Constant(PTR, None), f.args[3])
+        with b.if_then(b.icmp_unsigned("==", f.args[2], ir.Constant(I64, 0)), likely=False):
+            b.ret(ir.Constant(I32, 0))
+        return f, b
+
+    def _free_helper_start(self, symbol: str) -> tuple[ir.Function, ir.IRBuilder | None]:
+        """The start of the matching release helper ``symbol(dev, stream, p)``: nothing
+        for null."""
+        f, b = self._helper(symbol, ir.VoidType(), [I32, PTR, PTR])
+        if b is None:
+            return f, None
+        for arg, n in zip(f.args, ("dev", "stream", "p")):
+            arg.name = n
+        with b.if_then(b.icmp_unsigned("==", f.args[2], ir.Constant(PTR, None)), likely=False):
+            b.ret_void()
+        return f, b
+
+    def allocate_on_stream(self, fl, buf, nbytes: ir.Value, device_type: ir.Value,
+                           device_id: ir.Value | None) -> tuple[ir.Value, int, object]:
+        """Device memory for ``buf``, allocated in host code for the kernels it launches
+        (TVM's ``TVMBackendAllocWorkspace`` on the device) by the subclass's memory
+        helpers (:meth:`memory_helpers`): ordered on the stream the launches use, given
+        back on it when the function leaves, after what it queued. The CUDA and HIP
+        launchers' ``allocate``."""
+        b = fl.b
+        dev = fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0)
+        stream = self._env_stream(fl, fl.int_cast(device_type, I32), dev)
+        msg = fl.alloca(ir.ArrayType(lt.I8, self.msg_bytes), name=f"{self.label}_msg")
+        out = fl.alloca(PTR, name=f"{buf.name}.device")
+        alloc_fn, free_fn = self.memory_helpers()
+        r = b.call(alloc_fn, [dev, stream, nbytes, out, fl.string(buf.name), msg])
+        self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
+        ptr = b.load(out, typ=PTR, name=buf.name)
+
+        def release(fl2, p: ir.Value) -> None:
+            fl2.b.call(free_fn, [dev, stream, p])
+        return ptr, 256, release  # both allocators' alignment
+
     def _lock(self, b: ir.IRBuilder, what: str) -> None:
         b.call(self._declare(f"pthread_mutex_{what}", I32, [PTR]), [self.mutex])
 

@@ -264,6 +264,17 @@ class OpenCLLauncher(LauncherSupport):
         b.ret(ir.Constant(I32, 0))
         return f
 
+    def _locked_with_driver(self, f, b, msg) -> tuple[ir.Block, ir.Value]:
+        """A helper's start: the lock taken and the OpenCL API found (else to the
+        returned ``fail`` block, which the helper fills: unlock, -1), and a message
+        buffer for the failing call's name."""
+        fail = f.append_basic_block("fail")
+        self._lock(b, "lock")
+        ok = f.append_basic_block("driver_ok")
+        b.cbranch(b.icmp_signed("!=", b.call(self.driver_fn, [msg]), ir.Constant(I32, 0)), fail, ok)
+        b.position_at_end(ok)
+        return fail, opaque(b.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="what"), PTR)
+
     def _launch_helper(self) -> ir.Function:
         """``__tirc_ocl_launch(source, contexts, programs, kernels, symbol, queue, mem,
         nargs, sizes, values, gx, gy, gz, bx, by, bz, dyn, msg)``: one launch; 0, or -1
@@ -286,12 +297,7 @@ class OpenCLLauncher(LauncherSupport):
         with b.if_then(b.or_(b.icmp_unsigned("==", grid, zero), b.icmp_unsigned("==", block, zero)),
                        likely=False):
             b.ret(zero)
-        fail = f.append_basic_block("fail")
-        self._lock(b, "lock")
-        ok = f.append_basic_block("driver_ok")
-        b.cbranch(b.icmp_signed("!=", b.call(self.driver_fn, [msg]), zero), fail, ok)
-        b.position_at_end(ok)
-        what = opaque(b.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="what"), PTR)
+        fail, what = self._locked_with_driver(f, b, msg)
 
         def check(status: ir.Value, text: str) -> None:
             bad, good = f.append_basic_block("bad"), f.append_basic_block("ok")
@@ -424,12 +430,7 @@ class OpenCLLauncher(LauncherSupport):
         b.store(null, out)
         with b.if_then(b.icmp_unsigned("==", nbytes, ir.Constant(I64, 0)), likely=False):
             b.ret(zero)
-        fail = f.append_basic_block("fail")
-        self._lock(b, "lock")
-        ok = f.append_basic_block("driver_ok")
-        b.cbranch(b.icmp_signed("!=", b.call(self.driver_fn, [msg]), zero), fail, ok)
-        b.position_at_end(ok)
-        what = opaque(b.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="what"), PTR)
+        fail, what = self._locked_with_driver(f, b, msg)
 
         def check(status: ir.Value, call: str) -> None:
             bad, good = f.append_basic_block("bad"), f.append_basic_block("ok")

@@ -374,15 +374,10 @@ class HIPLauncher(LauncherSupport):
         kernels launched after it on the stream see it), the device made current for the
         call; null for 0 bytes. 0, or -1 with the message in ``msg`` (``name``: the
         buffer's)."""
-        f, b = self._helper("__tirc_hip_alloc", I32, [I32, PTR, I64, PTR, PTR, PTR])
+        f, b = self._alloc_helper_start("__tirc_hip_alloc")
         if b is None:
             return f
         dev, stream, nbytes, out, name, msg = f.args
-        for arg, n in zip(f.args, ("dev", "stream", "nbytes", "out", "name", "msg")):
-            arg.name = n
-        b.store(ir.Constant(PTR, None), out)
-        with b.if_then(b.icmp_unsigned("==", nbytes, ir.Constant(I64, 0)), likely=False):
-            b.ret(ir.Constant(I32, 0))
         self._lock(b, "lock")
         r = b.call(self.runtime_fn, [msg])
         self._lock(b, "unlock")
@@ -415,14 +410,10 @@ class HIPLauncher(LauncherSupport):
         given back, ordered on ``stream`` after the kernels launched on it
         (``hipFreeAsync``); nothing for null. On the way out of a function, after its
         work is queued or on its failure path: a failure here is not reported."""
-        f, b = self._helper("__tirc_hip_free", ir.VoidType(), [I32, PTR, PTR])
+        f, b = self._free_helper_start("__tirc_hip_free")
         if b is None:
             return f
         dev, stream, p = f.args
-        for arg, n in zip(f.args, ("dev", "stream", "p")):
-            arg.name = n
-        with b.if_then(b.icmp_unsigned("==", p, ir.Constant(PTR, None)), likely=False):
-            b.ret_void()
         old = b.alloca(I32)
         b.store(dev, old)
         r = self.api_call(b, "hipGetDevice", [old])
@@ -434,24 +425,7 @@ class HIPLauncher(LauncherSupport):
         b.ret_void()
         return f
 
-    def allocate(self, fl, buf, nbytes: ir.Value, device_type: ir.Value,
-                 device_id: ir.Value | None) -> tuple[ir.Value, int, object]:
-        """Device memory for ``buf``, allocated in host code for the kernels it launches
-        (TVM's ``TVMBackendAllocWorkspace`` on the device): ordered on the stream the
-        launches use, given back on it when the function leaves, after what it queued."""
-        b = fl.b
-        dev = fl.int_cast(device_id, I32) if device_id is not None else ir.Constant(I32, 0)
-        stream = self._env_stream(fl, fl.int_cast(device_type, I32), dev)
-        msg = fl.alloca(ir.ArrayType(lt.I8, MSG_BYTES), name="hip_msg")
-        out = fl.alloca(PTR, name=f"{buf.name}.device")
-        alloc_fn, free_fn = self.memory_helpers()
-        r = b.call(alloc_fn, [dev, stream, nbytes, out, fl.string(buf.name), msg])
-        self._check_or_fail(fl, b.icmp_signed("==", r, ir.Constant(I32, 0)), msg)
-        ptr = b.load(out, typ=PTR, name=buf.name)
-
-        def release(fl2, p: ir.Value) -> None:
-            fl2.b.call(free_fn, [dev, stream, p])
-        return ptr, 256, release
+    allocate = LauncherSupport.allocate_on_stream
 
     # -- one launch --------------------------------------------------------------------------
     def launch(self, fl, call: Call, device_type: ir.Value | None, device_id: ir.Value | None) -> ir.Value:
