@@ -18,7 +18,6 @@ the fatbin's entries. Nothing downstream derives them again.
 """
 from __future__ import annotations
 
-from dataclasses import field
 from pathlib import Path
 
 from tirc.diagnostics import Diagnostic

@@ -101,7 +101,7 @@ def _helper(op: str, t: str) -> str:
                 "mod": "  return (b == 0) ? a : (a % b);"}[op.replace("floor", "")]
         return head + body.format(t=t) + "\n}"
     lines = ["  if (b == 0) {", f"    return {'(' + t + ')-1' if 'div' in op else 'a'};", "  }",
-             f"  if (b == -1) {{", f"    return {'(a == ' + _MIN[t] + ') ? a : -a' if 'div' in op else '0'};",
+             "  if (b == -1) {", f"    return {'(a == ' + _MIN[t] + ') ? a : -a' if 'div' in op else '0'};",
              "  }"]
     if op == "div":
         lines.append("  return a / b;")

@@ -322,11 +322,13 @@ class _Collector(Visitor):
 
 
 def _signless(s: IntervalSet) -> IntervalSet:
-    """``s``, or the whole line when a bound of it depends on the sign of a symbolic
-    divisor (a ``T.Select`` interval arithmetic made for ``x // n`` with ``n`` of unknown
-    sign): the dimension is then kept whole. A fused thread index split by symbolic
-    extents (``(b * 1024 + t) // (n * n)``) covers all of it anyway, as TVM's iterator
-    map finds, and the Select forms cost more to simplify than the rest of the pass."""
+    """``s``, or the whole line when a bound of it holds a ``T.Select``: the dimension is
+    then kept whole. Interval arithmetic makes one for ``x // n`` and ``x % n`` with ``n``
+    of unknown sign; a fused thread index split by symbolic extents (``(b * 1024 + t) //
+    (n * n)``) covers the whole dimension anyway, as TVM's iterator map finds, and the
+    Select forms cost more to simplify than the rest of the pass. (A Select of the index
+    itself, kept as a point, also widens the region to the dimension: never less than
+    what is accessed.)"""
     for bound in (s.min, s.max):
         if isinstance(bound, PrimExpr) and any(isinstance(n, Select) for n in walk(bound)):
             return EVERYTHING
