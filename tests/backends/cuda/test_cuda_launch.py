@@ -561,6 +561,8 @@ def test_device_allocations_of_a_module_built_in_chunks(tmp_path, fake_driver):
     # with -j 2 the host object is made in chunks; the allocating function is not in the
     # first one, which defines the memory helpers for all of them
     pytest.importorskip("tvm_ffi")
+    if shutil.which("nm") is None:
+        pytest.skip("no nm")
     scale = """
     @T.prim_func
     def g{i}(A: T.Buffer((1024,), "float32")):
