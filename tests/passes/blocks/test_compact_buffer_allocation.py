@@ -141,7 +141,7 @@ def test_fused_thread_indices_split_by_a_symbolic_extent_keep_the_buffer_whole()
     """attention_block's attention (bench/models, as TVM prints it): a fused thread index
     split by ``seq_len`` (``(b * 1024 + t) // (seq_len * seq_len)``) gives interval bounds
     that depend on the sign of ``seq_len``; the dimension stays whole, as TVM's iterator
-    map finds it (before: shapes of a hundred nodes of Selects, min and max)."""
+    map finds it, not a shape of a hundred nodes of Selects, min and max."""
     from dataclasses import replace
     from conftest import ROOT
     mod = parse((ROOT / "bench/models/attention_block.cuda.tir").read_text(), "attention_block")
