@@ -27,6 +27,7 @@ from tirc.build.options import bind_target_from
 from tirc.driver import cli
 from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
+from workspace_kernels import FIXED as WORKSPACE
 from conftest import TESTS
 
 ROOT = TESTS.parent
@@ -335,12 +336,18 @@ def test_missing_driver_is_a_runtime_error(vector_add_so):
 
 @pytest.fixture(scope="module")
 def fake_driver(tmp_path_factory):
+    return _build_fake_driver(tmp_path_factory)
+
+
+def _build_fake_driver(tmp_path_factory, *defines: str) -> dict[str, str]:
+    """The fake ``libcuda.so.1``, compiled with ``defines`` (``NO_LAUNCH_EX``: a driver
+    without that entry point, ...); the environment that loads it."""
     if shutil.which("cc") is None:
         pytest.skip("no C compiler")
     d = tmp_path_factory.mktemp("fakecuda")
     (d / "fake.c").write_text(FAKE_LIBCUDA)
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(d / "libcuda.so.1"), str(d / "fake.c")],
-                   check=True)
+    subprocess.run(["cc", "-shared", "-fPIC", *(f"-D{x}" for x in defines), "-o",
+                    str(d / "libcuda.so.1"), str(d / "fake.c")], check=True)
     return {"LD_LIBRARY_PATH": str(d)}
 
 
@@ -396,13 +403,8 @@ def test_launch_kinds_through_a_fake_driver(launch_kinds_so, fake_driver):
 
 
 def test_a_driver_without_cu_launch_kernel_ex_is_a_runtime_error(launch_kinds_so, tmp_path_factory):
-    if shutil.which("cc") is None:
-        pytest.skip("no C compiler")
-    d = tmp_path_factory.mktemp("oldcuda")
-    (d / "fake.c").write_text(FAKE_LIBCUDA)
-    subprocess.run(["cc", "-shared", "-fPIC", "-DNO_LAUNCH_EX", "-o", str(d / "libcuda.so.1"),
-                    str(d / "fake.c")], check=True)
-    lines = _call(launch_kinds_so, "f", 256, 0, nargs=1, env={"LD_LIBRARY_PATH": str(d)})
+    old = _build_fake_driver(tmp_path_factory, "NO_LAUNCH_EX")
+    lines = _call(launch_kinds_so, "f", 256, 0, nargs=1, env=old)
     assert lines[-1] == ("RuntimeError: launching kernel 'f_kernel': the CUDA driver has no "
                          "cuLaunchKernelEx (CUDA 12), which its programmatic dependent launch and "
                          "cooperative launch needs")
@@ -412,13 +414,8 @@ def test_a_driver_without_a_required_entry_point_is_a_runtime_error(vector_add_s
                                                                     tmp_path_factory):
     """The driver's entry points are looked up in a loop over their names: a missing
     required one is named in the error, and nothing is launched."""
-    if shutil.which("cc") is None:
-        pytest.skip("no C compiler")
-    d = tmp_path_factory.mktemp("oldcuda")
-    (d / "fake.c").write_text(FAKE_LIBCUDA)
-    subprocess.run(["cc", "-shared", "-fPIC", "-DNO_FUNC_SET_ATTRIBUTE", "-o",
-                    str(d / "libcuda.so.1"), str(d / "fake.c")], check=True)
-    lines = _call(vector_add_so, "vector_add", 1000, 0, env={"LD_LIBRARY_PATH": str(d)})
+    old = _build_fake_driver(tmp_path_factory, "NO_FUNC_SET_ATTRIBUTE")
+    lines = _call(vector_add_so, "vector_add", 1000, 0, env=old)
     assert lines == ["RuntimeError: the CUDA driver (libcuda.so.1) could not be loaded: it has "
                      "no 'cuFuncSetAttribute' (the driver is too old)"]
 
@@ -519,9 +516,6 @@ def test_vector_add_runs_on_the_gpu(vector_add_so):
     np.testing.assert_allclose(C.to_numpy(), a + b, rtol=1e-6)
 
 
-from workspace_kernels import FIXED as WORKSPACE  # noqa: E402
-
-
 @pytest.fixture(scope="module")
 def workspace_so(tmp_path_factory):
     pytest.importorskip("tvm_ffi")
@@ -548,11 +542,8 @@ def test_a_failed_device_allocation_is_a_runtime_error(workspace_so, fake_driver
                   env={**fake_driver, "FAKE_ALLOC": "2"})
     assert lines == ["cuInit", "retain 0", "RuntimeError: cuMemAllocAsync (buffer 'tmp', 4096 "
                      "bytes) failed: CUDA_ERROR_UNKNOWN (CUresult 2)"]
-    d = tmp_path_factory.mktemp("oldcuda")
-    (d / "fake.c").write_text(FAKE_LIBCUDA)
-    subprocess.run(["cc", "-shared", "-fPIC", "-DNO_MEM_ASYNC", "-o", str(d / "libcuda.so.1"),
-                    str(d / "fake.c")], check=True)
-    lines = _call(workspace_so, "f", 1024, 0, nargs=2, env={"LD_LIBRARY_PATH": str(d)})
+    old = _build_fake_driver(tmp_path_factory, "NO_MEM_ASYNC")
+    lines = _call(workspace_so, "f", 1024, 0, nargs=2, env=old)
     assert lines[-1] == ("RuntimeError: allocating buffer 'tmp' on the device: the CUDA driver "
                          "has no cuMemAllocAsync (CUDA 11.2)")
 

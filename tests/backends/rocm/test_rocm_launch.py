@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from workspace_kernels import FIXED as WORKSPACE
 from conftest import TESTS
 from test_cuda_launch import filecheck
 from tirc.backends.cpu import backend as cpu
@@ -234,9 +235,6 @@ def test_a_failed_load_is_retried_at_the_next_launch(vector_add_so, fake_hip):
                      "load ELF machine=224 on 0",
                      "RuntimeError: hipModuleLoadData (the gfx90a code object) failed: "
                      "hipErrorInvalidValue (hipError_t 1)"]
-
-
-from workspace_kernels import FIXED as WORKSPACE  # noqa: E402
 
 
 def test_a_buffer_host_code_allocates_for_its_kernels_is_device_memory(tmp_path, fake_hip):

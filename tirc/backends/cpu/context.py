@@ -106,10 +106,14 @@ class CPUContext(LLVMTargetContext):
             return lower_stack_value(fl, call)
         if call.op != "call_ffi_kernel" or self.device_code is None:
             return None
+        attrs = dict(self.device_attrs)  # innermost wins
+        return self._launcher(fl).launch(fl, call, attrs.get(DEVICE_TYPE), attrs.get(DEVICE_ID))
+
+    def _launcher(self, fl):
+        """The device code's launcher, made at the first launch or device allocation."""
         if self.launcher is None:
             self.launcher = self.device_code.launcher(fl.module)
-        attrs = dict(self.device_attrs)  # innermost wins
-        return self.launcher.launch(fl, call, attrs.get(DEVICE_TYPE), attrs.get(DEVICE_ID))
+        return self.launcher
 
     def allocate_buffer(self, fl, buf, nbytes, const_bytes, elem, count):
         # host code of a device function (MakePackedAPI's device_type attribute, a
@@ -123,9 +127,7 @@ class CPUContext(LLVMTargetContext):
             if self.device_code is None:
                 raise Diagnostic(f"buffer '{buf.name}' lives on the device: its allocation "
                                  "needs the build's device code (tirc build)", span)
-            if self.launcher is None:
-                self.launcher = self.device_code.launcher(fl.module)
-            allocate = getattr(self.launcher, "allocate", None)
+            allocate = getattr(self._launcher(fl), "allocate", None)
             if allocate is None:
                 raise Diagnostic(f"buffer '{buf.name}' lives on the device: allocating device "
                                  "memory in host code is not supported for this device "
