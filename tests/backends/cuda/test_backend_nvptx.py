@@ -13,6 +13,7 @@ import pytest
 from click.testing import CliRunner
 
 import tirc.backends.cuda.nvptx as nvptx
+from tirc.backends.cuda import libdevice
 from conftest import ptxas_check, TESTS
 from tirc.build.stages import build, split_module
 from tirc.build.options import bind_target_from
@@ -49,11 +50,11 @@ def filecheck(text: str, checks: str, tmp_path) -> None:
 
 @pytest.fixture
 def no_libdevice(monkeypatch):
-    monkeypatch.setattr(nvptx, "locate_libdevice", lambda: None)
+    monkeypatch.setattr(libdevice, "locate", lambda: None)
 
 
 def _libdevice_path() -> str | None:
-    found = nvptx.locate_libdevice()
+    found = libdevice.locate()
     if found:
         return found
     local = Path("/usr/local/cuda/nvvm/libdevice/libdevice.10.bc")  # only to exercise linking
@@ -265,7 +266,7 @@ def test_math_through_libdevice(tmp_path, monkeypatch):
     path = _libdevice_path()
     if path is None:
         pytest.skip("no libdevice.10.bc on this machine")
-    monkeypatch.setattr(nvptx, "locate_libdevice", lambda: path)
+    monkeypatch.setattr(libdevice, "locate", lambda: path)
     img = images(MATH)["sm_90"]
     assert "__nvvm_reflect" not in img.ptx
     assert "__nv_" not in img.ptx  # linked in and inlined, not left as calls
@@ -276,21 +277,22 @@ def test_math_through_libdevice(tmp_path, monkeypatch):
     _ptxas(img.ptx, "sm_90", tmp_path)
 
 
-def test_the_optimiser_sees_only_the_libdevice_functions_the_module_calls(monkeypatch):
+def test_the_optimiser_sees_libdevice_inlined_into_the_kernels(monkeypatch):
     path = _libdevice_path()
     if path is None:
         pytest.skip("no libdevice.10.bc on this machine")
-    monkeypatch.setattr(nvptx, "locate_libdevice", lambda: path)
+    monkeypatch.setattr(libdevice, "locate", lambda: path)
     seen = []
-    real = nvptx._link_libdevice
+    real = libdevice.link
 
-    def link(parsed, ctx):
-        real(parsed, ctx)
+    def link(parsed, path, machine, pieces=False):
+        real(parsed, path, machine, pieces)
         seen.append(sorted(f.name for f in parsed.functions if f.name.startswith("__nv")))
-    monkeypatch.setattr(nvptx, "_link_libdevice", link)
+    monkeypatch.setattr(libdevice, "link", link)
     images(MATH)
-    # what MATH calls (and the reflect query), not libdevice's 350 functions for -O3 to drop
-    assert seen == [["__nv_erf", "__nv_expf", "__nv_powf", "__nv_tanhf", "__nvvm_reflect"]]
+    # not libdevice's 350 functions for -O3 to drop, nor the four MATH calls for -O3 to
+    # work on once for all their callers: only the reflect query, inlined with them
+    assert seen == [["__nvvm_reflect"]]
 
 
 # -- properties -----------------------------------------------------------------------------

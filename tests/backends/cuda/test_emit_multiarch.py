@@ -2,7 +2,6 @@
 (``cuda -arch=sm_80,sm_90``: one image per arch, chosen at load time)."""
 from __future__ import annotations
 
-from pathlib import Path
 
 import pytest
 from click.testing import CliRunner

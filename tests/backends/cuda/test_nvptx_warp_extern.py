@@ -4,11 +4,10 @@ used to stop with "T.tvm_warp_activemask is not supported by the LLVM backend"."
 from __future__ import annotations
 
 import textwrap
-from pathlib import Path
 
 import pytest
 
-import tirc.backends.cuda.nvptx as nvptx
+from tirc.backends.cuda import libdevice as libdevice_module
 from test_backend_nvptx import HEAD, _libdevice_path, filecheck, images
 from tirc.diagnostics import Diagnostic
 from conftest import TESTS
@@ -21,7 +20,7 @@ def libdevice(monkeypatch):
     path = _libdevice_path()
     if path is None:
         pytest.skip("no libdevice.10.bc on this machine")
-    monkeypatch.setattr(nvptx, "locate_libdevice", lambda: path)
+    monkeypatch.setattr(libdevice_module, "locate", lambda: path)
 
 
 def test_tvm_corpus_warp_intrinsics_and_fast_exp(tmp_path, libdevice):

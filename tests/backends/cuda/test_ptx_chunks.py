@@ -4,6 +4,8 @@ local frames numbered by the kernel's place in the module, libdevice math); what
 cannot be joined is compiled whole."""
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from tirc.backends.cuda import nvptx, ptx_chunks
@@ -53,21 +55,34 @@ def _device_module(source: str, filename: str, monkeypatch):
     return found
 
 
-def _joined(mod, target, jobs):
+def _joined(mod, target, jobs, pieces=False):
     chunks = ptx_chunks.split(mod, jobs, MATH)
     assert chunks is not None
-    texts = [nvptx._chunk_ptx(c.mod, target, "m", nvptx.required_ptx_version(mod))
+    texts = [nvptx._chunk_ptx(c.mod, target, "m", nvptx.required_ptx_version(mod), pieces)
              for c in chunks]
     return ptx_chunks.join(texts, chunks), chunks
 
 
-def test_kernels_that_may_call_libdevice_stay_together(monkeypatch):
+@pytest.mark.parametrize("pieces", [False, True])
+def test_kernels_that_call_the_same_libdevice_function_are_compiled_apart(pieces, monkeypatch):
     mod, target, whole = _device_module(KERNELS, "kernels.tir", monkeypatch)
-    names = list(mod.functions)
-    joined, chunks = _joined(mod, target, 3)
-    assert len(chunks) == len(names) - 1
-    together = next(c for c in chunks if len(c.places) == 2)
-    assert [names[i] for i in together.places] == [names[0], names[2]]
+    joined, chunks = _joined(mod, target, 2, pieces)
+    assert [c.places for c in chunks] == [(1,), (2,), (0,)]  # the largest first
+    assert [c.math for c in chunks] == [False, True, True]
+    assert joined == whole
+
+
+# Two kernels of TVM's MLC-LLM KV cache that call the same libdevice functions
+# (sin, cos and exp2 of rotary embedding and softmax): the optimiser worked on each
+# function once for both kernels, and a kernel compiled alone got other instructions.
+@pytest.mark.parametrize("path", ["bench/models/mlc_kv_cache.cuda.tir"])
+def test_a_kernel_gets_the_same_code_alone_as_beside_others_calling_libdevice(path, monkeypatch):
+    full, target, _ = _device_module((ROOT / path).read_text(), path, monkeypatch)
+    names = [n for n in full.functions if n in ("fused_rope_kernel", "batch_decode_paged_kv_kernel")]
+    mod = replace(full, functions={n: full.functions[n] for n in names})
+    whole = nvptx.generate(mod, target, "m", keep_ir=False).ptx
+    joined, chunks = _joined(mod, target, 2)
+    assert all(c.math for c in chunks)
     assert joined == whole
 
 
@@ -99,14 +114,13 @@ KERNEL = "\t// .globl\tk\n\n.visible .entry k(\n)\n{\n\tret;\n\n}\n"
                                    ".func helper()\n{\n\tret;\n\n}\n"])
 def test_other_top_level_items_are_not_joined(extra):
     mod = parse(KERNELS)
-    chunks = [ptx_chunks.Chunk(mod, (0,))]
+    chunks = [ptx_chunks.Chunk(mod, (0,), False)]
     assert ptx_chunks.join([HEADER + KERNEL], chunks) == HEADER + KERNEL
     assert ptx_chunks.join([HEADER + extra + "\n" + KERNEL], chunks) is None
     assert ptx_chunks.join([HEADER + KERNEL + extra], chunks) is None
 
 
 def test_a_module_with_a_device_subroutine_is_not_cut(monkeypatch):
-    from dataclasses import replace
     mod, _, _ = _device_module(KERNELS, "kernels.tir", monkeypatch)
     assert ptx_chunks.split(mod, 2, MATH) is not None
     assert ptx_chunks.split(mod, 1, MATH) is None

@@ -5,8 +5,6 @@ the PTX for the module's arch (when ptxas is installed), and misuse is a located
 from __future__ import annotations
 
 import json
-import textwrap
-from pathlib import Path
 
 import pytest
 

@@ -39,6 +39,7 @@ from tirc.backends.llvm import types as lt
 from tirc.backends.llvm.context import LIBM, LLVM_MATH, LLVMTargetContext, init_llvm
 from tirc.backends.llvm.lower import ModuleLowering
 from tirc.backends.llvm.text import module_text
+from tirc.backends.cuda import libdevice
 from tirc.backends.cuda.ptx_asm import lower_ptx_call, required_ptx_version
 from tirc.backends.cuda.warp import lower_warp_call, sync_warp
 from tirc.diagnostics import Diagnostic
@@ -60,34 +61,6 @@ _SREG = {"threadIdx": "tid", "blockIdx": "ctaid"}
 _NATIVE = {"sqrt", "fabs", "fma", "floor", "ceil", "trunc", "round", "nearbyint", "copysign"}
 _LIBDEVICE = (set(LLVM_MATH) | set(LIBM) | {"exp10"}) - _NATIVE
 _MATH_OPS = _LIBDEVICE | {"sigmoid", "ldexp"}  # TIR calls that may reach libdevice
-
-
-
-_LIBDEVICE_FUNCTIONS: dict[str, frozenset[str]] = {}
-
-
-def libdevice_functions(path: str) -> frozenset[str]:
-    """The names of the functions ``libdevice.10.bc`` at ``path`` defines (read once)."""
-    if path not in _LIBDEVICE_FUNCTIONS:
-        init_llvm()
-        with open(path, "rb") as f:
-            lib = llvm.parse_bitcode(f.read())
-        _LIBDEVICE_FUNCTIONS[path] = frozenset(
-            fn.name for fn in lib.functions if not fn.is_declaration)
-    return _LIBDEVICE_FUNCTIONS[path]
-
-
-def locate_libdevice() -> str | None:
-    """The path of ``libdevice.10.bc`` as ``cuda.pathfinder`` finds it (the PyPI wheels
-    ``nvidia-nvvm``/``nvidia-cuda-nvcc``), or None."""
-    try:
-        from cuda.pathfinder import locate_bitcode_lib
-    except ImportError:
-        return None
-    try:
-        return locate_bitcode_lib("device").abs_path
-    except Exception:  # BitcodeLibNotFoundError and friends: simply not installed
-        return None
 
 
 def target_machine(target: Target, ptx_version: int | None = None) -> llvm.TargetMachine:
@@ -183,7 +156,7 @@ class NVPTXContext(LLVMTargetContext):
             raise Diagnostic(f"the extern function '{name}' on the GPU needs libdevice "
                              "(libdevice.10.bc), which was not found: install the PyPI wheel "
                              "nvidia-nvvm", call.span)
-        defined = libdevice_functions(path)
+        defined = libdevice.functions(path)
         if name.startswith("__nv_"):
             tries = [name]
         elif name.startswith("__"):
@@ -199,7 +172,7 @@ class NVPTXContext(LLVMTargetContext):
 
     def find_libdevice(self) -> str | None:
         if self.libdevice is None:
-            self.libdevice = locate_libdevice() or ""
+            self.libdevice = libdevice.locate() or ""
         return self.libdevice or None
 
     # -- hooks ------------------------------------------------------------------------
@@ -340,7 +313,9 @@ def generate(mod: IRModule, target: Target, name: str = "module",
 def _generate_chunked(mod: IRModule, target: Target, name: str, jobs: int,
                       timed) -> DeviceImage | None:
     """The PTX of ``mod`` from chunks of its kernels compiled in forked processes; None
-    when it is not cut, or its chunks' texts do not join (``ptx_chunks.join``)."""
+    when it is not cut, or its chunks' texts do not join (``ptx_chunks.join``). When
+    more than two chunks may call libdevice, they link it by the piece
+    (:func:`libdevice.link`), the library cut before the processes fork."""
     from functools import partial
 
     from tirc.backends.forked import run_pulled
@@ -348,8 +323,14 @@ def _generate_chunked(mod: IRModule, target: Target, name: str, jobs: int,
     chunks = ptx_chunks.split(mod, jobs, frozenset(_MATH_OPS))
     if chunks is None:
         return None
+    pieces = sum(chunk.math for chunk in chunks) > 2
+    path = libdevice.locate() if pieces else None
+    if path is not None:
+        with timed("libdevice"):
+            libdevice.cut_once(path)
     version = required_ptx_version(mod)
-    tasks = [partial(_chunk_ptx, chunk.mod, target, name, version) for chunk in chunks]
+    tasks = [partial(_chunk_ptx, chunk.mod, target, name, version, pieces)
+             for chunk in chunks]
     with timed("chunks"):
         ptx = ptx_chunks.join(run_pulled(tasks, jobs, "device code process"), chunks)
     if ptx is None:
@@ -357,20 +338,26 @@ def _generate_chunked(mod: IRModule, target: Target, name: str, jobs: int,
     return DeviceImage(ptx, "", str(target.get("arch")), kernel_symbols(mod))
 
 
-def _chunk_ptx(mod: IRModule, target: Target, name: str, ptx_version: int) -> str:
-    return _generate(mod, target, name, False, False, _untimed, ptx_version).ptx
+def _chunk_ptx(mod: IRModule, target: Target, name: str, ptx_version: int,
+               pieces: bool = False) -> str:
+    return _generate(mod, target, name, False, False, _untimed, ptx_version, pieces).ptx
 
 
 def _generate(mod: IRModule, target: Target, name: str, keep_ir: bool, line_info: bool,
-              timed, ptx_version: int | None = None) -> DeviceImage:
+              timed, ptx_version: int | None = None, pieces: bool = False) -> DeviceImage:
+    """``pieces``: link libdevice by the piece (:func:`libdevice.link`)."""
     with timed("lower"):
         text, ctx = lower_to_llvm(mod, target, name, line_info, ptx_version)
     with timed("parse-llvm"):
         parsed = llvm.parse_assembly(text)
         parsed.verify()
     if ctx.uses_libdevice:
+        path = ctx.find_libdevice()
+        if path is None:  # lower_call stops this earlier, with the call's location
+            raise Diagnostic("the module's math functions need libdevice (libdevice.10.bc), "
+                             "which was not found")
         with timed("libdevice"):
-            _link_libdevice(parsed, ctx)
+            libdevice.link(parsed, path, ctx.machine, pieces=pieces)
     with timed("optimize"):
         pb = llvm.create_pass_builder(ctx.machine,
                                       llvm.create_pipeline_tuning_options(speed_level=3))
@@ -391,26 +378,3 @@ def kernel_symbols(mod: IRModule) -> tuple[str, ...]:
     (``NVPTXContext.symbol`` of a kernel), known before they are compiled."""
     return tuple(str(f.attrs.get(GLOBAL_SYMBOL, n)) for n, f in mod.functions.items()
                  if is_kernel(f))
-
-
-def _link_libdevice(parsed: llvm.ModuleRef, ctx: NVPTXContext) -> None:
-    """Link libdevice in, make its functions internal and drop those the module does not
-    call (GlobalDCE), so that the optimiser sees only what the kernels use: -O3 runs
-    its function passes on every function before its own late GlobalDCE, and spent a
-    fifth of its time on libdevice's 350 functions (same PTX). NVVMReflect then folds
-    the ``__nvvm_reflect`` queries of those kept."""
-    path = ctx.find_libdevice()
-    if path is None:  # lower_call stops this earlier, with the call's location
-        raise Diagnostic("the module's math functions need libdevice (libdevice.10.bc), which "
-                         "was not found")
-    with open(path, "rb") as f:
-        lib = llvm.parse_bitcode(f.read())
-    lib.triple, lib.data_layout = parsed.triple, parsed.data_layout
-    parsed.link_in(lib)
-    for fn in parsed.functions:
-        if not fn.is_declaration and fn.name.startswith("__nv_"):
-            fn.linkage = "internal"
-    unused = llvm.create_new_module_pass_manager()
-    unused.add_global_dead_code_eliminate_pass()
-    unused.run(parsed, llvm.create_pass_builder(ctx.machine,
-                                                llvm.create_pipeline_tuning_options(speed_level=0)))

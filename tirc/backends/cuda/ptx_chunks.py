@@ -1,17 +1,17 @@
 """The PTX of one device module made in chunks side by side (``tirc build -j N``): the
 kernels of a device module are compiled independently by LLVM's NVPTX backend, so
-kernels (or groups of them) can be lowered, optimised and printed in forked processes
+kernels can be lowered, optimised and printed in forked processes
 (:mod:`tirc.backends.forked`) and their PTX texts joined into the text the whole
 module gives.
 
 * **Chunks** (:func:`split`): only a module of kernels alone (no device subroutine,
-  which would be a ``.func`` shared by its callers). Each kernel is a chunk, except that
-  the kernels that may call libdevice stay together: LLVM inlines and optimises
-  libdevice's functions by what calls them in the module, so a kernel compiled apart
-  from the others that share them can get other code. The N processes take the chunks
-  one at a time, the largest (statements and expressions of the kernels' bodies)
-  first, so that they finish together whatever each kernel costs. Every chunk is
-  compiled for the whole module's PTX ISA version.
+  which would be a ``.func`` shared by its callers); each kernel is a chunk. The N
+  processes take the chunks one at a time, the largest (statements and expressions of
+  the kernel's body) first, so that they finish together whatever each kernel costs.
+  Every chunk is compiled for the whole module's PTX ISA version. libdevice's functions
+  are inlined into each kernel before the optimiser runs (:func:`libdevice.link`), so
+  a kernel's code does not depend on the other kernels that call the same function;
+  when more than two chunks may call libdevice, they link it by the piece.
 * **Join** (:func:`join`): the NVPTX printer writes the header, the first kernel's
   ``.globl`` line, one line per shared-memory global it demoted to a kernel-local
   ``.shared`` (in the order of the kernels that own them) and a blank line, then each
@@ -43,45 +43,36 @@ _EXTERN_CALLS = frozenset({"call_extern", "call_pure_extern"})
 
 
 def split(mod: IRModule, jobs: int, math_ops: frozenset[str]) -> list[Chunk] | None:
-    """``mod``'s kernels as chunks, one per kernel except the kernels that may call
-    libdevice (a call of one of ``math_ops`` or an extern function), which stay together
-    in one; the largest (statements and expressions) first, for ``jobs`` processes that
-    take the next chunk when free (``forked.run_pulled``). None when it is not cut (one
-    process, one chunk, or a device subroutine)."""
+    """``mod``'s kernels as chunks, one per kernel, the largest (statements and
+    expressions) first, for ``jobs`` processes that take the next chunk when free
+    (``forked.run_pulled``); ``math_ops``: the TIR calls that may reach libdevice (with
+    extern calls). None when it is not cut (one process, one kernel, or a device
+    subroutine)."""
     funcs = list(mod.functions.items())
     if jobs <= 1 or len(funcs) < 2 or not all(is_kernel(f) for _, f in funcs):
         return None
-    units: list[list[int]] = []
-    sizes: list[int] = []
-    shared = None  # the unit of the kernels that may use libdevice
-    for i, (_, func) in enumerate(funcs):
-        size, math = 0, False
+    sizes, math = [], []
+    for _, func in funcs:
+        size, calls = 0, False
         for node in walk(func.body):
             size += 1
             if isinstance(node, Call) and isinstance(node.op, str) and (
                     node.op in math_ops or node.op in _EXTERN_CALLS):
-                math = True
-        if math and shared is not None:
-            units[shared].append(i)
-            sizes[shared] += size
-            continue
-        if math:
-            shared = len(units)
-        units.append([i])
+                calls = True
         sizes.append(size)
-    if len(units) < 2:
-        return None
-    names = [n for n, _ in funcs]
-    return [Chunk(replace(mod, functions={names[i]: funcs[i][1] for i in units[u]}),
-                  tuple(units[u])) for u in sorted(range(len(units)), key=lambda u: (-sizes[u], u))]
+        math.append(calls)
+    return [Chunk(replace(mod, functions={funcs[i][0]: funcs[i][1]}), (i,), math[i])
+            for i in sorted(range(len(funcs)), key=lambda i: (-sizes[i], i))]
 
 
 @record(frozen=True)
 class Chunk:
-    """Some kernels of a device module, as a module, and their places in it."""
+    """Some kernels of a device module, as a module, their places in it, and whether
+    they may call libdevice."""
 
     mod: IRModule
     places: tuple[int, ...]
+    math: bool
 
 
 def join(texts: list[str], chunks: list[Chunk]) -> str | None:

@@ -1,0 +1,96 @@
+"""libdevice (tirc.backends.cuda.libdevice): its text cut into pieces, and linking it by
+the piece gives the PTX that linking all of it gives."""
+from __future__ import annotations
+
+import textwrap
+
+import pytest
+from llvmlite import binding as llvm
+
+import tirc.backends.cuda.nvptx as nvptx
+from tirc.backends.cuda import libdevice
+from test_backend_nvptx import HEAD, _libdevice_path
+from tirc.build.stages import split_module
+from tirc.build.options import bind_target_from
+from tirc.frontend.parse import parse
+from tirc.passes.pipeline import PassContext, run_pipeline
+
+LIBRARY = textwrap.dedent("""\
+    ; ModuleID = 'lib'
+    target triple = "nvptx64-nvidia-gpulibs"
+
+    %struct.pair = type { i32, i32 }
+
+    @table = internal addrspace(1) global [2 x i32] [i32 1, i32 2], align 4
+
+    ; Function Attrs: alwaysinline nounwind
+    define float @__nv_a(float %x) #0 {
+      %1 = call float @__internal_b(float %x)
+      ret float %1
+    }
+
+    ; Function Attrs: alwaysinline nounwind
+    define internal float @__internal_b(float %x) #0 {
+      %1 = call i32 @__nvvm_reflect(ptr null)
+      ret float %x
+    }
+
+    define float @__nv_c(float %x) {
+      %1 = call float @__nv_c(float %x)
+      ret float %1
+    }
+
+    declare i32 @__nvvm_reflect(ptr)
+
+    attributes #0 = { alwaysinline nounwind }
+    """)
+
+
+def test_the_text_is_cut_into_definitions_and_the_rest():
+    pieces = libdevice.cut(LIBRARY)
+    assert list(pieces.definitions) == ["__nv_a", "__internal_b", "__nv_c"]
+    assert pieces.definitions["__nv_a"].startswith("; Function Attrs: alwaysinline nounwind\n"
+                                                   "define float @__nv_a(")
+    assert pieces.definitions["__nv_c"].startswith("define float @__nv_c(")
+    assert all(text.endswith("\n}\n") for text in pieces.definitions.values())
+    assert pieces.calls == {"__nv_a": {"__internal_b"}, "__internal_b": set(), "__nv_c": set()}
+    assert "define" not in pieces.common
+    for kept in ("%struct.pair", "@table", "declare i32 @__nvvm_reflect", "attributes #0"):
+        assert kept in pieces.common
+    # all of them are the text again, the definitions last
+    everything = pieces.text({"__nv_a", "__nv_c"})
+    assert sorted(everything.splitlines()) == sorted(LIBRARY.splitlines())
+    parsed = llvm.parse_assembly(everything)
+    assert [f.name for f in parsed.functions if not f.is_declaration] == list(pieces.definitions)
+
+
+def test_a_function_comes_with_what_it_calls_in_the_library_order():
+    pieces = libdevice.cut(LIBRARY)
+    text = pieces.text({"__nv_a", "not_in_the_library"})
+    assert text.index("@__nv_a(") < text.index("define internal float @__internal_b(")
+    assert "@__nv_c(" not in text
+    assert pieces.text(set()) == pieces.common
+
+
+MATH = HEAD + textwrap.dedent("""
+    @T.prim_func
+    def f(A: T.Buffer((128,), "float32"), B: T.Buffer((128,), "float64")):
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            A[tx] = T.exp(A[tx]) + T.tanh(A[tx]) + T.sin(A[tx]) * T.cos(A[tx]) + T.pow(A[tx], T.float32(3))
+            B[tx] = T.erf(B[tx]) + T.log1p(B[tx]) + T.sin(B[tx])
+""")
+
+
+def test_linking_by_the_piece_gives_the_ptx_of_linking_all(monkeypatch):
+    path = _libdevice_path()
+    if path is None:
+        pytest.skip("no libdevice.10.bc on this machine")
+    monkeypatch.setattr(libdevice, "locate", lambda: path)
+    target = bind_target_from("cuda -arch=sm_90", None)
+    mod = run_pipeline(parse(MATH, "m.tir"), PassContext(target))
+    (device_target, device), = split_module(mod)[1].items()
+    whole, pieced = (nvptx._generate(device, device_target, "m", True, False, nvptx._untimed,
+                                     None, pieces) for pieces in (False, True))
+    # all inlined but the slow path of a double's trigonometric reduction (noinline)
+    assert "__nv_" not in whole.ptx and ".func" in whole.ptx
+    assert whole.ptx == pieced.ptx
