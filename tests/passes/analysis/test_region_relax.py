@@ -6,10 +6,14 @@ from __future__ import annotations
 from tirc.ir.block import Range
 from tirc.ir.dtype import INT32
 from tirc.ir.expr import BinOp, IntImm, Not
-from tirc.passes.analysis.region_bounds import predicate_refiner, solve_condition
-from tirc.passes.analysis.region_relax import (cover_range, eval_set, from_range,
+from tirc.ir.stmt import IfThenElse
+from tirc.ir.visitor import walk
+from tirc.frontend.parse import parse
+from tirc.passes.analysis import region_bounds
+from tirc.passes.analysis.region_bounds import may_constrain, predicate_refiner, solve_condition
+from tirc.passes.analysis.region_relax import (IntervalSet, cover_range, eval_set, from_range,
                                       need_relax_thread, union)
-from test_arith_simplify import i, j, k, text
+from test_arith_simplify import i, j, k, text, x
 
 
 def c(v):
@@ -86,3 +90,46 @@ def test_predicate_bounds_fused_inner_loops():
     d = dom(i=(0, 10))
     pred = BinOp("ne", i.e, c(0), INT32)
     assert covered(i, d, predicate_refiner(pred, d)) == ("1", "9")
+
+
+def test_a_predicate_on_variables_not_relaxed_is_not_put_in_canonical_form(monkeypatch):
+    d = dom(j=(0, 8), k=(0, 8))
+    seen = []
+    real = region_bounds._relaxed_terms
+    monkeypatch.setattr(region_bounds, "_relaxed_terms",
+                        lambda e, dom, ana: seen.append(e) or real(e, dom, ana))
+    pred = BinOp("and", BinOp("lt", (i * 4).e, c(60), INT32),
+                 BinOp("lt", (j * 8 + k).e, c(60), INT32), INT32)
+    assert covered(i * 64 + j * 8 + k, d, predicate_refiner(pred, d)) == ("i * 64", "60")
+    # the comparison of i alone bounds no relaxed loop: never put in canonical form
+    compared = [e for e in seen if e.op == "sub"]  # the predicate's sides, a - b
+    assert len(compared) == 1 and not any(n is i.e for n in walk(compared[0]))
+
+
+def test_a_variable_fixed_to_a_point_of_relaxed_loops_is_looked_through():
+    d = dom(j=(0, 8), k=(0, 8))
+    d[id(x.e)] = IntervalSet.point((j * 8 + k).e)  # let x = j * 8 + k
+    pred = BinOp("lt", x.e, c(60), INT32)
+    assert covered(i * 64 + j * 8 + k, d, predicate_refiner(pred, d)) == ("i * 64", "60")
+
+
+def _condition(text_of_if: str):
+    mod = parse("""# from tvm.script import tirx as T
+@T.prim_func
+def f(A: T.Buffer((64,), "float32"), n: T.int32):
+    for i in range(64):
+        if %s:
+            A[i] = T.float32(0)
+""" % text_of_if)
+    return next(s for s in walk(mod.functions["f"].body) if isinstance(s, IfThenElse)).condition
+
+
+def test_which_conditions_may_bound_a_loop():
+    # a sort's comparison of loaded values: never a bound, and costly to simplify
+    assert not may_constrain(_condition("A[i] <= A[63 - i]"))
+    assert not may_constrain(_condition("not (A[i] < A[0] and A[1] > A[i])"))
+    # integer comparisons, alone or beside data-dependent ones, and anything else may
+    assert may_constrain(_condition("i < n"))
+    assert may_constrain(_condition("A[i] < A[0] or i * 2 < n"))
+    assert may_constrain(_condition("A[i] < T.float32(1) * T.Cast('float32', n)")) is False
+    assert may_constrain(_condition("T.float32(1) < T.float32(2)"))

@@ -11,7 +11,7 @@
 """
 from __future__ import annotations
 
-from tirc.ir.expr import BinOp, Call, IntImm, Not, PrimExpr, Var
+from tirc.ir.expr import BinOp, BufferLoad, Call, IntImm, Not, PrimExpr, Var
 from tirc.ir.visitor import walk
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_canonical_form import Sum, to_sum
@@ -147,6 +147,21 @@ def _may_solve(cond: PrimExpr) -> bool:
     return seen
 
 
+def may_constrain(cond: PrimExpr) -> bool:
+    """Whether ``cond``, simplified, may state a bound for :func:`predicate_constraints`
+    (an integer comparison), judged from its shape: a comparison of values that are not
+    integers and load from memory (a sort's ``values[i] <= values[j]``) never does, and
+    its simplification costs milliseconds. Conjunctions, disjunctions and negations are
+    looked through; anything else may."""
+    if isinstance(cond, Not):
+        return may_constrain(cond.a)
+    if isinstance(cond, BinOp) and cond.op in ("and", "or"):
+        return may_constrain(cond.a) or may_constrain(cond.b)
+    if isinstance(cond, BinOp) and cond.op in _COMPARE and not index_typed(cond.a):
+        return not any(isinstance(n, BufferLoad) for n in walk(cond))
+    return True
+
+
 # ---- predicates --------------------------------------------------------------------------
 
 @record(frozen=True)
@@ -176,6 +191,19 @@ def _relaxed_terms(e: PrimExpr, dom: Dom, ana: Analyzer):
     return {k: v for k, v in iters.items() if v}, rest
 
 
+def _mentions_relaxed(e: PrimExpr, dom: Dom, seen: set[int] | None = None) -> bool:
+    """Whether ``e`` holds a variable that ``dom`` relaxes to more than a point, or one
+    fixed to a point that does (what :func:`_relaxed_terms` substitutes)."""
+    seen = set() if seen is None else seen
+    for n in walk(e):
+        if n.__class__ is Var and id(n) not in seen:
+            seen.add(id(n))
+            s = dom.get(id(n))
+            if s is not None and (not s.is_point or _mentions_relaxed(s.min, dom, seen)):
+                return True
+    return False
+
+
 def predicate_constraints(pred: PrimExpr, dom: Dom) -> list[_Constraint]:
     """Bounds ``lo <= L <= hi`` on linear forms ``L`` of relaxed variables that
     ``pred`` states with constants alone."""
@@ -183,6 +211,8 @@ def predicate_constraints(pred: PrimExpr, dom: Dom) -> list[_Constraint]:
     out = []
     for c in conjuncts(pred):
         if not (isinstance(c, BinOp) and c.op in _COMPARE and index_typed(c.a)):
+            continue
+        if not _mentions_relaxed(c, dom):  # bounds none of them: no canonical form needed
             continue
         iters, rest = _relaxed_terms(BinOp("sub", c.a, c.b, c.a.dtype), dom, ana)
         if not iters or rest.args:

@@ -33,7 +33,7 @@ from tirc.ir.stmt import AllocBuffer, AttrStmt, BufferStore, For, IfThenElse, It
 from tirc.ir.visitor import Visitor, walk
 from tirc.passes.analysis.arith_analyzer import Analyzer
 from tirc.passes.analysis.arith_ops import binop, imm, index_typed, max_, min_, mul
-from tirc.passes.analysis.region_bounds import predicate_refiner, solve_condition
+from tirc.passes.analysis.region_bounds import may_constrain, predicate_refiner, solve_condition
 from tirc.passes.analysis.region_relax import (EVERYTHING, IntervalSet, cover_range, eval_range,
                                       from_range, need_relax_thread, union)
 
@@ -266,7 +266,7 @@ class _Collector(Visitor):
             if entry[1] is None:
                 c = entry[0]
                 c = c if c.dtype.is_bool else BinOp("ne", c, imm(c.dtype, 0), BOOL)
-                entry[1] = self.ana.simplify(c)
+                entry[1] = self.ana.simplify(c) if may_constrain(c) else IntImm(BOOL, 1)
             c = entry[1]
             if isinstance(c, IntImm):
                 if not c.value:
