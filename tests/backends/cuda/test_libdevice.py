@@ -12,6 +12,7 @@ from tirc.backends.cuda import libdevice
 from test_backend_nvptx import HEAD, _libdevice_path
 from tirc.build.stages import split_module
 from tirc.build.options import bind_target_from
+from tirc.diagnostics import Diagnostic
 from tirc.frontend.parse import parse
 from tirc.passes.pipeline import PassContext, run_pipeline
 
@@ -94,3 +95,15 @@ def test_linking_by_the_piece_gives_the_ptx_of_linking_all(monkeypatch):
     # all inlined but the slow path of a double's trigonometric reduction (noinline)
     assert "__nv_" not in whole.ptx and ".func" in whole.ptx
     assert whole.ptx == pieced.ptx
+
+
+@pytest.mark.parametrize("pieces", [False, True])
+def test_an_unreadable_libdevice_is_a_diagnostic(pieces, tmp_path, monkeypatch):
+    broken = tmp_path / "libdevice.10.bc"
+    broken.write_bytes(b"not bitcode")
+    monkeypatch.setattr(libdevice, "locate", lambda: str(broken))
+    target = bind_target_from("cuda -arch=sm_90", None)
+    mod = run_pipeline(parse(MATH, "m.tir"), PassContext(target))
+    (device_target, device), = split_module(mod)[1].items()
+    with pytest.raises(Diagnostic, match="cannot read libdevice at .*libdevice.10.bc"):
+        nvptx._generate(device, device_target, "m", False, False, nvptx._untimed, None, pieces)
