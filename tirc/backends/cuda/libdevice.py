@@ -134,7 +134,7 @@ def cut(text: str) -> Pieces:
         definitions[m.group(1)] = text[start:end]
         at = end
     common.append(text[at:])
-    calls = {name: frozenset(_REFERENCE.findall(body)) & definitions.keys() - {name}
+    calls = {name: frozenset(_REFERENCE.findall(body)) & (definitions.keys() - {name})
              for name, body in definitions.items()}
     return Pieces("".join(common), definitions, calls)
 
