@@ -73,8 +73,8 @@ def test_kernels_that_call_the_same_libdevice_function_are_compiled_apart(pieces
 
 
 # Two kernels of TVM's MLC-LLM KV cache that call the same libdevice functions
-# (sin, cos and exp2 of rotary embedding and softmax): the optimiser worked on each
-# function once for both kernels, and a kernel compiled alone got other instructions.
+# (sin, cos and exp2 of rotary embedding and softmax): were each function optimised once
+# for both kernels before inlining, a kernel compiled alone would get other instructions.
 @pytest.mark.parametrize("path", ["bench/models/mlc_kv_cache.cuda.tir"])
 def test_a_kernel_gets_the_same_code_alone_as_beside_others_calling_libdevice(path, monkeypatch):
     full, target, _ = _device_module((ROOT / path).read_text(), path, monkeypatch)

@@ -4,10 +4,10 @@ which functions it defines, and linking what a device module calls into it.
 Linking (:func:`link`) makes the library's functions internal, drops those the module
 does not call (GlobalDCE) and inlines the rest into their callers (all but three of
 libdevice's functions are ``alwaysinline``) before the optimiser runs. So -O3 sees only
-what the kernels use, and each kernel gets the library's code as written: the optimiser
-does not work on a function once for all its callers, which made a kernel's code
+what the kernels use, and each kernel gets the library's code as written. Were a
+function optimised once for all its callers and then inlined, a kernel's code would
 depend on the other kernels of its module that call the same function (same meaning,
-other instructions and registers), so that a module compiled in chunks
+other instructions and registers), and a module compiled in chunks
 (:mod:`tirc.backends.cuda.ptx_chunks`) would not be the module compiled whole.
 
 Two ways to read the library, the same module after either:
