@@ -42,6 +42,13 @@ class Backend:
         ``kill()`` abandons it; None (the default) when this backend does not."""
         return None
 
+    def start_preparing(self, target, jobs: int) -> Any:
+        """Work a device backend starts in a forked process before the module is read,
+        to run beside the parse on a core it leaves idle (``jobs`` > 1), for
+        ``target``, the build's bind target: something with ``kill()``, which ends it if
+        it is not used; None (the default) when there is none."""
+        return None
+
     def device_images(self, devices: dict, out, name: str, *, device_format: str,
                       emit: tuple[str, ...] = (), line_info: bool = False,
                       jobs: int = 1) -> DeviceOutputs:
@@ -91,6 +98,15 @@ class CUDABackend(Backend):
                  "fatbin")
     device_formats = ("ptx", "cubin", "fatbin")
     doc = "NVIDIA GPU code through LLVM's NVPTX target (PTX; cubins, fatbins)"
+
+    def start_preparing(self, target, jobs):
+        """libdevice cut into pieces (:func:`libdevice.start_cut`), which the chunks of
+        ``-j N`` link."""
+        if jobs <= 1:
+            return None
+        from tirc.backends.cuda import libdevice
+        path = libdevice.locate()
+        return libdevice.start_cut(path) if path else None
 
     def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False,
                       jobs=1):

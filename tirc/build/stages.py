@@ -180,6 +180,8 @@ def build(source: str | IRModule, target: Target | str | None = None,
                 break
     finally:
         _abandon_host(b)  # chunks started beside the device code and never collected
+        if b.preparing is not None:  # collected by the device code, or not needed
+            b.preparing.kill()
     return BuildResult(b.files, b.host_mod, b.host_target,
                        {t.canonical: m for t, m in b.devices.items()},
                        {arch_target(t, arch, len(files)).canonical: path
@@ -209,6 +211,7 @@ class _Build:
     devices: dict[Target, IRModule] = field(default_factory=dict)
     launch_table: object = None  # the images the host object embeds and launches
     host_started: object = None  # the host object's chunks started beside the device code
+    preparing: object = None  # the bind target's device backend's work started beside the parse
     dev: DeviceOutputs = field(default_factory=DeviceOutputs)
     obj: object = None  # the host backend's object (None with device_only)
     outputs: list[tuple[Path, bytes]] = field(default_factory=list)
@@ -221,6 +224,7 @@ class _Build:
 
 
 def _parse(b: _Build) -> None:
+    b.preparing = _start_preparing(b)
     if isinstance(b.source, str):
         from tirc.frontend.parse import parse
         b.read = parse(b.source, b.filename)
@@ -315,6 +319,18 @@ def _format_for(b: _Build, backend, modules: dict[Target, IRModule], several: bo
     kind = next(iter(modules)).kind
     raise Diagnostic(f"--device-format {fmt}: the module's device targets are {kind}, which "
                      f"writes {' or '.join(formats)}", next(iter(modules.values())).span)
+
+
+def _start_preparing(b: _Build):
+    """With ``-j N``, what the bind target's device backend starts before the input is
+    read (``Backend.start_preparing``), to run on a core the parse leaves idle."""
+    if b.opts.jobs <= 1 or b.opts.debug:
+        return None
+    from tirc.backends.registry import BACKENDS
+    backend = BACKENDS.get(b.opts.target.kind)
+    if backend is None or backend.role != "device":
+        return None
+    return backend.start_preparing(b.opts.target, b.opts.jobs)
 
 
 def _start_host(b: _Build):

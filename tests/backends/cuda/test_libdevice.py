@@ -2,6 +2,7 @@
 the piece gives the PTX that linking all of it gives."""
 from __future__ import annotations
 
+import os
 import textwrap
 
 import pytest
@@ -10,7 +11,7 @@ from llvmlite import binding as llvm
 import tirc.backends.cuda.nvptx as nvptx
 from tirc.backends.cuda import libdevice
 from test_backend_nvptx import HEAD, _libdevice_path
-from tirc.build.stages import split_module
+from tirc.build.stages import build, split_module
 from tirc.build.options import bind_target_from
 from tirc.diagnostics import Diagnostic
 from tirc.frontend.parse import parse
@@ -82,6 +83,19 @@ MATH = HEAD + textwrap.dedent("""
 """)
 
 
+# three kernels calling libdevice: under -j N, three chunks that link it by the piece
+THREE_KERNELS = HEAD + textwrap.dedent("""
+    @T.prim_func
+    def f(A: T.Buffer((128,), "float32"), B: T.Buffer((128,), "float32")):
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            B[tx] = T.exp(A[tx])
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            A[tx] = T.sin(B[tx])
+        for tx in T.thread_binding(128, thread="threadIdx.x"):
+            B[tx] = T.cos(A[tx])
+""")
+
+
 def test_linking_by_the_piece_gives_the_ptx_of_linking_all(monkeypatch):
     path = _libdevice_path()
     if path is None:
@@ -107,3 +121,72 @@ def test_an_unreadable_libdevice_is_a_diagnostic(pieces, tmp_path, monkeypatch):
     (device_target, device), = split_module(mod)[1].items()
     with pytest.raises(Diagnostic, match="cannot read libdevice at .*libdevice.10.bc"):
         nvptx._generate(device, device_target, "m", False, False, nvptx._untimed, None, pieces)
+
+
+@pytest.fixture
+def library(tmp_path, monkeypatch):
+    """LIBRARY as a bitcode file, with no cut of it made or started in this process."""
+    path = tmp_path / "libdevice.10.bc"
+    path.write_bytes(llvm.parse_assembly(LIBRARY).as_bitcode())
+    monkeypatch.setattr(libdevice, "_PIECES", {})
+    monkeypatch.setattr(libdevice, "_CUTTING", {})
+    return str(path)
+
+
+def test_a_cut_started_in_another_process_is_the_cut_made_here(library):
+    here = libdevice.cut(str(libdevice._parse(library)))
+    started = libdevice.start_cut(library)
+    assert started is not None
+    assert libdevice.start_cut(library) is None  # once per process
+    assert libdevice.cut_once(library) == here
+    assert libdevice._CUTTING == {}
+    started.kill()  # collected already: nothing to end
+    assert libdevice.cut_once(library) == here
+
+
+def test_a_cut_started_and_not_needed_is_ended(library):
+    started = libdevice.start_cut(library)
+    pid = started.started.children[0][0]
+    started.kill()
+    assert libdevice._CUTTING == {}
+    with pytest.raises(ChildProcessError):
+        os.waitpid(pid, 0)  # ended and reaped
+    assert libdevice.cut_once(library).definitions.keys() == {"__nv_a", "__internal_b", "__nv_c"}
+
+
+def test_an_unreadable_libdevice_cut_in_another_process_is_a_diagnostic(tmp_path, monkeypatch):
+    broken = tmp_path / "libdevice.10.bc"
+    broken.write_bytes(b"not bitcode")
+    monkeypatch.setattr(libdevice, "_PIECES", {})
+    monkeypatch.setattr(libdevice, "_CUTTING", {})
+    libdevice.start_cut(str(broken))
+    with pytest.raises(Diagnostic, match="cannot read libdevice at .*libdevice.10.bc"):
+        libdevice.cut_once(str(broken))
+
+
+def test_a_build_with_jobs_cuts_libdevice_beside_the_parse(library, tmp_path, monkeypatch):
+    monkeypatch.setattr(libdevice, "locate", lambda: library)
+    started = []
+    start = libdevice.start_cut
+    monkeypatch.setattr(libdevice, "start_cut", lambda path: started.append(path) or start(path))
+    build(THREE_KERNELS, "cuda -arch=sm_90", "llvm", out_dir=tmp_path, name="m", write=False)
+    assert started == [] and libdevice._PIECES == {}  # -j 1 links the whole library
+    build(THREE_KERNELS, "cuda -arch=sm_90", "llvm", out_dir=tmp_path, name="m", jobs=2,
+          write=False)
+    assert started == [library]
+    assert libdevice._CUTTING == {} and library in libdevice._PIECES  # collected
+
+
+def test_a_cut_a_build_does_not_use_is_ended(library, tmp_path, monkeypatch):
+    monkeypatch.setattr(libdevice, "locate", lambda: library)
+    build(MATH, "cuda -arch=sm_90", "llvm", out_dir=tmp_path, name="m", jobs=2, write=False)
+    assert libdevice._CUTTING == {} and libdevice._PIECES == {}  # one kernel: linked whole
+
+
+def test_a_build_that_fails_ends_the_cut_it_started(library, tmp_path, monkeypatch):
+    monkeypatch.setattr(libdevice, "locate", lambda: library)
+    with pytest.raises(Diagnostic, match="expected"):
+        build("@I.ir_module\nclass M:\n    x = (\n", "cuda -arch=sm_90", "llvm",
+              out_dir=tmp_path / "out", name="m", jobs=2)
+    assert libdevice._CUTTING == {} and libdevice._PIECES == {}
+    assert not (tmp_path / "out").exists()
