@@ -23,6 +23,9 @@ class PassContext:
     default_gpu_schedule: bool = False  # --default-gpu-schedule
     renormalize_split_pattern: bool = False  # Python API only (see the pass)
     config: tuple[tuple[str, Any], ...] = ()
+    # the names of the whole module's functions when the passes run on a part of it
+    # (``-j N``): a function a pass adds takes none of them
+    module_names: frozenset[str] = frozenset()
 
     def config_of(self, key: str, default: Any = None) -> Any:
         """The option ``key`` (a dict for an option with fields, as TVM's config nodes),

@@ -400,9 +400,11 @@ def pass_names(abi: str | None = "packed") -> list[str]:
 
 
 # The phases whose passes change each function by itself and the private functions it
-# calls: none of them adds a function or reads one of another call-graph component, so
-# the components of a module can go through them apart, side by side (``-j N``).
-APART_PHASES = ("blocks", "lower")
+# calls, or add functions made from one (SplitHostDevice's kernels): none of them reads a
+# function of another call-graph component, so the components of a module can go
+# through them apart, side by side (``-j N``), and the results be put together as the
+# serial run leaves them (:func:`_run_apart`).
+APART_PHASES = ("blocks", "lower", "split", "abi", "legalize", "device")
 
 # runs tasks side by side and returns their results in order (the build's fork helper,
 # ``tirc.backends.forked.run_pulled``: its processes take the tasks one at a time)
@@ -416,9 +418,10 @@ def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
 
     With ``jobs`` > 1 and ``spread``, the passes of :data:`APART_PHASES` run on each
     call-graph component apart, the components shared out by ``spread``; the result is
-    the module the serial run gives, its functions in the same order. Only for a whole
-    run timed by :class:`TimePasses` at most (``--print-after`` and the like see one
-    module); the components' pass times are added up."""
+    the module the serial run gives, its functions and facts in the same order, and an
+    error is the one the serial run raises. Only for a whole run timed by
+    :class:`TimePasses` at most (``--print-after`` and the like see one module); the
+    components' pass times are added up."""
     passes = pipeline(ctx.abi)
     if stop_after is not None and stop_after not in [p.name for p in passes]:
         raise ValueError(f"unknown pass '{stop_after}'")
@@ -443,30 +446,68 @@ def _run_apart(mod: IRModule, ctx: PassContext, passes: list[Pass],
     if len(comps) <= 1:
         return _run_sequence(mod, ctx, passes, None, instruments)
     timed = bool(instruments)
+    # new functions must not take the name of a function of another component
+    part_ctx = replace(ctx, module_names=ctx.module_names | frozenset(mod.functions))
 
     def task(names: list[str]):
         def run():
             timer = TimePasses()
             sub = replace(mod, functions={n: mod.functions[n] for n in names})
-            return _run_sequence(sub, ctx, passes, None, (timer,) if timed else ()), timer.times
+            return (_run_sequence(sub, part_ctx, passes, None, (timer,) if timed else ()),
+                    timer.times)
         return run
     try:
         results = spread([task(names) for names in _costliest_first(mod, comps)])
-    except Diagnostic:
-        raise
-    except Exception:  # noqa: BLE001 - a component that could not be sent back (too deep to pickle)
+    except Exception:  # noqa: BLE001 - the serial run: it raises the error it meets first
+        # (another component's may come first in pass order), or runs a component that
+        # could not be sent back (too deep to pickle)
         return _run_sequence(mod, ctx, passes, None, instruments)
-    done: dict[str, object] = {}
+    joined = _join_parts(mod, [sub for sub, _ in results])
+    if joined is None:
+        return _run_sequence(mod, ctx, passes, None, instruments)
     totals: dict[str, float] = {}
-    for sub, times in results:
-        done.update(sub.functions)
+    for _, times in results:
         for name, t in times:
             totals[name] = totals.get(name, 0.0) + t
-    functions = {n: done[n] for n in mod.functions if n in done}
-    functions.update((n, f) for n, f in done.items() if n not in functions)
     for inst in instruments:
         inst.times.extend((p.name, totals[p.name]) for p in passes if p.name in totals)
-    return replace(mod, functions=functions)
+    return joined
+
+
+def _join_parts(mod: IRModule, parts: list[IRModule]) -> IRModule | None:
+    """The module the serial run gives from the components' results ``parts``: ``mod``'s
+    functions in its order, then the functions the components added (kernels) in the
+    order of the functions they were made from (their callers, by the build's facts) and
+    in the order each component made them; the facts in the order of the functions they
+    describe. None when an added function's origin is not known or two components added
+    one name."""
+    base = mod.facts
+    order = {n: i for i, n in enumerate(mod.functions)}
+    functions = {}
+    added: list[tuple[int, int, str, object]] = []
+    exported, kernels, warnings = [], [], list(base.warnings)
+    for part in parts:
+        callers = {k.name: k.launches[0].caller for k in part.facts.kernels if k.launches}
+        for n, f in part.functions.items():
+            if n in order:
+                functions[n] = f
+            elif callers.get(n) in order and n not in functions:
+                functions[n] = f
+                added.append((order[callers[n]], len(added), n, f))
+            else:
+                return None
+        exported += part.facts.functions[len(base.functions):]
+        kernels += part.facts.kernels[len(base.kernels):]
+        warnings += part.facts.warnings[len(base.warnings):]
+    functions = {n: functions[n] for n in mod.functions}
+    functions.update((n, f) for _, _, n, f in sorted(added, key=lambda a: a[:2]))
+    place = {n: i for i, n in enumerate(functions)}
+    facts = replace(base, functions=tuple(base.functions) + tuple(
+                        sorted(exported, key=lambda e: place[e.name])),
+                    kernels=tuple(base.kernels) + tuple(
+                        sorted(kernels, key=lambda k: place[k.name])),
+                    warnings=tuple(warnings))
+    return replace(mod, functions=functions, facts=facts)
 
 
 def _costliest_first(mod: IRModule, comps: list[list[str]]) -> list[list[str]]:

@@ -154,7 +154,7 @@ def _as_kernel(f: PrimFunc) -> PrimFunc:
 def split_host_device(mod: IRModule, ctx) -> IRModule:
     funcs: dict[str, PrimFunc] = {}
     kernels: dict[str, PrimFunc] = {}
-    taken = set(mod.functions)
+    taken = set(mod.functions) | ctx.module_names
     # which functions are called matters only for those that may run on the device whole
     whole = {name for name, f in mod.functions.items() if _runs_on_device(f)}
     called = _called(mod) if whole else set()
