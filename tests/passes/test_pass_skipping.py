@@ -83,3 +83,70 @@ def test_features_of_a_module():
     assert {"private", "alloc", "shared", "loop.vectorized", "loop.unrolled", "loop.unit",
             "call.likely"} <= found
     assert "thread.virtual" not in found and "block" not in found
+    assert "bfloat16" not in found and "float8" not in found
+
+
+NARROW = """
+# from tvm.script import ir as I
+# from tvm.script import tirx as T
+
+@I.ir_module
+class Module:
+    @T.prim_func
+    def by_buffer(A: T.Buffer((4,), "bfloat16")):
+        T.evaluate(0)
+
+    @T.prim_func
+    def by_scalar(x: T.bfloat16):
+        T.evaluate(0)
+
+    @T.prim_func
+    def by_pointer(p: T.handle("float8_e4m3fn")):
+        T.evaluate(0)
+
+    @T.prim_func(private=True)
+    def by_return(x: T.float32) -> T.bfloat16:
+        return T.Cast("bfloat16", x)
+
+    @T.prim_func
+    def by_cast(A: T.Buffer((4,), "float32")):
+        A[0] = T.Cast("float32", T.Cast("float8_e5m2", A[1]))
+
+    @T.prim_func
+    def by_constant(A: T.Buffer((4,), "float32")):
+        A[0] = T.Cast("float32", T.bfloat16(1.5))
+
+    @T.prim_func
+    def by_call(A: T.Buffer((4,), "uint16")):
+        A[0] = T.reinterpret("uint16", T.reinterpret("bfloat16", A[1]))
+
+    @T.prim_func
+    def by_allocation(A: T.Buffer((4,), "float32")):
+        B = T.alloc_buffer((4,), "float8_e4m3fn")
+        B[0] = T.Cast("float8_e4m3fn", A[0])
+        A[1] = T.Cast("float32", B[0])
+
+    @T.prim_func
+    def none(A: T.Buffer((4,), "float16"), B: T.Buffer((4,), "uint8")):
+        A[0] = T.Cast("float16", B[0])
+"""
+
+
+def test_narrow_float_features_where_such_a_value_starts():
+    """bfloat16 and float8 are features wherever such a value can start (the legalize
+    passes are skipped on a module without them), and agree with the dtypes the
+    legalize passes scan for."""
+    from tirc.passes.analysis.features import function_features
+    from tirc.passes.legalize.narrow_float import _scan_bases
+    mod = parse(NARROW)
+    narrow = {}
+    for name, func in mod.functions.items():
+        found = function_features(func)
+        narrow[name] = {f for f in ("bfloat16", "float8") if f in found}
+        bases = _scan_bases(func)
+        assert narrow[name] == ({"bfloat16"} & bases) | (
+            {"float8"} if any(b.startswith("float8") for b in bases) else set()), name
+    assert narrow == {"by_buffer": {"bfloat16"}, "by_scalar": {"bfloat16"},
+                      "by_pointer": {"float8"}, "by_return": {"bfloat16"},
+                      "by_cast": {"float8"}, "by_constant": {"bfloat16"},
+                      "by_call": {"bfloat16"}, "by_allocation": {"float8"}, "none": set()}

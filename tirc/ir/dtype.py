@@ -20,6 +20,8 @@ _BASES: dict[str, int] = {
     "float6_e2m3fn": 6, "float6_e3m2fn": 6, "float4_e2m1fn": 4,
     "handle": 64, "void": 0,
 }
+# the float types BF16StorageLegalize and FP8StorageLegalize store as integers
+NARROW_FLOAT_BASES = ("bfloat16",) + _FLOAT8
 _LANES = re.compile(r"^(?P<base>[a-z0-9_]+?)x(?P<vscale>vscalex)?(?P<lanes>[0-9]+)$")
 
 

@@ -362,9 +362,10 @@ PIPELINE: list[Pass] = [
           "public host functions take tvm-ffi packed arguments, checked", ("VerifyMemory",)),
     _pass("BF16StorageLegalize", "legalize.bf16_storage_legalize",
           "bfloat16 stored as uint16 and computed in float32 where the target lacks it",
-          ("MakePackedAPI",)),
+          ("MakePackedAPI",), needs=("bfloat16",)),
     _pass("FP8StorageLegalize", "legalize.fp8_storage_legalize",
-          "float8 stored as uint8 and computed in float32", ("MakePackedAPI",)),
+          "float8 stored as uint8 and computed in float32", ("MakePackedAPI",),
+          needs=("float8",)),
     # TVM's finalize-device passes: on kernels, once the host/device split is done.
     _pass("LowerWarpMemory", "device.lower_warp_memory",
           "warp-scope buffers become registers of each lane; loads from other lanes "

@@ -23,6 +23,10 @@ A feature is a string:
   (``wmma.matrix_a``, ``wmma.matrix_b``, ``wmma.accumulator``);
 * ``select``: a ``T.Select``;
 * ``int64``: a variable, constant or cast of a signed integer type wider than 32 bits;
+* ``bfloat16``, ``float8``: a parameter, return type, variable (or what a pointer variable
+  points to), constant, cast, call or buffer of ``bfloat16`` / of a ``float8_*`` type.
+  Every narrow float value starts at one of those (arithmetic on it is of its
+  operands' type), so a function without them mentions no such type;
 * ``private``: a private function.
 
 The walk covers statements and expressions of every function, so a feature is absent
@@ -32,12 +36,16 @@ from __future__ import annotations
 
 from tirc.ir.buffer import SHARED_SCOPES
 from tirc.ir.block import SBlock, SBlockRealize
-from tirc.ir.expr import BufferLoad, Call, Cast, IntImm, Select, Var
+from tirc.ir.dtype import NARROW_FLOAT_BASES
+from tirc.ir.expr import BufferLoad, Call, Cast, FloatImm, IntImm, Select, Var
 from tirc.ir.function import IRModule
 from tirc.ir.stmt import (AllocBuffer, AttrStmt, Break, BufferStore, Continue, DeclBuffer, For,
                           IterVar)
 from tirc.ir.visitor import walk
 
+
+# the feature of each narrow float base
+_NARROW = {base: "bfloat16" if base == "bfloat16" else "float8" for base in NARROW_FLOAT_BASES}
 
 
 def is_virtual_thread(tag: str) -> bool:
@@ -67,26 +75,42 @@ def function_features(func) -> frozenset[str]:
     """The features of one function."""
     found: set[str] = set()
     add = found.add
+    narrow = _NARROW
     if func.private:
         add("private")
+    if func.ret_type is not None and func.ret_type.base in narrow:
+        add(narrow[func.ret_type.base])
     for var in func.params:
         _pointer(var, add)
+        if var.dtype.base in narrow:
+            add(narrow[var.dtype.base])
     for _, buf in func.buffer_map:
         _buffer(buf, add)
     for node in walk(func.body):
         cls = type(node)
         if cls is Var:
             _pointer(node, add)
-            if node.dtype.base == "int64":
+            base = node.dtype.base
+            if base == "int64":
                 add("int64")
+            elif base in narrow:
+                add(narrow[base])
         elif cls is IntImm or cls is Cast:
-            if node.dtype.base == "int64":
+            base = node.dtype.base
+            if base == "int64":
                 add("int64")
+            elif base in narrow:
+                add(narrow[base])
+        elif cls is FloatImm:
+            if node.dtype.base in narrow:
+                add(narrow[node.dtype.base])
         elif cls is BufferLoad or cls is BufferStore:
             _buffer(node.buffer, add)
         elif cls is Call:
             if isinstance(node.op, str):
                 add(f"call.{node.op}")
+            if node.dtype.base in narrow:
+                add(narrow[node.dtype.base])
         elif cls is For:
             _loop(node, add)
         elif cls is AttrStmt:
@@ -131,11 +155,15 @@ def _loop(loop: For, add) -> None:
 
 def _buffer(buf, add) -> None:
     _pointer(buf.data, add)
+    if buf.dtype is not None and buf.dtype.base in _NARROW:
+        add(_NARROW[buf.dtype.base])
 
 
 def _pointer(var: Var, add) -> None:
     ptr = var.ptr
     if ptr is not None:
+        if ptr.dtype is not None and ptr.dtype.base in _NARROW:
+            add(_NARROW[ptr.dtype.base])
         if ptr.scope in SHARED_SCOPES:
             add("shared")
         elif ptr.scope == "warp":
