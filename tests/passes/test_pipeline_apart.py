@@ -10,7 +10,7 @@ from tirc.backends.forked import run_pulled
 from tirc.diagnostics import Diagnostic
 from tirc.frontend.parse import parse
 from tirc.ir.printer import print_module
-from tirc.passes.pipeline import PassContext, TimePasses, _costliest_first, run_pipeline
+from tirc.passes.pipeline import PartWork, PassContext, TimePasses, _costliest_first, run_pipeline
 from tirc.ir.call_graph import components
 from tirc.target.kinds import parse_target
 from conftest import ROOT
@@ -183,3 +183,34 @@ def test_the_error_is_the_one_the_serial_run_raises():
     with pytest.raises(Diagnostic) as forked:
         run_pipeline(mod, CTX, jobs=2, spread=lambda tasks: run_pulled(tasks, 2, "pass group"))
     assert str(forked.value) == str(serial.value)
+
+
+class _Names(PartWork):
+    """Each component's functions after its passes, as its process saw them."""
+
+    def __init__(self):
+        self.taken = []
+
+    def run(self, mod):
+        return sorted(mod.functions)
+
+    def take(self, results):
+        self.taken += results
+
+
+def test_part_work_runs_on_each_component_after_its_passes():
+    mod = parse(KERNELS)
+    work = _Names()
+    run_pipeline(mod, CTX, jobs=2, spread=lambda tasks: run_pulled(tasks, 2, "pass group"),
+                 part_work=work)
+    # in the order the components were given out, the largest first
+    assert work.taken == [["b", "b_kernel", "b_kernel_1", "fill", "fill_kernel"],
+                          ["a", "a_kernel_1", "a_kernel_2"], ["a_kernel"], ["c", "c_kernel"]]
+
+
+def test_no_part_work_is_taken_when_the_passes_run_whole():
+    mod = parse(ERRORS, "errors.tir")
+    work = _Names()
+    with pytest.raises(Diagnostic):
+        run_pipeline(mod, CTX, jobs=2, spread=lambda tasks: [t() for t in tasks], part_work=work)
+    assert work.taken == []

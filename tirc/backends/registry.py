@@ -45,16 +45,26 @@ class Backend:
     def start_preparing(self, target, jobs: int) -> Any:
         """Work a device backend starts in a forked process before the module is read,
         to run beside the parse on a core it leaves idle (``jobs`` > 1), for
-        ``target``, the build's bind target: something with ``kill()``, which ends it if
-        it is not used; None (the default) when there is none."""
+        ``target``, the build's bind target: something with ``finish()``, which waits for
+        it (before processes that use it are forked), and ``kill()``, which ends it if it
+        is not used; None (the default) when there is none."""
+        return None
+
+    def compile_part(self, mod, target, name: str) -> Any:
+        """Device code of ``mod``, the part of ``target``'s device module one call-graph
+        component holds, compiled in that component's process after its passes
+        (``-j N``), for :meth:`device_images` (``made``) to use instead of compiling it
+        again: something that pickles, or None (the default) when this backend does
+        not."""
         return None
 
     def device_images(self, devices: dict, out, name: str, *, device_format: str,
                       emit: tuple[str, ...] = (), line_info: bool = False,
-                      jobs: int = 1) -> DeviceOutputs:
+                      jobs: int = 1, made: list | None = None) -> DeviceOutputs:
         """The images of the device modules ``devices`` (by target), and what the host's
         launch table needs of them (:class:`~tirc.backends.outputs.DeviceOutputs`);
-        ``jobs``: processes it may use."""
+        ``jobs``: processes it may use; ``made``: what :meth:`compile_part` gave, a list
+        of them (given only to a backend that made some)."""
         raise NotImplementedError(f"'{self.kind}' is not a device target")
 
     def launch_table(self, devices: dict) -> Any:
@@ -92,10 +102,11 @@ class CSourceBackend(Backend):
 class CUDABackend(Backend):
     kind, name, role = "cuda", "nvptx", "device"
     # timed in DeviceOutputs.times: TIR -> LLVM IR, its parse and check, libdevice linked
-    # in, LLVM's -O3, PTX emitted, all of these for chunks of kernels side by side (-j N),
-    # nvJitLink's cubin, nvFatbin's fatbin
-    substages = ("lower", "parse-llvm", "libdevice", "optimize", "emit-ptx", "chunks", "cubin",
-                 "fatbin")
+    # in, LLVM's -O3, PTX emitted, all of these for chunks of kernels side by side (-j N)
+    # and for kernels compiled with their passes (-j N: time within "passes", summed over
+    # the processes), nvJitLink's cubin, nvFatbin's fatbin
+    substages = ("lower", "parse-llvm", "libdevice", "optimize", "emit-ptx", "chunks",
+                 "with-passes", "cubin", "fatbin")
     device_formats = ("ptx", "cubin", "fatbin")
     doc = "NVIDIA GPU code through LLVM's NVPTX target (PTX; cubins, fatbins)"
 
@@ -108,10 +119,17 @@ class CUDABackend(Backend):
         path = libdevice.locate()
         return libdevice.start_cut(path) if path else None
 
+    def compile_part(self, mod, target, name):
+        from tirc.backends.cuda.nvptx import compile_kernels
+        return compile_kernels(mod, target, name)
+
     def device_images(self, devices, out, name, *, device_format, emit=(), line_info=False,
-                      jobs=1):
+                      jobs=1, made=None):
         from tirc.backends.cuda.device_stage import device_images
-        return device_images(devices, out, name, device_format, emit, line_info, jobs)
+        made_ptx = {}
+        for part in made or ():
+            made_ptx.update(part)
+        return device_images(devices, out, name, device_format, emit, line_info, jobs, made_ptx)
 
     def launch_table(self, devices):
         from tirc.backends.cuda.launch import DeviceCode

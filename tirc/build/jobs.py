@@ -90,9 +90,15 @@ def _build_into(outcome: Outcome, path: str, opts: BuildOptions, build) -> None:
             from tirc.passes.pipeline import timing_report
             outcome.report += timing_report("pass timings", result.pass_times).splitlines()
             outcome.report += timing_report("stage timings", result.stage_times).splitlines()
-            if result.device_times:
+            within = [(k, t) for k, t in result.device_times if k != "with-passes"]
+            if within:
                 outcome.report += timing_report("device code timings (within device-codegen)",
-                                                result.device_times).splitlines()
+                                                within).splitlines()
+            beside = [(k, t) for k, t in result.device_times if k == "with-passes"]
+            if beside:  # -j N: kernels compiled in the processes that ran their passes
+                outcome.report += timing_report(
+                    "device code compiled with the passes (within passes, all processes)",
+                    beside).splitlines()
         if opts.verbose:
             outcome.info.append(f"tirc: {path}: host code for {result.host_target.describe()}"
                                 + (f", device code for {len(result.devices)} target(s)"

@@ -212,6 +212,8 @@ class _Build:
     launch_table: object = None  # the images the host object embeds and launches
     host_started: object = None  # the host object's chunks started beside the device code
     preparing: object = None  # the bind target's device backend's work started beside the parse
+    made: dict = field(default_factory=dict)  # device code compiled with the passes, by kind
+    made_seconds: dict = field(default_factory=dict)  # and the time it took, by kind
     dev: DeviceOutputs = field(default_factory=DeviceOutputs)
     obj: object = None  # the host backend's object (None with device_only)
     outputs: list[tuple[Path, bytes]] = field(default_factory=list)
@@ -244,17 +246,57 @@ def _passes(b: _Build) -> None:
         instruments += (PrintAfter(set(b.opts.print_after), b.show),)
     names = pass_names(b.opts.abi)
     stop = b.opts.stop_after if b.opts.stop_after in names else None
-    spread = None
+    spread = part_work = None
     if b.opts.jobs > 1 and not b.opts.debug:
         from tirc.backends.forked import run_pulled
         spread = lambda tasks: run_pulled(tasks, b.opts.jobs, "pass group")  # noqa: E731
+        if b.opts.stop_after is None and not b.opts.line_info and "llvm" not in b.opts.emit:
+            part_work = _DevicePart(b)
+            if b.preparing is not None:  # what the processes will use, ready before they fork
+                b.preparing.finish()
     b.mod = run_pipeline(b.read, PassContext(b.opts.target, b.opts.abi, b.opts.symbol_prefix,
                                              instrument_bound_checkers=b.opts.instrument_bound_checkers,
                                              default_gpu_schedule=b.opts.default_gpu_schedule,
                                              config=b.opts.pass_config), stop,
-                         instruments, jobs=b.opts.jobs, spread=spread)
+                         instruments, jobs=b.opts.jobs, spread=spread, part_work=part_work)
     b.pass_times = timer.times
     b.stopped = stop is not None
+
+
+class _DevicePart:
+    """``-j N``: each call-graph component's device code compiled in the process that ran
+    its passes, by its backend (``Backend.compile_part``), for the device stage to use
+    (``b.made``, by target kind): a kernel goes from its passes to its code in one
+    process, and the device stage compiles only what is left."""
+
+    def __init__(self, b: _Build):
+        self.b = b
+
+    def run(self, mod: IRModule) -> tuple[dict, dict]:
+        """What each device backend compiled of ``mod``, and its time, by kind."""
+        from tirc.backends.registry import BACKENDS
+        made: dict[str, list] = {}
+        seconds: dict[str, float] = {}
+        for target, part in split_module(mod)[1].items():
+            backend = BACKENDS.get(target.kind)
+            if backend is None or backend.role != "device":
+                continue
+            start = time.perf_counter()
+            try:
+                result = backend.compile_part(part, target, self.b.name)
+            except Exception:  # noqa: BLE001 - compiled again, and reported, in the device stage
+                continue
+            if result is not None:
+                made.setdefault(target.kind, []).append(result)
+                seconds[target.kind] = seconds.get(target.kind, 0.0) + time.perf_counter() - start
+        return made, seconds
+
+    def take(self, results: list) -> None:
+        for made, seconds in results:
+            for kind, parts in made.items():
+                self.b.made.setdefault(kind, []).extend(parts)
+            for kind, t in seconds.items():
+                self.b.made_seconds[kind] = self.b.made_seconds.get(kind, 0.0) + t
 
 
 def _split(b: _Build) -> None:
@@ -289,19 +331,22 @@ def _device_codegen(b: _Build) -> None:
         b.launch_table = next(iter(tables.values())) if len(tables) == 1 else LaunchTables(tables)
         b.host_started = _start_host(b)
     for kind, modules in by_kind.items():
+        made = {"made": b.made[kind]} if b.made.get(kind) else {}
         try:
             dev = backends[kind].device_images(modules, b.out, b.name,
                                                device_format=_format_for(
                                                    b, backends[kind], modules, len(by_kind) > 1),
                                                emit=emit,
                                                line_info=b.opts.line_info,
-                                               jobs=b.opts.jobs)
+                                               jobs=b.opts.jobs, **made)
         except BaseException:
             _abandon_host(b)
             raise
         if kind in tables:
             for mod, kernels, variants in dev.launches:
                 tables[kind].add_variants(mod, kernels, variants)
+        if kind in b.made_seconds:  # time summed over the processes, within "passes"
+            dev.times["with-passes"] = b.made_seconds[kind]
         b.dev = dev if len(by_kind) == 1 else b.dev.merged(dev)
 
 

@@ -412,9 +412,23 @@ APART_PHASES = ("blocks", "lower", "split", "abi", "legalize", "device")
 Spread = Callable[[list[Callable[[], object]]], list]
 
 
+class PartWork:
+    """What a caller of :func:`run_pipeline` does with each component's module once its
+    passes are done, in the process that ran them (the build compiles the component's
+    kernels there): :meth:`run` in that process, and :meth:`take` here with what each
+    run returned, in the order the components were given out (the largest first).
+    Nothing is taken when the module went through the passes whole."""
+
+    def run(self, mod: IRModule) -> object:
+        raise NotImplementedError
+
+    def take(self, results: list) -> None:
+        raise NotImplementedError
+
+
 def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
                  instruments: tuple[Instrument, ...] = (), jobs: int = 1,
-                 spread: Spread | None = None) -> IRModule:
+                 spread: Spread | None = None, part_work: PartWork | None = None) -> IRModule:
     """Run the pipeline of ``ctx.abi`` in order, up to and including ``stop_after``.
 
     With ``jobs`` > 1 and ``spread``, the passes of :data:`APART_PHASES` run on each
@@ -422,7 +436,8 @@ def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
     the module the serial run gives, its functions and facts in the same order, and an
     error is the one the serial run raises. Only for a whole run timed by
     :class:`TimePasses` at most (``--print-after`` and the like see one module); the
-    components' pass times are added up."""
+    components' pass times are added up. ``part_work``: run on each component's module
+    in its process (:class:`PartWork`)."""
     passes = pipeline(ctx.abi)
     if stop_after is not None and stop_after not in [p.name for p in passes]:
         raise ValueError(f"unknown pass '{stop_after}'")
@@ -433,7 +448,7 @@ def run_pipeline(mod: IRModule, ctx: PassContext, stop_after: str | None = None,
     apart = [p for p in passes if p.phase in APART_PHASES]
     tail = passes[len(head) + len(apart):]
     mod = _run_sequence(mod, ctx, head, None, instruments)
-    mod = _run_apart(mod, ctx, apart, instruments, spread)
+    mod = _run_apart(mod, ctx, apart, instruments, spread, part_work)
     return _run_sequence(mod, ctx, tail, None, instruments)
 
 
@@ -441,7 +456,8 @@ PHASE_ORDER = {name: i for i, (name, _) in enumerate(PHASES)}
 
 
 def _run_apart(mod: IRModule, ctx: PassContext, passes: list[Pass],
-               instruments: tuple[Instrument, ...], spread: Spread) -> IRModule:
+               instruments: tuple[Instrument, ...], spread: Spread,
+               part_work: PartWork | None = None) -> IRModule:
     from tirc.ir.call_graph import components
     comps = components(mod)
     if len(comps) <= 1:
@@ -454,8 +470,8 @@ def _run_apart(mod: IRModule, ctx: PassContext, passes: list[Pass],
         def run():
             timer = TimePasses()
             sub = replace(mod, functions={n: mod.functions[n] for n in names})
-            return (_run_sequence(sub, part_ctx, passes, None, (timer,) if timed else ()),
-                    timer.times)
+            sub = _run_sequence(sub, part_ctx, passes, None, (timer,) if timed else ())
+            return sub, timer.times, part_work.run(sub) if part_work is not None else None
         return run
     try:
         results = spread([task(names) for names in _costliest_first(mod, comps)])
@@ -463,11 +479,13 @@ def _run_apart(mod: IRModule, ctx: PassContext, passes: list[Pass],
         # (another component's may come first in pass order), or runs a component that
         # could not be sent back (too deep to pickle)
         return _run_sequence(mod, ctx, passes, None, instruments)
-    joined = _join_parts(mod, [sub for sub, _ in results])
+    joined = _join_parts(mod, [sub for sub, _, _ in results])
     if joined is None:
         return _run_sequence(mod, ctx, passes, None, instruments)
+    if part_work is not None:
+        part_work.take([work for _, _, work in results])
     totals: dict[str, float] = {}
-    for _, times in results:
+    for _, times, _ in results:
         for name, t in times:
             totals[name] = totals.get(name, 0.0) + t
     for inst in instruments:

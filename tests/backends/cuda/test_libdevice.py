@@ -179,8 +179,9 @@ def test_a_build_with_jobs_cuts_libdevice_beside_the_parse(library, tmp_path, mo
 
 def test_a_cut_a_build_does_not_use_is_ended(library, tmp_path, monkeypatch):
     monkeypatch.setattr(libdevice, "locate", lambda: library)
-    build(MATH, "cuda -arch=sm_90", "llvm", out_dir=tmp_path, name="m", jobs=2, write=False)
-    assert libdevice._CUTTING == {} and libdevice._PIECES == {}  # one kernel: linked whole
+    build(THREE_KERNELS, "cuda -arch=sm_90", "llvm", out_dir=tmp_path, name="m", jobs=2,
+          write=False, line_info=True)  # one LLVM module with its .loc lines, linked whole
+    assert libdevice._CUTTING == {} and libdevice._PIECES == {}
 
 
 def test_a_build_that_fails_ends_the_cut_it_started(library, tmp_path, monkeypatch):

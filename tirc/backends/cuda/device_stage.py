@@ -28,7 +28,8 @@ from tirc.target.kinds import Target, arch_target, image_archs
 
 def device_images(devices: dict[Target, IRModule], out: Path, name: str,
                   device_format: str, emit: tuple[str, ...] = (),
-                  line_info: bool = False, jobs: int = 1) -> DeviceOutputs:
+                  line_info: bool = False, jobs: int = 1,
+                  made: dict | None = None) -> DeviceOutputs:
     """Compile each device module, once per arch of its target (``cuda -arch=sm_80,sm_90``
     lists several): per image its arch, file (``NAME.ptx``; ``NAME.<arch>.ptx`` when
     there are several images, ``NAME.<arch>.<n>.ptx`` when two targets share an arch) and
@@ -39,7 +40,8 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
     Also the emitted intermediates (``emit``): ``<stem>.device.ll`` (llvm) and, for
     cubins and fatbins, ``<stem>.ptx`` (ptx). ``line_info``: PTX and cubins carry the
     ``.tir`` lines of their code (``-lineinfo``). ``jobs``: processes that may compile a
-    module's kernels in chunks side by side (:mod:`tirc.backends.cuda.ptx_chunks`)."""
+    module's kernels in chunks side by side (:mod:`tirc.backends.cuda.ptx_chunks`);
+    ``made``: chunks compiled already (``nvptx.compile_kernels``)."""
     from tirc.backends.cuda.nvptx import generate
 
     result = DeviceOutputs()
@@ -66,7 +68,7 @@ def device_images(devices: dict[Target, IRModule], out: Path, name: str,
         for arch in archs:
             image = generate(m, arch_target(t, arch, len(archs)), name,
                              keep_ir="llvm" in emit, line_info=line_info, timed=result.timed,
-                             jobs=jobs)
+                             jobs=jobs, made=made)
             ptx[image.arch] = image.ptx
             if device_format != "ptx":
                 with result.timed("cubin"):

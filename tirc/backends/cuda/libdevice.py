@@ -124,6 +124,11 @@ def cut_once(path: str) -> Pieces:
     return _PIECES[path]
 
 
+def is_cut(path: str) -> bool:
+    """Whether this process holds the library at ``path`` cut (:func:`cut_once`)."""
+    return path in _PIECES
+
+
 def start_cut(path: str) -> Started | None:
     """Start cutting the library at ``path`` in a forked process, for :func:`cut_once`
     to collect; what it returns ends it (``kill()``) if it is never collected. None when
@@ -138,6 +143,12 @@ def start_cut(path: str) -> Started | None:
 class _Cutting:
     def __init__(self, path: str, started: Started):
         self.path, self.started = path, started
+
+    def finish(self) -> None:
+        """Wait for the cut and keep it (before processes are forked that link by the
+        piece)."""
+        if _CUTTING.get(self.path) is self.started:
+            cut_once(self.path)
 
     def kill(self) -> None:
         if _CUTTING.get(self.path) is self.started:

@@ -297,25 +297,63 @@ def lower_to_llvm(mod: IRModule, target: Target, name: str = "module",
 
 def generate(mod: IRModule, target: Target, name: str = "module",
              keep_ir: bool = True, line_info: bool = False, timed=None,
-             jobs: int = 1) -> DeviceImage:
+             jobs: int = 1, made: dict | None = None) -> DeviceImage:
     """The PTX of ``mod``; ``line_info``: with ``.loc`` directives (``-lineinfo``);
     ``timed(substage)``: a context that times each sub-stage (``DeviceOutputs.timed``);
     ``jobs``: processes that may make it in chunks side by side
     (:mod:`tirc.backends.cuda.ptx_chunks`; not with ``keep_ir`` or ``line_info``, which
-    describe one LLVM module)."""
+    describe one LLVM module); ``made``: chunks already compiled
+    (:func:`compile_kernels`)."""
     if jobs > 1 and not keep_ir and not line_info:
-        image = _generate_chunked(mod, target, name, jobs, timed or _untimed)
+        image = _generate_chunked(mod, target, name, jobs, timed or _untimed, made or {})
         if image is not None:
             return image
     return _generate(mod, target, name, keep_ir, line_info, timed or _untimed)
 
 
+def compile_kernels(mod: IRModule, target: Target, name: str) -> dict:
+    """The PTX of each kernel of ``mod`` (a device module, or the part of one a
+    call-graph component holds) compiled as a chunk of its own, for each arch of
+    ``target``: by :func:`chunk_key`, for :func:`generate` (``made``) to join instead of
+    compiling them again. Run in a component's process after its passes (``-j N``): a
+    kernel goes from its passes to its PTX in one process. The PTX ISA version is the
+    part's; a module whose kernels need a higher one compiles that chunk again. Empty
+    when the module is not made in chunks (``ptx_chunks.split``); a kernel that fails is
+    left out, to fail where the whole module is compiled."""
+    from tirc.backends.cuda import ptx_chunks
+    from tirc.target.kinds import arch_target, image_archs
+    measured = ptx_chunks.kernels(mod, frozenset(_MATH_OPS))
+    if not measured:
+        return {}
+    chunks = [chunk for chunk, _ in measured]
+    version = required_ptx_version(mod)
+    path = libdevice.locate() if any(c.math for c in chunks) else None
+    pieces = path is not None and libdevice.is_cut(path)
+    archs = image_archs(target)
+    made = {}
+    for arch in archs:
+        at = arch_target(target, arch, len(archs))
+        for chunk in chunks:
+            try:
+                ptx = _chunk_ptx(chunk.mod, at, name, version, pieces)
+            except Exception:  # noqa: BLE001 - compiled again, and reported, with the module
+                continue
+            made[chunk_key(chunk.mod, at, version)] = ptx
+    return made
+
+
+def chunk_key(chunk: IRModule, target: Target, ptx_version: int) -> tuple:
+    """What a chunk's PTX depends on besides its kernel: the kernel's name (a kernel of
+    one name comes from one component's passes), the arch target and the PTX version."""
+    return tuple(chunk.functions), target.canonical, ptx_version
+
+
 def _generate_chunked(mod: IRModule, target: Target, name: str, jobs: int,
-                      timed) -> DeviceImage | None:
-    """The PTX of ``mod`` from chunks of its kernels compiled in forked processes; None
-    when it is not cut, or its chunks' texts do not join (``ptx_chunks.join``). When
-    more than two chunks may call libdevice, they link it by the piece
-    (:func:`libdevice.link`), the library cut before the processes fork."""
+                      timed, made: dict) -> DeviceImage | None:
+    """The PTX of ``mod`` from chunks of its kernels compiled in forked processes (those
+    not ``made`` already); None when it is not cut, or its chunks' texts do not join
+    (``ptx_chunks.join``). When more than two chunks may call libdevice, they link it by
+    the piece (:func:`libdevice.link`), the library cut before the processes fork."""
     from functools import partial
 
     from tirc.backends.forked import run_pulled
@@ -323,16 +361,19 @@ def _generate_chunked(mod: IRModule, target: Target, name: str, jobs: int,
     chunks = ptx_chunks.split(mod, jobs, frozenset(_MATH_OPS))
     if chunks is None:
         return None
-    pieces = sum(chunk.math for chunk in chunks) > 2
+    version = required_ptx_version(mod)
+    texts = [made.get(chunk_key(chunk.mod, target, version)) for chunk in chunks]
+    todo = [chunk for chunk, text in zip(chunks, texts) if text is None]
+    pieces = sum(chunk.math for chunk in todo) > 2
     path = libdevice.locate() if pieces else None
     if path is not None:
         with timed("libdevice"):
             libdevice.cut_once(path)
-    version = required_ptx_version(mod)
-    tasks = [partial(_chunk_ptx, chunk.mod, target, name, version, pieces)
-             for chunk in chunks]
+    tasks = [partial(_chunk_ptx, chunk.mod, target, name, version, pieces) for chunk in todo]
     with timed("chunks"):
-        ptx = ptx_chunks.join(run_pulled(tasks, jobs, "device code process"), chunks)
+        compiled = iter(run_pulled(tasks, jobs, "device code process"))
+        ptx = ptx_chunks.join([text if text is not None else next(compiled)
+                               for text in texts], chunks)
     if ptx is None:
         return None
     return DeviceImage(ptx, "", str(target.get("arch")), kernel_symbols(mod))

@@ -48,21 +48,31 @@ def split(mod: IRModule, jobs: int, math_ops: frozenset[str]) -> list[Chunk] | N
     (``forked.run_pulled``); ``math_ops``: the TIR calls that may reach libdevice (with
     extern calls). None when it is not cut (one process, one kernel, or a device
     subroutine)."""
-    funcs = list(mod.functions.items())
-    if jobs <= 1 or len(funcs) < 2 or not all(is_kernel(f) for _, f in funcs):
+    if jobs <= 1 or len(mod.functions) < 2:
         return None
-    sizes, math = [], []
-    for _, func in funcs:
+    measured = kernels(mod, math_ops)
+    if measured is None:
+        return None
+    order = sorted(range(len(measured)), key=lambda i: (-measured[i][1], i))
+    return [measured[i][0] for i in order]
+
+
+def kernels(mod: IRModule, math_ops: frozenset[str]) -> list[tuple[Chunk, int]] | None:
+    """Each kernel of ``mod`` as a chunk of its own, in module order, with its size
+    (statements and expressions); None when ``mod`` holds a device subroutine."""
+    funcs = list(mod.functions.items())
+    if not all(is_kernel(f) for _, f in funcs):
+        return None
+    out = []
+    for i, (name, func) in enumerate(funcs):
         size, calls = 0, False
         for node in walk(func.body):
             size += 1
             if isinstance(node, Call) and isinstance(node.op, str) and (
                     node.op in math_ops or node.op in _EXTERN_CALLS):
                 calls = True
-        sizes.append(size)
-        math.append(calls)
-    return [Chunk(replace(mod, functions={funcs[i][0]: funcs[i][1]}), (i,), math[i])
-            for i in sorted(range(len(funcs)), key=lambda i: (-sizes[i], i))]
+        out.append((Chunk(replace(mod, functions={name: func}), (i,), calls), size))
+    return out
 
 
 @record(frozen=True)
