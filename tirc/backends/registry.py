@@ -45,9 +45,10 @@ class Backend:
     def start_preparing(self, target, jobs: int) -> Any:
         """Work a device backend starts in a forked process before the module is read,
         to run beside the parse on a core it leaves idle (``jobs`` > 1), for
-        ``target``, the build's bind target: something with ``finish()``, which waits for
-        it (before processes that use it are forked), and ``kill()``, which ends it if it
-        is not used; None (the default) when there is none."""
+        ``target``, the build's bind target: something with ``take_if_done()``, which
+        keeps its result if it is done, without waiting (before processes that may use
+        it are forked), and ``kill()``, which ends it if it is not used; None (the
+        default) when there is none."""
         return None
 
     def compile_part(self, mod, target, name: str) -> Any:

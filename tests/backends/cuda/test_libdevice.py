@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import textwrap
+import time
 
 import pytest
 from llvmlite import binding as llvm
@@ -175,6 +176,26 @@ def test_a_build_with_jobs_cuts_libdevice_beside_the_parse(library, tmp_path, mo
           write=False)
     assert started == [library]
     assert libdevice._CUTTING == {} and library in libdevice._PIECES  # collected
+
+
+def test_a_cut_not_done_is_not_waited_for(library, monkeypatch):
+    gate_read, gate_write = os.pipe()  # the cut waits on it
+    cut_file = libdevice._cut_file
+
+    def held(path):
+        os.read(gate_read, 1)
+        return cut_file(path)
+    monkeypatch.setattr(libdevice, "_cut_file", held)
+    started = libdevice.start_cut(library)
+    started.take_if_done()  # not done: left to go on
+    assert libdevice._PIECES == {} and library in libdevice._CUTTING
+    os.write(gate_write, b"x")
+    while not started.started.done():
+        time.sleep(0.01)
+    started.take_if_done()
+    assert library in libdevice._PIECES and libdevice._CUTTING == {}
+    os.close(gate_read)
+    os.close(gate_write)
 
 
 def test_a_cut_a_build_does_not_use_is_ended(library, tmp_path, monkeypatch):
