@@ -70,13 +70,6 @@ class Started:
             _kill(pid, fd)
         self.children = []
 
-    def done(self) -> bool:
-        """Whether every child has its result ready to read (it writes it when its task
-        is done), so that :meth:`results` would not wait for the tasks."""
-        import select
-        fds = [fd for _, fd in self.children]
-        return not fds or len(select.select(fds, [], [], 0)[0]) == len(fds)
-
     def results(self, first: R) -> list[R]:
         """``first`` (this process's own result), then the children's, in task order; a
         task's exception is raised here as it was raised there."""

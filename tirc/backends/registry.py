@@ -42,13 +42,13 @@ class Backend:
         ``kill()`` abandons it; None (the default) when this backend does not."""
         return None
 
-    def start_preparing(self, target, jobs: int) -> Any:
+    def start_preparing(self, target, jobs: int, text: str | None) -> Any:
         """Work a device backend starts in a forked process before the module is read,
         to run beside the parse on a core it leaves idle (``jobs`` > 1), for
-        ``target``, the build's bind target: something with ``take_if_done()``, which
-        keeps its result if it is done, without waiting (before processes that may use
-        it are forked), and ``kill()``, which ends it if it is not used; None (the
-        default) when there is none."""
+        ``target``, the build's bind target, and ``text``, the input (None when it is
+        not text): something with ``finish()``, which waits for it (before processes
+        that use it are forked), and ``kill()``, which ends it if it is not used; None
+        (the default) when there is none."""
         return None
 
     def compile_part(self, mod, target, name: str) -> Any:
@@ -111,13 +111,14 @@ class CUDABackend(Backend):
     device_formats = ("ptx", "cubin", "fatbin")
     doc = "NVIDIA GPU code through LLVM's NVPTX target (PTX; cubins, fatbins)"
 
-    def start_preparing(self, target, jobs):
-        """libdevice cut into pieces (:func:`libdevice.start_cut`), which the chunks of
-        ``-j N`` link."""
-        if jobs <= 1:
+    def start_preparing(self, target, jobs, text):
+        """libdevice cut into pieces (:func:`libdevice.start_cut`), which the kernels
+        compiled apart under ``-j N`` link, when the text calls math functions."""
+        if jobs <= 1 or text is None:
             return None
         from tirc.backends.cuda import libdevice
-        path = libdevice.locate()
+        from tirc.backends.cuda.nvptx import may_call_libdevice
+        path = libdevice.locate() if may_call_libdevice(text) else None
         return libdevice.start_cut(path) if path else None
 
     def compile_part(self, mod, target, name):

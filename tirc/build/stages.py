@@ -252,8 +252,8 @@ def _passes(b: _Build) -> None:
         spread = lambda tasks: run_pulled(tasks, b.opts.jobs, "pass group")  # noqa: E731
         if b.opts.stop_after is None and not b.opts.line_info and "llvm" not in b.opts.emit:
             part_work = _DevicePart(b)
-            if b.preparing is not None:  # for the processes to inherit, if done by now
-                b.preparing.take_if_done()
+            if b.preparing is not None:  # what the processes will use, ready before they fork
+                b.preparing.finish()
     b.mod = run_pipeline(b.read, PassContext(b.opts.target, b.opts.abi, b.opts.symbol_prefix,
                                              instrument_bound_checkers=b.opts.instrument_bound_checkers,
                                              default_gpu_schedule=b.opts.default_gpu_schedule,
@@ -375,7 +375,8 @@ def _start_preparing(b: _Build):
     backend = BACKENDS.get(b.opts.target.kind)
     if backend is None or backend.role != "device":
         return None
-    return backend.start_preparing(b.opts.target, b.opts.jobs)
+    return backend.start_preparing(b.opts.target, b.opts.jobs,
+                                   b.source if isinstance(b.source, str) else None)
 
 
 def _start_host(b: _Build):

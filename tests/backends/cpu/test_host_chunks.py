@@ -323,7 +323,8 @@ BAD_DEVICE = CUDA.replace("A[tx] = T.float32(0)",
 @pytest.fixture
 def forked_pids(monkeypatch):
     """The process ids of the children the build forks (libdevice cut by none yet: a CUDA
-    build with -j N starts cutting it while it parses, when the library is found)."""
+    build with -j N whose text calls math functions starts cutting it while it parses,
+    when the library is found)."""
     import tirc.backends.forked
     from tirc.backends.cuda import libdevice
     monkeypatch.setattr(libdevice, "_PIECES", {})
@@ -366,10 +367,9 @@ def test_a_device_code_error_ends_the_host_chunks_started_beside_it(tmp_path, fo
 def test_a_build_stopped_after_the_device_code_ends_the_started_host_chunks(tmp_path,
                                                                             forked_pids):
     build(CUDA, "cuda -arch=sm_90", None, tmp_path, "m", jobs=3, stop_after="device-codegen")
-    # libdevice's cut, two processes for the passes, two for the host chunks, two for the
-    # device code (a build that stops early compiles no kernels with the passes)
-    cut = 1 if _libdevice_found() else 0
-    assert len(forked_pids) == cut + 6 and all(_reaped(p) for p in forked_pids)
+    # two processes for the passes, two for the host chunks, two for the device code (a
+    # build that stops early compiles no kernels with the passes; no math: no libdevice)
+    assert len(forked_pids) == 6 and all(_reaped(p) for p in forked_pids)
     assert not any(tmp_path.iterdir())
 
 

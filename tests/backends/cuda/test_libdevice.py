@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import textwrap
-import time
 
 import pytest
 from llvmlite import binding as llvm
@@ -178,24 +177,19 @@ def test_a_build_with_jobs_cuts_libdevice_beside_the_parse(library, tmp_path, mo
     assert libdevice._CUTTING == {} and library in libdevice._PIECES  # collected
 
 
-def test_a_cut_not_done_is_not_waited_for(library, monkeypatch):
-    gate_read, gate_write = os.pipe()  # the cut waits on it
-    cut_file = libdevice._cut_file
-
-    def held(path):
-        os.read(gate_read, 1)
-        return cut_file(path)
-    monkeypatch.setattr(libdevice, "_cut_file", held)
-    started = libdevice.start_cut(library)
-    started.take_if_done()  # not done: left to go on
-    assert libdevice._PIECES == {} and library in libdevice._CUTTING
-    os.write(gate_write, b"x")
-    while not started.started.done():
-        time.sleep(0.01)
-    started.take_if_done()
-    assert library in libdevice._PIECES and libdevice._CUTTING == {}
-    os.close(gate_read)
-    os.close(gate_write)
+def test_a_build_whose_text_calls_no_math_cuts_nothing(library, tmp_path, monkeypatch):
+    from tirc.backends.cuda.nvptx import may_call_libdevice
+    assert may_call_libdevice("B[i] = T.exp(A[i])") and may_call_libdevice(
+        'T.call_pure_extern("float32", "__expf", x)')
+    assert not may_call_libdevice("B[i] = T.max(A[i], T.float32(0)) + T.exponent_bias")
+    monkeypatch.setattr(libdevice, "locate", lambda: library)
+    started = []
+    start = libdevice.start_cut
+    monkeypatch.setattr(libdevice, "start_cut", lambda path: started.append(path) or start(path))
+    plain = THREE_KERNELS.replace("T.exp", "T.fabs").replace("T.sin", "T.fabs").replace(
+        "T.cos", "T.fabs")
+    build(plain, "cuda -arch=sm_90", "llvm", out_dir=tmp_path, name="m", jobs=2, write=False)
+    assert started == [] and libdevice._PIECES == {}
 
 
 def test_a_cut_a_build_does_not_use_is_ended(library, tmp_path, monkeypatch):
@@ -207,8 +201,12 @@ def test_a_cut_a_build_does_not_use_is_ended(library, tmp_path, monkeypatch):
 
 def test_a_build_that_fails_ends_the_cut_it_started(library, tmp_path, monkeypatch):
     monkeypatch.setattr(libdevice, "locate", lambda: library)
+    started = []
+    start = libdevice.start_cut
+    monkeypatch.setattr(libdevice, "start_cut", lambda path: started.append(path) or start(path))
     with pytest.raises(Diagnostic, match="expected"):
-        build("@I.ir_module\nclass M:\n    x = (\n", "cuda -arch=sm_90", "llvm",
+        build("@I.ir_module\nclass M:\n    x = T.exp(\n", "cuda -arch=sm_90", "llvm",
               out_dir=tmp_path / "out", name="m", jobs=2)
+    assert started == [library]
     assert libdevice._CUTTING == {} and libdevice._PIECES == {}
     assert not (tmp_path / "out").exists()

@@ -144,10 +144,10 @@ class _Cutting:
     def __init__(self, path: str, started: Started):
         self.path, self.started = path, started
 
-    def take_if_done(self) -> None:
-        """Keep the cut if it is done (before processes are forked that may link by the
-        piece), without waiting for it."""
-        if _CUTTING.get(self.path) is self.started and self.started.done():
+    def finish(self) -> None:
+        """Wait for the cut and keep it (before processes are forked that link by the
+        piece)."""
+        if _CUTTING.get(self.path) is self.started:
             cut_once(self.path)
 
     def kill(self) -> None:

@@ -30,6 +30,8 @@ Device facts, all from the ``cuda`` target (nothing asks a GPU):
 """
 from __future__ import annotations
 
+import re
+
 from contextlib import contextmanager
 
 from llvmlite import binding as llvm
@@ -61,6 +63,16 @@ _SREG = {"threadIdx": "tid", "blockIdx": "ctaid"}
 _NATIVE = {"sqrt", "fabs", "fma", "floor", "ceil", "trunc", "round", "nearbyint", "copysign"}
 _LIBDEVICE = (set(LLVM_MATH) | set(LIBM) | {"exp10"}) - _NATIVE
 _MATH_OPS = _LIBDEVICE | {"sigmoid", "ldexp"}  # TIR calls that may reach libdevice
+# where TVMScript text spells one of them, or an extern call
+_MATH_TEXT = re.compile(r"\bT\.(?:%s)\(" % "|".join(
+    sorted(_MATH_OPS | {"call_extern", "call_pure_extern"}, key=len, reverse=True)))
+
+
+def may_call_libdevice(text: str) -> bool:
+    """Whether TVMScript ``text`` spells a call that may reach libdevice (``T.exp(``,
+    ``T.call_extern(``): a guess from the text (a name inside a comment counts), for
+    deciding whether to cut libdevice ahead of the device code; no code depends on it."""
+    return _MATH_TEXT.search(text) is not None
 
 
 def target_machine(target: Target, ptx_version: int | None = None) -> llvm.TargetMachine:
