@@ -518,7 +518,7 @@ def _join_parts(mod: IRModule, parts: list[IRModule]) -> IRModule | None:
         exported += part.facts.functions[len(base.functions):]
         kernels += part.facts.kernels[len(base.kernels):]
         warnings += part.facts.warnings[len(base.warnings):]
-    functions = {n: functions[n] for n in mod.functions}
+    functions = {n: functions[n] for n in mod.functions if n in functions}  # a pass may drop one
     functions.update((n, f) for _, _, n, f in sorted(added, key=lambda a: a[:2]))
     place = {n: i for i, n in enumerate(functions)}
     facts = replace(base, functions=tuple(base.functions) + tuple(

@@ -164,6 +164,28 @@ def test_an_unreadable_libdevice_cut_in_another_process_is_a_diagnostic(tmp_path
         libdevice.cut_once(str(broken))
 
 
+def test_an_unreadable_libdevice_fails_only_the_builds_that_link_it(tmp_path, monkeypatch):
+    broken = tmp_path / "libdevice.10.bc"
+    broken.write_bytes(b"not bitcode")
+    monkeypatch.setattr(libdevice, "_PIECES", {})
+    monkeypatch.setattr(libdevice, "_CUTTING", {})
+    monkeypatch.setattr(libdevice, "locate", lambda: str(broken))
+    # the math is in a comment: cut ahead, but nothing links the library
+    text = THREE_KERNELS.replace("T.exp", "T.fabs").replace("T.sin", "T.fabs").replace(
+        "T.cos", "T.fabs") + "# T.exp(x)\n"
+    serial = build(text, "cuda -arch=sm_90", "llvm", out_dir=tmp_path / "1", name="m",
+                   write=False)
+    forked = build(text, "cuda -arch=sm_90", "llvm", out_dir=tmp_path / "2", name="m", jobs=2,
+                   write=False)
+    def ptx(result):
+        return {path.name: data for path, data in result.outputs.items() if path.suffix == ".ptx"}
+    assert ptx(forked) == ptx(serial) and ptx(serial)
+    for jobs in (1, 2):
+        with pytest.raises(Diagnostic, match="cannot read libdevice"):
+            build(THREE_KERNELS, "cuda -arch=sm_90", "llvm", out_dir=tmp_path / "3", name="m",
+                  jobs=jobs, write=False)
+
+
 def test_a_build_with_jobs_cuts_libdevice_beside_the_parse(library, tmp_path, monkeypatch):
     monkeypatch.setattr(libdevice, "locate", lambda: library)
     started = []

@@ -146,9 +146,13 @@ class _Cutting:
 
     def finish(self) -> None:
         """Wait for the cut and keep it (before processes are forked that link by the
-        piece)."""
+        piece). A library that cannot be read is reported where a link needs it, as
+        without the cut ahead."""
         if _CUTTING.get(self.path) is self.started:
-            cut_once(self.path)
+            try:
+                cut_once(self.path)
+            except Diagnostic:
+                pass
 
     def kill(self) -> None:
         if _CUTTING.get(self.path) is self.started:
