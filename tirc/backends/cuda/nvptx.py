@@ -31,7 +31,6 @@ Device facts, all from the ``cuda`` target (nothing asks a GPU):
 from __future__ import annotations
 
 import re
-
 from contextlib import contextmanager
 
 from llvmlite import binding as llvm
@@ -330,8 +329,8 @@ def compile_kernels(mod: IRModule, target: Target, name: str) -> dict:
     compiling them again. Run in a component's process after its passes (``-j N``): a
     kernel goes from its passes to its PTX in one process. The PTX ISA version is the
     part's; a module whose kernels need a higher one compiles that chunk again. Empty
-    when the module is not made in chunks (``ptx_chunks.split``); a kernel that fails is
-    left out, to fail where the whole module is compiled."""
+    when the module holds a device subroutine (``ptx_chunks.kernels``); a kernel that
+    fails is left out, to fail where the whole module is compiled."""
     from tirc.backends.cuda import ptx_chunks
     from tirc.target.kinds import arch_target, image_archs
     measured = ptx_chunks.kernels(mod, frozenset(_MATH_OPS))
