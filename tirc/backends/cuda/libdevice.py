@@ -129,7 +129,7 @@ def is_cut(path: str) -> bool:
     return path in _PIECES
 
 
-def start_cut(path: str) -> Started | None:
+def start_cut(path: str) -> _Cutting | None:
     """Start cutting the library at ``path`` in a forked process, for :func:`cut_once`
     to collect; what it returns ends it (``kill()``) if it is never collected. None when
     it is cut or being cut already."""
@@ -141,6 +141,8 @@ def start_cut(path: str) -> Started | None:
 
 
 class _Cutting:
+    """A cut started in a forked process (:func:`start_cut`)."""
+
     def __init__(self, path: str, started: Started):
         self.path, self.started = path, started
 

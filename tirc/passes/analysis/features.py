@@ -75,42 +75,29 @@ def function_features(func) -> frozenset[str]:
     """The features of one function."""
     found: set[str] = set()
     add = found.add
-    narrow = _NARROW
     if func.private:
         add("private")
-    if func.ret_type is not None and func.ret_type.base in narrow:
-        add(narrow[func.ret_type.base])
+    _narrow(func.ret_type, add)
     for var in func.params:
         _pointer(var, add)
-        if var.dtype.base in narrow:
-            add(narrow[var.dtype.base])
+        _narrow(var.dtype, add)
     for _, buf in func.buffer_map:
         _buffer(buf, add)
     for node in walk(func.body):
         cls = type(node)
         if cls is Var:
             _pointer(node, add)
-            base = node.dtype.base
-            if base == "int64":
-                add("int64")
-            elif base in narrow:
-                add(narrow[base])
+            _scalar(node.dtype, add)
         elif cls is IntImm or cls is Cast:
-            base = node.dtype.base
-            if base == "int64":
-                add("int64")
-            elif base in narrow:
-                add(narrow[base])
+            _scalar(node.dtype, add)
         elif cls is FloatImm:
-            if node.dtype.base in narrow:
-                add(narrow[node.dtype.base])
+            _narrow(node.dtype, add)
         elif cls is BufferLoad or cls is BufferStore:
             _buffer(node.buffer, add)
         elif cls is Call:
             if isinstance(node.op, str):
                 add(f"call.{node.op}")
-            if node.dtype.base in narrow:
-                add(narrow[node.dtype.base])
+            _narrow(node.dtype, add)
         elif cls is For:
             _loop(node, add)
         elif cls is AttrStmt:
@@ -153,17 +140,30 @@ def _loop(loop: For, add) -> None:
         add("loop.unit")
 
 
+def _scalar(dtype, add) -> None:
+    """``int64`` or a narrow float feature for a variable's, constant's or cast's type."""
+    base = dtype.base
+    if base == "int64":
+        add("int64")
+    elif base in _NARROW:
+        add(_NARROW[base])
+
+
+def _narrow(dtype, add) -> None:
+    """The narrow float feature of ``dtype`` (None: none)."""
+    if dtype is not None and dtype.base in _NARROW:
+        add(_NARROW[dtype.base])
+
+
 def _buffer(buf, add) -> None:
     _pointer(buf.data, add)
-    if buf.dtype is not None and buf.dtype.base in _NARROW:
-        add(_NARROW[buf.dtype.base])
+    _narrow(buf.dtype, add)
 
 
 def _pointer(var: Var, add) -> None:
     ptr = var.ptr
     if ptr is not None:
-        if ptr.dtype is not None and ptr.dtype.base in _NARROW:
-            add(_NARROW[ptr.dtype.base])
+        _narrow(ptr.dtype, add)
         if ptr.scope in SHARED_SCOPES:
             add("shared")
         elif ptr.scope == "warp":
